@@ -1,0 +1,44 @@
+# Two commands: `make run` (the main job) and `make test`. Both bootstrap .venv themselves.
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.exactness-installed
+KERNEL := exactness
+
+# Jupyter, IPython and matplotlib keep their state inside the project, never in $HOME.
+STATE := $(CURDIR)/.state
+export JUPYTER_CONFIG_DIR := $(STATE)/jupyter/config
+export JUPYTER_DATA_DIR := $(STATE)/jupyter/data
+export JUPYTER_RUNTIME_DIR := $(STATE)/jupyter/runtime
+export JUPYTER_PLATFORM_DIRS := 1
+export IPYTHONDIR := $(STATE)/ipython
+export MPLCONFIGDIR := $(STATE)/matplotlib
+export XDG_CONFIG_HOME := $(STATE)/xdg/config
+export XDG_CACHE_HOME := $(STATE)/xdg/cache
+
+.PHONY: install run test lab clean-state
+
+# Re-installs only when pyproject.toml changed since the last install (seconds when nothing did).
+$(STAMP): pyproject.toml
+	test -x $(PY) || python3 -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (exactness)" >/dev/null
+	touch $(STAMP)
+
+install: $(STAMP)
+
+run: install
+	$(VENV)/bin/exactness run all
+
+test: install
+	@command -v chromium >/dev/null || { echo "installing Debian's chromium for the browser tests"; \
+	  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed; browser tests will be skipped outside CI"; }
+	$(PY) -m pytest
+
+lab: install
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --allow-root --no-browser \
+	  --MappingKernelManager.default_kernel_name=$(KERNEL)
+
+clean-state:
+	rm -rf $(STATE)

@@ -1,0 +1,160 @@
+"""The `exactness` command: list studies, run them through papermill, rebuild the index, show a run."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import secrets
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from exactness import index, parameters, studies
+from exactness.manifest import MANIFEST, Manifest
+from exactness.project import Project, keep_state_inside
+
+DEFAULT_SET = "default"
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    study: studies.Study
+    params: dict[str, Any]
+    param_set: str
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="exactness", description=__doc__)
+    parser.add_argument("--out", help="outputs folder (default: <project>/outputs)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list", help="studies and their parameter sets")
+    run = commands.add_parser("run", help="run a study (or all) through papermill")
+    run.add_argument("study", help="a study name, or 'all'")
+    run.add_argument("-f", "--file", action="append", default=[], metavar="FILE",
+                     help="parameter set name or YAML file; later ones override earlier ones")
+    run.add_argument("-p", "--param", action="append", nargs=2, default=[], metavar=("NAME", "VALUE"),
+                     help="override one parameter; VALUE parses as YAML")
+    run.add_argument("--with-code", action="store_true", help="keep code cells in report.html")
+    run.add_argument("--log-output", action="store_true", help="stream cell output to the terminal")
+    commands.add_parser("index", help="rebuild outputs/index.html from the run folders")
+    show = commands.add_parser("show", help="a run's headline figures")
+    show.add_argument("run", help="a run folder, a run id, or a study name (its newest run)")
+    return parser
+
+
+def plan(project: Project, study_name: str, files: list[str], overrides: list[tuple[str, str]]) -> list[PlannedRun]:
+    """Resolve and validate every run of the batch before any of them starts."""
+    available = studies.discover(project)
+    names = list(available) if study_name == "all" else [studies.get(project, study_name).name]
+    if study_name != "all" and studies.ENVIRONMENT_STUDY in available and names != [studies.ENVIRONMENT_STUDY]:
+        names.insert(0, studies.ENVIRONMENT_STUDY)  # every report links the environment of its batch
+    if study_name == "all" and overrides:
+        declared = set().union(*(parameters.read_parameters(available[n].notebook) for n in names))
+        unknown = [name for name, _ in overrides if name not in declared]
+        if unknown:
+            raise parameters.ParameterError(f"no study has parameter(s) {', '.join(map(repr, unknown))}")
+    planned = []
+    for name in names:
+        study = available[name]
+        primary = name == study_name or study_name == "all"
+        chosen = files if files and (primary or all(_has_set(study, f) for f in files)) else [DEFAULT_SET]
+        paths = [study.param_file(f) for f in chosen]
+        spec = parameters.read_parameters(study.notebook)
+        mine = [(n, v) for n, v in overrides if primary and (study_name != "all" or n in spec)]
+        label = "+".join(Path(f).stem for f in chosen) + ("+p" if mine else "")
+        planned.append(PlannedRun(study, parameters.resolve(study.notebook, paths, mine), label))
+    return planned
+
+
+def _has_set(study: studies.Study, name: str) -> bool:
+    try:
+        study.param_file(name)
+        return True
+    except FileNotFoundError:
+        return False
+
+
+def cmd_list(project: Project) -> int:
+    for name, study in studies.discover(project).items():
+        print(f"{name:<20} {' '.join(study.param_sets) or '(no parameter sets)'}")
+    return 0
+
+
+def cmd_run(project: Project, args) -> int:
+    from exactness import runs
+
+    batch_plan = plan(project, args.study, args.file, [tuple(p) for p in args.param])
+    runs.ensure_kernel()
+    batch = dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    environment_run, failures = None, []
+    for number, planned in enumerate(batch_plan, 1):
+        print(f"[{number}/{len(batch_plan)}] {planned.study.name} ({planned.param_set}) ...", flush=True)
+        try:
+            result = runs.execute(project, planned.study, planned.params, planned.param_set, batch,
+                                  environment_run=environment_run, with_code=args.with_code,
+                                  log_output=args.log_output)
+        except KeyboardInterrupt:
+            print("interrupted; the run is marked interrupted", file=sys.stderr)
+            return 130
+        if planned.study.name == studies.ENVIRONMENT_STUDY and result:
+            environment_run = str(result.folder.relative_to(project.outputs))
+        print(f"    {result.manifest.status} in {result.manifest.duration_s:.1f} s -> {result.folder / 'report.html'}")
+        if not result:
+            failures.append(result.reason)
+    print(f"index: {index.write(project)}")
+    for reason in failures:
+        print(f"FAILED: {reason}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def find_run(project: Project, reference: str) -> Path:
+    path = Path(reference)
+    if (path / MANIFEST).exists():
+        return path
+    matches = list(project.outputs.glob(f"*/{reference}/{MANIFEST}"))
+    if matches:
+        return matches[0].parent
+    newest = [e.folder for e in index.collect(project) if e.manifest.study == reference]
+    if newest:
+        return newest[0]
+    raise FileNotFoundError(f"no run {reference!r} under {project.outputs} (give a run folder, run id or study)")
+
+
+def cmd_show(project: Project, reference: str) -> int:
+    folder = find_run(project, reference)
+    manifest = Manifest.read(folder)
+    print(f"{manifest.study} {manifest.run_id}: {manifest.status} ({manifest.param_set}), "
+          f"{manifest.duration_s} s, started {manifest.started}")
+    if manifest.error:
+        print(f"  error in cell {manifest.failed_cell}: {manifest.error}")
+    summary = folder / "summary.json"
+    for name, value in (json.loads(summary.read_text()) if summary.exists() else {}).items():
+        print(f"  {name}: {index.short(value)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    project = Project.at(outputs=args.out)
+    keep_state_inside(project)
+    try:
+        if args.command == "list":
+            return cmd_list(project)
+        if args.command == "run":
+            return cmd_run(project, args)
+        if args.command == "index":
+            print(index.write(project))
+            return 0
+        return cmd_show(project, args.run)
+    except (parameters.ParameterError, studies.UnknownStudyError, FileNotFoundError) as error:
+        print(f"exactness: error: {error}", file=sys.stderr)
+        return 2
+    except RuntimeError as error:  # e.g. the kernel is not registered
+        print(f"exactness: error: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

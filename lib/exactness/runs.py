@@ -1,0 +1,131 @@
+"""One run: a fresh run folder, papermill execution, manifest, report. A run folder is written once.
+
+A failing cell keeps everything (the executed notebook shows the error, the manifest says which cell and
+what went wrong); Ctrl-C leaves the run marked interrupted. Nothing outside the new folder is touched
+except the index, which is rebuilt from all run folders.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import secrets
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from exactness import index, report
+from exactness.artifacts import RUN_DIR_VARIABLE
+from exactness.machine import run_facts
+from exactness.manifest import Manifest
+from exactness.project import KERNEL_NAME, Project, keep_state_inside
+from exactness.studies import Study
+
+
+class KernelMissingError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class RunResult:
+    folder: Path
+    manifest: Manifest
+
+    def __bool__(self) -> bool:
+        return self.manifest.status == "passed"
+
+    @property
+    def reason(self) -> str:
+        m = self.manifest
+        if m.status == "failed":
+            cell = f" in cell [{m.failed_cell}]" if m.failed_cell is not None else ""
+            return f"{m.study} failed{cell}: {m.error}"
+        return f"{m.study} {m.status}"
+
+
+def new_run_folder(project: Project, study: str, param_set: str) -> tuple[str, Path]:
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    label = "".join(c if c.isalnum() or c in "-_+" else "_" for c in param_set)
+    while True:
+        run_id = f"{stamp}-{label}-{secrets.token_hex(2)}"
+        folder = project.outputs / study / run_id
+        try:
+            folder.mkdir(parents=True, exist_ok=False)  # never reuse a folder
+            return run_id, folder
+        except FileExistsError:
+            continue
+
+
+def ensure_kernel() -> None:
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    if KERNEL_NAME not in KernelSpecManager().find_kernel_specs():
+        raise KernelMissingError(
+            f"Jupyter kernel {KERNEL_NAME!r} is not registered; run `make install` "
+            f"(or `python -m ipykernel install --sys-prefix --name {KERNEL_NAME}`)"
+        )
+
+
+def execute(project: Project, study: Study, params: dict[str, Any], param_set: str, batch: str,
+            environment_run: str | None = None, with_code: bool = False, log_output: bool = False) -> RunResult:
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    keep_state_inside(project)
+    run_id, folder = new_run_folder(project, study.name, param_set)
+    (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    manifest = Manifest(study=study.name, run_id=run_id, param_set=param_set, params=params, batch=batch,
+                        started=dt.datetime.now().astimezone().isoformat(timespec="seconds"),
+                        environment_run=environment_run, machine=run_facts(project.root))
+    manifest.write(folder)
+    executed = folder / study.notebook.name
+    began = time.monotonic()
+    previous = os.environ.get(RUN_DIR_VARIABLE)
+    os.environ[RUN_DIR_VARIABLE] = str(folder)
+    try:
+        papermill.execute_notebook(
+            str(study.notebook), str(executed), parameters=params, kernel_name=KERNEL_NAME, cwd=str(folder),
+            progress_bar=False, log_output=log_output,
+        )
+        manifest.status = "passed"
+    except PapermillExecutionError as error:
+        manifest.status, manifest.failed_cell = "failed", error.exec_count
+        manifest.error = f"{error.ename}: {_last_line(error.evalue)}"
+    except KeyboardInterrupt:
+        manifest.status, manifest.error = "interrupted", "interrupted by the user (Ctrl-C)"
+        raise
+    except Exception as error:  # the kernel died, the notebook could not be read, ...
+        manifest.status, manifest.error = "failed", _last_line(f"{type(error).__name__}: {error}")
+    finally:
+        if previous is None:
+            os.environ.pop(RUN_DIR_VARIABLE, None)
+        else:
+            os.environ[RUN_DIR_VARIABLE] = previous
+        manifest.duration_s = round(time.monotonic() - began, 2)
+        manifest.write(folder)
+        _export_report(project, folder, executed, manifest, with_code)
+        index.write(project)
+    return RunResult(folder, manifest)
+
+
+def _export_report(project: Project, folder: Path, executed: Path, manifest: Manifest, with_code: bool) -> None:
+    if not executed.exists():  # papermill never got to write it
+        return
+    links = {"notebook": executed.name, "parameters": "params.yaml", "manifest": "manifest.json",
+             "all runs": os.path.relpath(project.outputs / "index.html", folder)}
+    if manifest.environment_run:
+        links["environment of this batch"] = os.path.relpath(
+            project.outputs / manifest.environment_run / "report.html", folder)
+    try:
+        report.export(executed, folder / "report.html", manifest, links, with_code=with_code)
+    except Exception as error:  # a broken report must not hide the run's own status
+        manifest.error = (manifest.error or "") + f" [report export failed: {type(error).__name__}: {error}]"
+        manifest.write(folder)
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in str(text).strip().splitlines() if line.strip()]
+    return lines[-1] if lines else str(text)

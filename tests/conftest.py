@@ -1,0 +1,63 @@
+"""Shared fixtures: a throwaway project with tiny notebooks (one passes, one fails on purpose)."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def write_notebook(path: Path, parameters: str, *cells: str) -> Path:
+    nb = new_notebook()
+    nb.metadata["kernelspec"] = {"name": "exactness", "display_name": "Python (exactness)", "language": "python"}
+    nb.cells.append(new_markdown_cell("# A tiny study"))
+    params = new_code_cell(parameters)
+    params.metadata["tags"] = ["parameters"]
+    nb.cells.append(params)
+    nb.cells += [new_code_cell(c) for c in cells]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture
+def tiny_project(tmp_path: Path, monkeypatch) -> Path:
+    """notebooks/{environment,ok,failing}.ipynb with params/<study>/smoke.yaml, outputs/ empty."""
+    root = tmp_path / "project"
+    write_notebook(root / "notebooks" / "environment.ipynb", "note = 'env'",
+                   "from exactness.artifacts import RunArtifacts",
+                   "RunArtifacts.current('environment').summary(note=note)")
+    write_notebook(
+        root / "notebooks" / "ok.ipynb",
+        "n_values = 3  # how many values\nscale = 1.5\nlabel = 'x'\nmodels: list = ['a']\nscheduler: str | None = None",
+        "import pandas as pd\nfrom exactness.artifacts import RunArtifacts\nartifacts = RunArtifacts.current('ok')",
+        "frame = pd.DataFrame({'value': [scale * i for i in range(n_values)]})\nartifacts.table('values', frame)",
+        "artifacts.summary(total=float(frame.value.sum()), label=label)",
+    )
+    write_notebook(root / "notebooks" / "failing.ipynb", "fail = True",
+                   "x = 1", "if fail:\n    raise ValueError('deliberate failure\\nsecond line names the problem')")
+    for study in ("environment", "ok", "failing"):
+        (root / "params" / study).mkdir(parents=True)
+        (root / "params" / study / "smoke.yaml").write_text("{}\n")
+        (root / "params" / study / "default.yaml").write_text("{}\n")
+    (root / "params" / "ok" / "smoke.yaml").write_text("n_values: 2\n")
+    monkeypatch.setenv("EXACTNESS_PROJECT", str(root))
+    return root
+
+
+def cli_env(project: Path | None = None, home: Path | None = None) -> dict[str, str]:
+    """Environment for running the `exactness` command as a subprocess, without the caller's tool state."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JUPYTER_", "IPYTHON", "MPL", "XDG_"))}
+    if project is not None:
+        env["EXACTNESS_PROJECT"] = str(project)
+    if home is not None:
+        env["HOME"] = str(home)
+    env.pop("EXACTNESS_RUN_DIR", None)
+    return env

@@ -1,0 +1,52 @@
+"""End to end: the environment study through the real CLI, its report and the index in a real browser."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from browser import inspect_page
+from conftest import REPO, cli_env
+
+
+@pytest.fixture(scope="module")
+def environment_run(tmp_path_factory):
+    home = tmp_path_factory.mktemp("home")
+    outputs = tmp_path_factory.mktemp("outputs")
+    result = subprocess.run([sys.executable, "-m", "exactness.cli", "--out", str(outputs), "run", "environment",
+                             "-f", "smoke"], capture_output=True, text=True, env=cli_env(REPO, home), timeout=600)
+    assert result.returncode == 0, result.stderr
+    (folder,) = (outputs / "environment").iterdir()
+    return folder, outputs, home
+
+
+def test_environment_run_writes_tables_figures_and_summary(environment_run):
+    folder, _, _ = environment_run
+    spacing = pd.read_parquet(folder / "tables" / "float_spacing.parquet")
+    assert spacing.magnitude.tolist() == [0.001, 1.0, 1000.0]  # smoke.yaml's magnitudes
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["float32_ulp_at_1"] == 2.0**-23
+    assert (folder / "figures" / "float_spacing.png").stat().st_size > 1000
+
+
+def test_nothing_is_written_into_home(environment_run):
+    _, _, home = environment_run
+    assert list(home.iterdir()) == []
+
+
+def test_report_renders_in_a_browser_with_figures_and_no_errors(environment_run):
+    folder, _, _ = environment_run
+    page = inspect_page(folder / "report.html")
+    assert page["errors"] == []
+    assert page["error_outputs"] == 0
+    assert page["images"] and all(w > 0 and h > 0 and shown_w > 0 for w, h, shown_w, _ in page["images"])
+    assert "Subnormal" in page["text"] or "flushed" in page["text"]
+
+
+def test_index_renders_and_links_the_report(environment_run):
+    folder, outputs, _ = environment_run
+    page = inspect_page(outputs / "index.html")
+    assert page["errors"] == []
+    assert folder.name in page["text"] and "passed" in page["text"]

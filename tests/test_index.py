@@ -1,0 +1,44 @@
+import json
+
+from exactness import index
+from exactness.manifest import Manifest
+from exactness.project import Project
+
+
+def _fake_run(outputs, study, run_id, started, status="passed", summary=None, error=None):
+    folder = outputs / study / run_id
+    folder.mkdir(parents=True)
+    Manifest(study=study, run_id=run_id, param_set="smoke", params={}, batch="b", status=status,
+             started=started, duration_s=1.25, error=error, failed_cell=3 if error else None).write(folder)
+    (folder / f"{study}.ipynb").write_text("{}")
+    if summary is not None:
+        (folder / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+def test_index_lists_every_run_newest_first_with_status_and_headlines(tmp_path):
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    _fake_run(project.outputs, "near_tie", "r1", "2026-11-30T01:00:00", summary={"rate": 0.000371, "n": 40000})
+    _fake_run(project.outputs, "environment", "r2", "2026-11-30T02:00:00", status="failed", error="ValueError: x")
+    page = index.write(project).read_text()
+    assert page.index("environment") < page.index("near_tie")
+    assert '<tr class="failed">' in page and "cell 3: ValueError: x" in page
+    assert "rate: 0.000371" in page and "n: 40000" in page
+    assert 'href="near_tie/r1/report.html"' in page and 'href="near_tie/r1/near_tie.ipynb"' in page
+    assert "<script" not in page and "http" not in page  # opens from disk, offline
+
+
+def test_a_damaged_manifest_shows_as_failed_instead_of_breaking_the_index(tmp_path):
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    _fake_run(project.outputs, "a", "good", "2026-11-30T01:00:00")
+    broken = project.outputs / "a" / "broken"
+    broken.mkdir()
+    (broken / "manifest.json").write_text("{not json")
+    entries = index.collect(project)
+    assert {e.manifest.run_id: e.manifest.status for e in entries} == {"good": "passed", "broken": "failed"}
+
+
+def test_headline_values_are_shortened():
+    assert index.short(0.123456789) == "0.1235"
+    assert index.short({"ours": 1.0, "seed": 2.5}) == "ours 1, seed 2.5"
+    assert index.short(list(range(10))) == "0, 1, 2, 3, 4, 5 ..."
