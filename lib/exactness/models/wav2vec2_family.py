@@ -172,6 +172,6 @@ def argmax_rows(model: str) -> tuple[int, int, int]:
     """(batch, frames, groups): the shape of the quantizer's argmax rows for the tester's inputs."""
     s, config = spec(model), tester_config(model)
     length = s.seq_length
-    for kernel, stride in zip(config.conv_kernel, config.conv_stride):
+    for kernel, stride in zip(config.conv_kernel, config.conv_stride, strict=True):
         length = (length - kernel) // stride + 1
     return s.batch_size, length, config.num_codevector_groups

@@ -1,0 +1,81 @@
+"""Distances in units in the last place: how many representable values of the dtype lie between a and b.
+
+Floats are mapped to integers that are ordered like the floats themselves (sign-magnitude bits turned
+into two's complement), so the distance is an exact integer count. -0.0 and +0.0 map to the same integer.
+NaN and infinities are never counted: they are reported as not comparable, unless both sides hold the same
+infinity or both hold NaN.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+_INT_VIEW = {torch.float64: torch.int64, torch.float32: torch.int32, torch.float16: torch.int16,
+             torch.bfloat16: torch.int16}
+
+
+def _ordered(x: torch.Tensor) -> torch.Tensor:
+    bits = x.contiguous().view(_INT_VIEW[x.dtype]).to(torch.int64)
+    sign_bit = 1 << (torch.finfo(x.dtype).bits - 1)
+    magnitude = bits & (sign_bit - 1)
+    return torch.where(bits < 0, -magnitude, magnitude)
+
+
+def ulp_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Element-wise ulp distance as int64; -1 where the pair is not comparable (NaN or infinity against
+    anything different). float64 distances saturate at the int64 maximum across the whole range."""
+    if a.dtype != b.dtype or a.dtype not in _INT_VIEW:
+        raise TypeError(f"ulp_distance needs two tensors of one float dtype, got {a.dtype} and {b.dtype}")
+    a, b = torch.broadcast_tensors(a, b)
+    ka, kb = _ordered(a), _ordered(b)
+    if a.dtype == torch.float64:  # the difference of two int64 keys can overflow: saturate instead
+        distance = torch.where((ka >= 0) == (kb >= 0), (ka - kb).abs(),
+                               ka.abs().clamp(max=2**62) + kb.abs().clamp(max=2**62))
+    else:
+        distance = (ka - kb).abs()
+    special = ~torch.isfinite(a) | ~torch.isfinite(b)
+    same_special = (torch.isnan(a) & torch.isnan(b)) | (torch.isinf(a) & (a == b))
+    distance = torch.where(special & same_special, torch.zeros_like(distance), distance)
+    return torch.where(special & ~same_special, torch.full_like(distance, -1), distance)
+
+
+def ulp(x: torch.Tensor) -> torch.Tensor:
+    """The spacing of the dtype at |x| (1 ulp), like numpy.spacing for finite non-negative x."""
+    magnitude = x.abs()
+    return torch.nextafter(magnitude, torch.full_like(magnitude, float("inf"))) - magnitude
+
+
+@dataclass
+class UlpCheck:
+    passed: bool
+    message: str
+    max_ulp: int
+    n_failed: int
+
+    def __bool__(self) -> bool:
+        return self.passed
+
+
+def check_ulp_close(actual: torch.Tensor, expected: torch.Tensor, max_ulp: int, atol: float = 0.0,
+                    name: str = "tensor", shown: int = 5) -> UlpCheck:
+    """Pass when every element is within `max_ulp` ulps, or within `atol` absolutely (near zero a few
+    ulps are a vanishing absolute difference); the message says which elements failed, where, and by how much."""
+    distance = ulp_distance(actual, expected)
+    absolute = (actual.double() - expected.double()).abs()
+    bad = (distance < 0) | ((distance > max_ulp) & ~(absolute <= atol))
+    worst = int(distance.max()) if distance.numel() else 0
+    if not bool(bad.any()):
+        return UlpCheck(True, f"{name}: all {actual.numel()} elements within {max_ulp} ulps", worst, 0)
+    where = bad.nonzero()
+    lines = [f"{name}: {int(bad.sum())} of {actual.numel()} elements differ by more than {max_ulp} ulps "
+             f"(and more than atol={atol:g})"]
+    for index in where[:shown].tolist():
+        i = tuple(index)
+        d = int(distance[i])
+        lines.append(f"  at {list(i)}: actual {actual[i].item()!r}, expected {expected[i].item()!r}, "
+                     + ("not comparable (NaN or infinity)" if d < 0 else f"{d} ulps, |diff| {absolute[i].item():.3g}"))
+    if len(where) > shown:
+        lines.append(f"  ... and {len(where) - shown} more")
+    return UlpCheck(False, "\n".join(lines), worst, int(bad.sum()))
