@@ -32,10 +32,10 @@ def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], capture: bool =
     captured: dict[str, list[torch.Tensor]] = {}
     handles = []
     if capture:
-        for path, module in model.named_modules():
-            if path:
-                handles.append(module.register_forward_hook(
-                    lambda m, args, out, path=path: captured.setdefault(path, [t.detach().clone() for t in _tensors(out)])))
+        def keep(path):
+            return lambda module, args, out: captured.setdefault(path, [t.detach().clone() for t in _tensors(out)])
+
+        handles = [module.register_forward_hook(keep(path)) for path, module in model.named_modules() if path]
     try:
         with torch.no_grad():
             set_seed(EXPORT_TEST_FORWARD_SEED)

@@ -53,7 +53,8 @@ def export(model: torch.nn.Module, inputs: dict[str, torch.Tensor], dynamic: boo
 @contextlib.contextmanager
 def _quiet():
     # The exporter prints progress and version-drift notes; a sweep exporting many graphs would drown in them.
-    with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+    sink = io.StringIO()
+    with warnings.catch_warnings(), contextlib.redirect_stdout(sink), contextlib.redirect_stderr(sink):
         warnings.simplefilter("ignore")
         previous = logging.root.manager.disable
         logging.disable(logging.WARNING)
