@@ -28,14 +28,36 @@ def _tensors(value) -> list[torch.Tensor]:
     return []
 
 
-def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], capture: bool = True) -> EagerRun:
+def _forcing(codes: torch.Tensor, codes_per_row: int):
+    """A hook that makes the quantizer's argmax pick `codes`: in eval mode its logits feed nothing but the
+    argmax, so lifting the chosen logit above the row's maximum changes the decision and nothing else."""
+
+    def hook(module, args, out):
+        rows = out.reshape(-1, codes_per_row).clone()
+        top = rows.max(dim=-1).values
+        rows[torch.arange(rows.shape[0]), codes] = top + 1.0
+        return rows.view(out.shape)
+
+    return hook
+
+
+def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], capture: bool = True,
+        force_codes: torch.Tensor | None = None) -> EagerRun:
+    """One eager forward as the export test runs it; `force_codes` re-runs it with the quantizer's
+    discrete choices taken from elsewhere (ORT's), to compare everything downstream of the same decisions."""
     captured: dict[str, list[torch.Tensor]] = {}
     handles = []
+    if force_codes is not None:
+        per_row = model.config.num_codevectors_per_group
+        handles.append(model.quantizer.weight_proj.register_forward_hook(_forcing(force_codes, per_row)))
     if capture:
         def keep(path):
-            return lambda module, args, out: captured.setdefault(path, [t.detach().clone() for t in _tensors(out)])
+            def hook(module, args, out):  # returns None: a hook that returns a value replaces the output
+                captured.setdefault(path, [t.detach().clone() for t in _tensors(out)])
 
-        handles = [module.register_forward_hook(keep(path)) for path, module in model.named_modules() if path]
+            return hook
+
+        handles += [module.register_forward_hook(keep(path)) for path, module in model.named_modules() if path]
     try:
         with torch.no_grad():
             set_seed(EXPORT_TEST_FORWARD_SEED)

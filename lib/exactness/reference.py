@@ -1,0 +1,47 @@
+"""The seeds' published figures, as labelled reference data. They are only ever shown beside our own
+measurement (never in place of it), each with the seed text and section it comes from."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+SEED_000 = "000_7a466a87a0836576 (transformers PR: flaky ONNX export test, argmax near-tie)"
+SEED_002 = "002_3d88bf393c6edd9d (transformers PR: DAC integration tests and conversion)"
+
+_ROWS = [
+    # seed, section, key, value, what it is
+    (SEED_000, "2", "argmax_rows", 364, "argmax rows per forward (13 x 14 frames x 2 groups), over 320 codes"),
+    (SEED_000, "3", "noise_conv_features", 2.3e-6, "max abs diff, conv feature extractor output (median of 300 runs)"),
+    (SEED_000, "3", "noise_extract_features", 1.9e-6, "max abs diff, extract_features (median of 300 runs)"),
+    (SEED_000, "3", "noise_logits", 9.5e-6, "max abs diff, quantizer logits (median of 300 runs)"),
+    (SEED_000, "3", "ulp_at_logit_10", 9.5e-7, "1 ulp of a logit around 10"),
+    (SEED_000, "4", "example_mismatch_fraction", 253 / 46592, "projected_quantized_states mismatch after one flip"),
+    (SEED_000, "4", "example_max_diff", 0.48, "projected_quantized_states max diff after one flip"),
+    (SEED_000, "4", "perplexity_shift_min", 0.09, "smallest perplexity shift of one flip"),
+    (SEED_000, "4", "perplexity_shift_max", 0.92, "largest perplexity shift of one flip"),
+    (SEED_000, "4", "allowance_min", 0.08, "smallest allowed perplexity difference"),
+    (SEED_000, "4", "allowance_max", 0.15, "largest allowed perplexity difference"),
+    (SEED_000, "5", "seeds_screened", 40000, "random model/input draws screened (conformer)"),
+    (SEED_000, "5", "threshold", 1.5e-5, "smallest top-1/top-2 gap below which a seed was checked"),
+    (SEED_000, "5", "candidates", 273, "seeds with a gap below the threshold"),
+    (SEED_000, "5", "failures", 15, "checked seeds that failed the export test"),
+    (SEED_000, "5", "failure_rate", 15 / 40000, "failures per seed (about 1 in 2,700)"),
+    (SEED_000, "5", "flips", 17, "seeds with a flipped row (15 failed, 2 passed)"),
+    (SEED_000, "5", "flips_passing", 2, "flips that left the perplexity unchanged"),
+    (SEED_000, "5", "exact_ties", 3, "failing seeds whose two codes were exactly tied in eager"),
+    (SEED_000, "5", "failing_gap_max", 5.7e-6, "largest eager gap among failing seeds (about 6 ulps)"),
+    (SEED_000, "6", "rtol_observed", 1e-2, "rtol that would cover the observed flips"),
+    (SEED_000, "6", "rtol_worst", 3e-2, "rtol that would cover one flip, rough worst case"),
+    (SEED_000, "7", "example_seed", 1371433937, "a captured failing seed"),
+    (SEED_000, "7", "example_perplexity_eager", 92.1406, "expected perplexity of that seed"),
+    (SEED_000, "7", "example_perplexity_ort", 91.2174, "ORT perplexity of that seed"),
+]
+
+
+def table(seed: str | None = None) -> pd.DataFrame:
+    frame = pd.DataFrame(_ROWS, columns=["seed", "section", "key", "value", "what"])
+    return frame if seed is None else frame[frame.seed == seed].reset_index(drop=True)
+
+
+def value(key: str) -> float:
+    return float(table().set_index("key").loc[key, "value"])

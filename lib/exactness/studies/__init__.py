@@ -1,0 +1,1 @@
+"""The computations behind each notebook, returning pandas tables."""

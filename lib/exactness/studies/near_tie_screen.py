@@ -1,0 +1,60 @@
+"""Screen: for every seed, the smallest top-1/top-2 gap over all argmax rows, and where it is."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+import torch
+
+from exactness import sweep
+from exactness.compare.near_tie import top_two
+from exactness.models import wav2vec2_family as family
+from exactness.models.quantizer_logits import FastLogits
+
+_FAST: dict[str, FastLogits] = {}  # one per model class and process
+
+
+def _fast(model: str) -> FastLogits:
+    if model not in _FAST:
+        _FAST[model] = FastLogits(model)
+    return _FAST[model]
+
+
+def screen_seeds(model: str, seeds: Sequence[int]) -> pd.DataFrame:
+    fast = _fast(model)
+    batch, frames, groups = family.argmax_rows(model)
+    rows = []
+    for seed in seeds:
+        gaps = top_two(fast(seed))
+        row = gaps.min_row
+        frame_index, group = divmod(row, groups)
+        b, f = divmod(frame_index, frames)
+        rows.append((model, int(seed), float(gaps.gap[row]), float(gaps.gap_ulps[row]), b, f, group,
+                     float(gaps.top1[row]), int(torch.count_nonzero(gaps.gap == 0))))
+    return pd.DataFrame(rows, columns=["model", "seed", "min_gap", "min_gap_ulps", "batch", "frame", "group",
+                                       "top_logit", "n_exact_ties"])
+
+
+class _Chunk:
+    """Picklable `chunk -> table` for worker processes."""
+
+    def __init__(self, model: str):
+        self.model = model
+
+    def __call__(self, seeds: Sequence[int]) -> pd.DataFrame:
+        return screen_seeds(self.model, seeds)
+
+
+def screen(models: Sequence[str], seed_start: int, n_seeds: int, workers: int = 1, chunk_size: int = 250,
+           progress_every: float = 10.0) -> pd.DataFrame:
+    seeds = range(seed_start, seed_start + n_seeds)
+    parts = [sweep.map_chunks(_Chunk(model), seeds, workers, chunk_size, f"screen {model}", progress_every)
+             for model in models]
+    return pd.concat(parts, ignore_index=True)
+
+
+def screenable(models: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(models whose forward takes the argmax, models whose forward never calls the quantizer)."""
+    called = {m: family.quantizer_is_called(m) for m in models}
+    return [m for m in models if called[m]], [m for m in models if not called[m]]
