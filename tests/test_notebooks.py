@@ -5,11 +5,11 @@ import json
 import pytest
 
 from conftest import REPO
-from exactness import parameters, studies
+from exactness import catalog, parameters
 from exactness.project import Project
 
 PROJECT = Project.at(REPO)
-STUDIES = studies.discover(PROJECT)
+STUDIES = catalog.discover(PROJECT)
 
 
 def test_the_project_has_studies():

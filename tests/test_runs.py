@@ -4,14 +4,14 @@ import json
 import nbformat
 import pytest
 
-from exactness import runs, studies
+from exactness import catalog, runs
 from exactness.manifest import Manifest
 from exactness.project import Project
 
 
 def _run(root, name, params=None):
     project = Project.at(root)
-    study = studies.get(project, name)
+    study = catalog.get(project, name)
     from exactness import parameters
 
     resolved = parameters.resolve(study.notebook, [], list((params or {}).items()))

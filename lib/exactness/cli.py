@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exactness import index, parameters, studies
+from exactness import catalog, index, parameters
 from exactness.manifest import MANIFEST, Manifest
 from exactness.project import Project, keep_state_inside
 
@@ -20,7 +20,7 @@ DEFAULT_SET = "default"
 
 @dataclass(frozen=True)
 class PlannedRun:
-    study: studies.Study
+    study: catalog.Study
     params: dict[str, Any]
     param_set: str
 
@@ -46,10 +46,10 @@ def _parser() -> argparse.ArgumentParser:
 
 def plan(project: Project, study_name: str, files: list[str], overrides: list[tuple[str, str]]) -> list[PlannedRun]:
     """Resolve and validate every run of the batch before any of them starts."""
-    available = studies.discover(project)
-    names = list(available) if study_name == "all" else [studies.get(project, study_name).name]
-    if study_name != "all" and studies.ENVIRONMENT_STUDY in available and names != [studies.ENVIRONMENT_STUDY]:
-        names.insert(0, studies.ENVIRONMENT_STUDY)  # every report links the environment of its batch
+    available = catalog.discover(project)
+    names = list(available) if study_name == "all" else [catalog.get(project, study_name).name]
+    if study_name != "all" and catalog.ENVIRONMENT_STUDY in available and names != [catalog.ENVIRONMENT_STUDY]:
+        names.insert(0, catalog.ENVIRONMENT_STUDY)  # every report links the environment of its batch
     if study_name == "all" and overrides:
         declared = set().union(*(parameters.read_parameters(available[n].notebook) for n in names))
         unknown = [name for name, _ in overrides if name not in declared]
@@ -68,7 +68,7 @@ def plan(project: Project, study_name: str, files: list[str], overrides: list[tu
     return planned
 
 
-def _has_set(study: studies.Study, name: str) -> bool:
+def _has_set(study: catalog.Study, name: str) -> bool:
     try:
         study.param_file(name)
         return True
@@ -77,7 +77,7 @@ def _has_set(study: studies.Study, name: str) -> bool:
 
 
 def cmd_list(project: Project) -> int:
-    for name, study in studies.discover(project).items():
+    for name, study in catalog.discover(project).items():
         print(f"{name:<20} {' '.join(study.param_sets) or '(no parameter sets)'}")
     return 0
 
@@ -98,7 +98,7 @@ def cmd_run(project: Project, args) -> int:
         except KeyboardInterrupt:
             print("interrupted; the run is marked interrupted", file=sys.stderr)
             return 130
-        if planned.study.name == studies.ENVIRONMENT_STUDY and result:
+        if planned.study.name == catalog.ENVIRONMENT_STUDY and result:
             environment_run = str(result.folder.relative_to(project.outputs))
         print(f"    {result.manifest.status} in {result.manifest.duration_s:.1f} s -> {result.folder / 'report.html'}")
         if not result:
@@ -148,7 +148,7 @@ def main(argv: list[str] | None = None) -> int:
             print(index.write(project))
             return 0
         return cmd_show(project, args.run)
-    except (parameters.ParameterError, studies.UnknownStudyError, FileNotFoundError) as error:
+    except (parameters.ParameterError, catalog.UnknownStudyError, FileNotFoundError) as error:
         print(f"exactness: error: {error}", file=sys.stderr)
         return 2
     except RuntimeError as error:  # e.g. the kernel is not registered

@@ -19,10 +19,10 @@ import yaml
 
 from exactness import index, report
 from exactness.artifacts import RUN_DIR_VARIABLE
+from exactness.catalog import Study
 from exactness.machine import run_facts
 from exactness.manifest import Manifest
 from exactness.project import KERNEL_NAME, Project, keep_state_inside
-from exactness.studies import Study
 
 
 class KernelMissingError(RuntimeError):

@@ -99,10 +99,14 @@ class OrtRunner:
     """An ONNX Runtime CPU session over an exported graph, returning every exposed value by name."""
 
     def __init__(self, graph: ExportedGraph, initializers: dict[str, np.ndarray] | None = None,
-                 optimization: str = "all", intra_op_threads: int = 0):
+                 optimization: str = "all", intra_op_threads: int = 0, defect: dict | None = None):
         model = graph.model
-        if initializers:
-            model = _with_initializers(model, initializers)
+        if initializers or defect:
+            model = _with_initializers(model, initializers or {})
+        if defect:
+            from exactness.runtimes.defects import inject
+
+            self.defect = inject(model, **defect)
         options = ort.SessionOptions()
         options.graph_optimization_level = {
             "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,

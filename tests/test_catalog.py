@@ -1,15 +1,15 @@
 import pytest
 
-from exactness import studies
+from exactness import catalog
 from exactness.project import Project
 
 
 def test_environment_comes_first_then_alphabetical(tiny_project):
-    assert list(studies.discover(Project.at(tiny_project))) == ["environment", "failing", "ok"]
+    assert list(catalog.discover(Project.at(tiny_project))) == ["environment", "failing", "ok"]
 
 
 def test_parameter_sets_by_name_or_path(tiny_project, tmp_path):
-    study = studies.get(Project.at(tiny_project), "ok")
+    study = catalog.get(Project.at(tiny_project), "ok")
     assert study.param_sets == ["default", "smoke"]
     assert study.param_file("smoke").name == "smoke.yaml"
     own = tmp_path / "mine.yaml"
@@ -20,5 +20,5 @@ def test_parameter_sets_by_name_or_path(tiny_project, tmp_path):
 
 
 def test_unknown_study_lists_the_known_ones(tiny_project):
-    with pytest.raises(studies.UnknownStudyError, match="studies: environment, failing, ok"):
-        studies.get(Project.at(tiny_project), "near_tie")
+    with pytest.raises(catalog.UnknownStudyError, match="studies: environment, failing, ok"):
+        catalog.get(Project.at(tiny_project), "near_tie")

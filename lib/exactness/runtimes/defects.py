@@ -1,0 +1,57 @@
+"""Deliberate defects injected into an exported graph, to prove a comparison still catches real bugs."""
+
+from __future__ import annotations
+
+import numpy as np
+import onnx
+
+DEFECTS = ("perturbed_weight", "wrong_op", "biased_code")
+
+
+def _initializer(model: onnx.ModelProto, name: str) -> onnx.TensorProto:
+    for tensor in model.graph.initializer:
+        if tensor.name == name:
+            return tensor
+    raise KeyError(f"no initializer {name!r} in the graph")
+
+
+def _add(model: onnx.ModelProto, name: str, delta: np.ndarray | float) -> None:
+    tensor = _initializer(model, name)
+    value = onnx.numpy_helper.to_array(tensor) + np.asarray(delta, dtype=np.float32)
+    tensor.CopyFrom(onnx.numpy_helper.from_array(value.astype(np.float32), name))
+
+
+def inject(model: onnx.ModelProto, kind: str, code: int = 0, amount: float = 2e-3) -> str:
+    """Change `model` in place; return what was changed. `biased_code` raises one code's logit by
+    `amount` in every row: chosen to flip a row eager was confident about, it mimics a tie flip that is
+    really a bug."""
+    if kind == "perturbed_weight":  # a bias off by 1e-2: a small, systematic error after the argmax's branch
+        _add(model, "project_hid.bias", 1e-2)
+        return "project_hid.bias + 0.01"
+    if kind == "biased_code":
+        bias = onnx.numpy_helper.to_array(_initializer(model, "quantizer.weight_proj.bias"))
+        delta = np.zeros_like(bias)
+        delta[code] = amount
+        _add(model, "quantizer.weight_proj.bias", delta)
+        return f"quantizer.weight_proj.bias[{code}] + {amount:.3g}"
+    if kind == "wrong_op":  # the feature extractor's last GELU computed as a ReLU
+        gelus = [n for n in model.graph.node if n.op_type == "Gelu"
+                 and any(s.endswith("feature_extractor") for s in node_modules_from_proto(n))]
+        if not gelus:
+            raise ValueError("no Gelu node inside the feature extractor to break")
+        gelus[-1].op_type = "Relu"
+        del gelus[-1].attribute[:]
+        return f"{gelus[-1].name}: Gelu -> Relu"
+    raise ValueError(f"unknown defect {kind!r}; use one of {DEFECTS}")
+
+
+def node_modules_from_proto(node: onnx.NodeProto) -> list[str]:
+    import ast
+
+    for prop in node.metadata_props:
+        if prop.key == "pkg.torch.onnx.name_scopes":
+            return [s for s in ast.literal_eval(prop.value)[:-1] if s]
+    return []
+
+
+

@@ -1,0 +1,77 @@
+"""Rates with intervals, the seed's bucket table, and a prediction of the failure rate from the gap
+distribution and the measured noise."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+
+def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
+    """95% Wilson score interval for k successes in n trials (sensible at k = 0, unlike k/n +- ...)."""
+    if n == 0:
+        return float("nan"), float("nan")
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def buckets(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """Per model and shape mode: screened, below threshold, checked, flipped, failed, flipped but passed."""
+    rows = []
+    for (model, mode), group in checks.groupby(["model", "shape_mode"]) if len(checks) else []:
+        screened = screen[screen.model == model]
+        failed = int((~group.test_rule_passed).sum())
+        low, high = wilson_interval(failed, len(screened))
+        rows.append({
+            "model": model, "shape_mode": mode, "screened": len(screened),
+            "below_threshold": int((screened.min_gap < threshold).sum()), "checked": len(group),
+            "flipped": int((group.n_flipped_rows > 0).sum()), "failed": failed,
+            "flipped_but_passed": int(((group.n_flipped_rows > 0) & group.test_rule_passed).sum()),
+            "exact_ties_failed": int((group.exact_tie & ~group.test_rule_passed).sum()),
+            "failure_rate": failed / len(screened) if len(screened) else float("nan"),
+            "rate_low": low, "rate_high": high,
+            "one_in": len(screened) / failed if failed else float("inf"),
+        })
+    return pd.DataFrame(rows)
+
+
+def flip_probability(gaps: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+    """P(flip | eager gap g) = P(delta < -g), from the empirical law of the gap noise delta."""
+    ordered = np.sort(deltas)
+    return np.searchsorted(ordered, -np.asarray(gaps), side="left") / max(len(ordered), 1)
+
+
+def predict(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.ndarray], threshold: float) -> pd.DataFrame:
+    """Predicted flips and failures per model, beside the measured ones.
+
+    Per seed, P(flip) ~ P(delta < -min_gap) (the smallest-gap row dominates); P(failure) multiplies it by
+    whether flipping that row would fail the test (measured on eager for every checked seed; for seeds not
+    checked, the checked seeds' average). A second, coarser estimate uses only the density of the smallest
+    gap near zero: P(flip) ~ f(0) * E[max(-delta, 0)].
+    """
+    rows = []
+    for model, screened in screen.groupby("model"):
+        d = deltas.get(model)
+        checked = checks[checks.model == model].drop_duplicates("seed") if len(checks) else checks
+        if d is None or len(d) == 0 or len(checked) == 0:
+            continue
+        p_flip = flip_probability(screened.min_gap.to_numpy(), d)
+        fail_map = dict(zip(checked.seed, checked.fails_if_flipped.astype(float), strict=True))
+        fail_mean = float(np.mean(list(fail_map.values())))
+        fails = np.array([fail_map.get(s, fail_mean) for s in screened.seed])
+        density = float((screened.min_gap < threshold).mean()) / threshold
+        n = len(screened)
+        measured_checks = checks[checks.model == model]
+        rows.append({
+            "model": model, "screened": n,
+            "predicted_flips": float(p_flip.sum()), "measured_flips": int((measured_checks.n_flipped_rows > 0).sum()),
+            "predicted_failures": float((p_flip * fails).sum()),
+            "measured_failures": int((~measured_checks.test_rule_passed).sum()),
+            "density_estimate_flips": n * density * float(np.clip(-d, 0, None).mean()),
+            "fail_given_flip": fail_mean,
+        })
+    return pd.DataFrame(rows)
