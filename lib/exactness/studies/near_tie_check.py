@@ -20,7 +20,8 @@ from exactness.models import wav2vec2_family as family
 from exactness.runtimes import eager_capture, onnx_graph, weight_swap
 
 SHAPE_MODES = ("dynamic", "static")
-NOISE_TENSORS = {"conv_features": "{base}.feature_extractor", "extract_features": "{base}.feature_projection.layer_norm",
+NOISE_TENSORS = {"conv_features": "{base}.feature_extractor",
+                 "extract_features": "{base}.feature_projection.layer_norm",
                  "logits": "quantizer.weight_proj"}
 
 
@@ -90,7 +91,8 @@ def check_seed(pool: GraphPool, seed: int, atol: float = 1e-3, rtol: float = 1e-
     flips = flipped_rows(gaps.top1_index, ort_codes)
     rule = export_rule.export_test_rule(ort_outputs, eager.outputs, atol, rtol)
     aligned = eager_capture.run(built, inputs, capture=False, force_codes=ort_codes).outputs
-    aligned_failing = [n for n in sorted(aligned) if not torch.allclose(ort_outputs[n], aligned[n], atol=atol, rtol=rtol)]
+    aligned_failing = [n for n in sorted(aligned)
+                       if not torch.allclose(ort_outputs[n], aligned[n], atol=atol, rtol=rtol)]
     flip_margins = [float(gaps.top1[r] - eager_logits[r, ort_codes[r]]) for r in flips]
     p_eager, p_ort = float(eager.outputs["codevector_perplexity"]), float(ort_outputs["codevector_perplexity"])
     outputs = per_output_report(ort_outputs, eager.outputs, atol, rtol)

@@ -45,7 +45,8 @@ def flip_probability(gaps: np.ndarray, deltas: np.ndarray) -> np.ndarray:
     return np.searchsorted(ordered, -np.asarray(gaps), side="left") / max(len(ordered), 1)
 
 
-def predict(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.ndarray], threshold: float) -> pd.DataFrame:
+def predict(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.ndarray],
+            threshold: float) -> pd.DataFrame:
     """Predicted flips and failures per model, beside the measured ones.
 
     Per seed, P(flip) ~ P(delta < -min_gap) (the smallest-gap row dominates); P(failure) multiplies it by
