@@ -40,7 +40,7 @@ def flipped_rows(eager_codes: torch.Tensor, other_codes: torch.Tensor) -> list[i
 def usage_profile(codes: torch.Tensor, groups: int) -> list[list[int]]:
     """Per group, the sorted list of how often each used code was picked: perplexity depends on nothing else."""
     per_group = codes.view(-1, groups)
-    return [sorted(torch.bincount(per_group[:, g]).tolist(), reverse=True) for g in range(groups)]
+    return [sorted((c for c in torch.bincount(per_group[:, g]).tolist() if c), reverse=True) for g in range(groups)]
 
 
 def needed_rtol(actual: torch.Tensor, expected: torch.Tensor, atol: float) -> float:
@@ -52,34 +52,42 @@ def needed_rtol(actual: torch.Tensor, expected: torch.Tensor, atol: float) -> fl
 
 @dataclass
 class TieAwareResult:
-    passed: bool
-    tie_rows: list[int] = field(default_factory=list)  # rows within the noise bound in eager
-    excused_flips: list[int] = field(default_factory=list)
-    confident_flips: list[int] = field(default_factory=list)  # flips eager was sure about: a defect
-    failing_outputs: list[str] = field(default_factory=list)
-    message: str = ""
+    noise_bound: float
+    flip_margins: dict[int, float] = field(default_factory=dict)  # flipped row -> eager's preference for its code
+    failing_outputs: list[str] = field(default_factory=list)  # differ from eager re-run with ORT's choices
+
+    @property
+    def confident_flips(self) -> list[int]:
+        """Flips eager was sure about (its code won by more than the noise bound): a defect, not a tie."""
+        return [row for row, margin in self.flip_margins.items() if margin > self.noise_bound]
+
+    @property
+    def passed(self) -> bool:
+        return not self.confident_flips and not self.failing_outputs
 
     def __bool__(self) -> bool:
         return self.passed
+
+    @property
+    def message(self) -> str:
+        parts = []
+        if self.confident_flips:
+            parts.append(f"rows {self.confident_flips} flipped although eager preferred its code by more than "
+                         f"{self.noise_bound:.3g}")
+        if self.failing_outputs:
+            parts.append(f"outputs {self.failing_outputs} differ from eager re-run with ORT's choices")
+        return "; ".join(parts)
 
 
 def tie_aware_compare(eager_logits: torch.Tensor, ort_codes: torch.Tensor, aligned: dict[str, torch.Tensor],
                       ort_outputs: dict[str, torch.Tensor], noise_bound: float, atol: float = 1e-3,
                       rtol: float = 1e-3) -> TieAwareResult:
     """Excuse a flipped row only if ORT's code was within `noise_bound` of eager's best in eager's own
-    logits; then compare every output against eager re-run with ORT's choices (`aligned`), each output on
-    its own, every element at full tolerance, no allowance."""
+    logits; compare every output against eager re-run with ORT's choices (`aligned`), each output on its
+    own, every element at full tolerance, no allowance."""
     gaps = top_two(eager_logits)
-    eager_codes = gaps.top1_index
     chosen = eager_logits.gather(-1, ort_codes.view(-1, 1)).flatten()
-    flips = flipped_rows(eager_codes, ort_codes)
-    confident = [r for r in flips if float(gaps.top1[r] - chosen[r]) > noise_bound]
-    failing = [name for name in sorted(aligned) if name in ort_outputs and not torch.allclose(
+    margins = {r: float(gaps.top1[r] - chosen[r]) for r in flipped_rows(gaps.top1_index, ort_codes)}
+    failing = [name for name in sorted(aligned) if name not in ort_outputs or not torch.allclose(
         ort_outputs[name].to(aligned[name].dtype), aligned[name], atol=atol, rtol=rtol)]
-    failing += [name for name in sorted(aligned) if name not in ort_outputs]
-    tie_rows = (gaps.gap <= noise_bound).nonzero().flatten().tolist()
-    passed = not confident and not failing
-    message = "" if passed else "; ".join(
-        ([f"rows {confident} flipped although eager preferred its code by more than {noise_bound:.3g}"]
-         if confident else []) + ([f"outputs {failing} differ beyond atol={atol:g}, rtol={rtol:g}"] if failing else []))
-    return TieAwareResult(passed, tie_rows, [r for r in flips if r not in confident], confident, failing, message)
+    return TieAwareResult(noise_bound, margins, failing)

@@ -32,7 +32,7 @@ def ulp_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     ka, kb = _ordered(a), _ordered(b)
     if a.dtype == torch.float64:  # the difference of two int64 keys can overflow: saturate instead
         distance = torch.where((ka >= 0) == (kb >= 0), (ka - kb).abs(),
-                               ka.abs().clamp(max=2**62) + kb.abs().clamp(max=2**62))
+                               ka.abs().clamp(max=2**62 - 1) + kb.abs().clamp(max=2**62 - 1))
     else:
         distance = (ka - kb).abs()
     special = ~torch.isfinite(a) | ~torch.isfinite(b)

@@ -1,0 +1,71 @@
+import numpy as np
+import pytest
+import torch
+
+from exactness.compare.ulp import check_ulp_close, ulp, ulp_distance
+
+FLOATS = [torch.float16, torch.bfloat16, torch.float32, torch.float64]
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_neighbours_are_one_ulp_apart_and_zeros_are_zero_apart(dtype):
+    x = torch.tensor([1.0, -1.0, 3.5, 1e-3], dtype=dtype)
+    up = torch.nextafter(x, torch.full_like(x, float("inf")))
+    assert ulp_distance(x, up).tolist() == [1, 1, 1, 1]
+    assert ulp_distance(torch.tensor([0.0], dtype=dtype), torch.tensor([-0.0], dtype=dtype)).item() == 0
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_distance_across_zero_counts_both_sides(dtype):
+    tiny = torch.nextafter(torch.tensor(0.0, dtype=dtype), torch.tensor(1.0, dtype=dtype))  # smallest subnormal
+    assert ulp_distance(tiny, -tiny).item() == 2
+    assert ulp_distance(tiny * 3, tiny).item() == 2  # subnormals are evenly spaced
+
+
+def test_float32_counts_match_the_bit_patterns_exactly():
+    a = torch.tensor([1.0, 1e30, -2.0], dtype=torch.float32)
+    b = torch.tensor([2.0, 1e31, -4.0], dtype=torch.float32)
+    expected = [abs(int(np.float32(y).view(np.int32)) - int(np.float32(x).view(np.int32))) for x, y in
+                zip(a.tolist(), b.tolist(), strict=True)]
+    assert ulp_distance(a, b).tolist() == expected
+
+
+def test_largest_finite_values_and_infinities():
+    big = torch.tensor([torch.finfo(torch.float32).max])
+    assert ulp_distance(big, torch.tensor([float("inf")])).item() == -1  # infinity is never counted
+    assert ulp_distance(torch.tensor([float("inf")]), torch.tensor([float("inf")])).item() == 0
+    assert ulp_distance(torch.tensor([float("-inf")]), torch.tensor([float("inf")])).item() == -1
+    assert ulp_distance(-big, big).item() == 2 * int(np.float32(big.item()).view(np.int32))
+
+
+def test_nan_is_reported_not_counted():
+    nan = torch.tensor([float("nan")])
+    assert ulp_distance(nan, torch.tensor([1.0])).item() == -1
+    assert ulp_distance(nan, nan).item() == 0
+
+
+def test_float64_extremes_saturate_instead_of_overflowing():
+    big = torch.tensor([torch.finfo(torch.float64).max], dtype=torch.float64)
+    assert ulp_distance(-big, big).item() > 2**62
+
+
+@pytest.mark.parametrize("dtype,np_dtype", [(torch.float32, np.float32), (torch.float64, np.float64)])
+def test_ulp_agrees_with_numpy_spacing(dtype, np_dtype):
+    values = [1e-30, 1e-3, 0.1, 1.0, 10.0, 12345.678, 3e30]
+    assert ulp(torch.tensor(values, dtype=dtype)).tolist() == [float(np.spacing(np_dtype(v))) for v in values]
+
+
+def test_mixed_dtypes_are_refused():
+    with pytest.raises(TypeError, match="one float dtype"):
+        ulp_distance(torch.tensor([1.0]), torch.tensor([1.0], dtype=torch.float64))
+
+
+def test_check_says_which_elements_failed_where_and_by_how_much():
+    expected = torch.tensor([[1.0, 2.0], [3.0, 0.0]])
+    actual = expected.clone()
+    actual[1, 0] = torch.nextafter(torch.nextafter(actual[1, 0], torch.tensor(9.0)), torch.tensor(9.0)).item() + 1e-5
+    actual[1, 1] = 1e-9  # near zero: many ulps, but inside the absolute floor
+    result = check_ulp_close(actual, expected, max_ulp=4, atol=1e-6, name="logits")
+    assert not result and result.n_failed == 1
+    assert "logits: 1 of 4 elements" in result.message and "at [1, 0]" in result.message
+    assert check_ulp_close(expected, expected, max_ulp=0)

@@ -1,0 +1,46 @@
+"""End to end: the near-tie study on its smoke parameters through the real CLI."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+import pytest
+
+from browser import inspect_page
+from conftest import REPO, cli_env
+
+
+@pytest.fixture(scope="module")
+def near_tie_run(tmp_path_factory):
+    outputs = tmp_path_factory.mktemp("outputs")
+    result = subprocess.run([sys.executable, "-m", "exactness.cli", "--out", str(outputs), "run", "near_tie", "-f",
+                             "smoke"], capture_output=True, text=True, env=cli_env(REPO), timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (folder,) = (outputs / "near_tie").iterdir()
+    return folder
+
+
+def test_tables_have_the_promised_columns(near_tie_run):
+    screen = pd.read_parquet(near_tie_run / "tables" / "screen.parquet")
+    assert {"model", "seed", "min_gap", "min_gap_ulps", "batch", "frame", "group"} <= set(screen.columns)
+    assert len(screen) == 200 and set(screen.model) == {"Wav2Vec2ConformerForPreTraining"}
+    checks = pd.read_parquet(near_tie_run / "tables" / "checks.parquet")
+    assert {"model", "seed", "shape_mode", "min_gap", "n_flipped_rows", "flip_is_min_gap_row", "perplexity_eager",
+            "perplexity_ort", "perplexity_allowed", "test_rule_passed", "first_failing_output",
+            "max_abs_diff_codevector_perplexity", "tie_aware_passed"} <= set(checks.columns)
+    defects = pd.read_parquet(near_tie_run / "tables" / "defects.parquet")
+    assert defects.caught_by_tie_aware.all()
+
+
+def test_summary_sets_the_seed_beside_ours(near_tie_run):
+    summary = json.loads((near_tie_run / "summary.json").read_text())
+    assert summary["seeds_screened"] == 200 and summary["never_argmax"] == ["UniSpeechSatForPreTraining"]
+    rate = summary["failure_rate"]["Wav2Vec2ConformerForPreTraining"]
+    assert rate["seed"] == 15 / 40000 and 0 <= rate["ours"] <= 1
+
+
+def test_report_renders_with_figures_and_no_errors(near_tie_run):
+    page = inspect_page(near_tie_run / "report.html")
+    assert page["errors"] == [] and page["error_outputs"] == 0
+    assert len(page["images"]) >= 5 and all(w > 0 and h > 0 for w, h, _, _ in page["images"])

@@ -1,0 +1,83 @@
+"""Export, intermediates, weight swapping and defects on real exports (static shapes: ~10 s each)."""
+
+import numpy as np
+import pytest
+import torch
+
+from exactness.models import wav2vec2_family as family
+from exactness.runtimes import eager_capture, onnx_graph, weight_swap
+
+MODEL = "Wav2Vec2ConformerForPreTraining"
+
+
+def _export(model, seed):
+    built = family.build_model(model, seed)
+    return built, onnx_graph.export(built, family.tester_inputs(model, seed), dynamic=False)
+
+
+@pytest.fixture(scope="module")
+def conformer():
+    return {seed: _export(MODEL, seed) for seed in (1, 2, 3)}
+
+
+def test_intermediates_are_found_by_module_scope(conformer):
+    built, graph = conformer[1]
+    modules = {path for path, _ in built.named_modules() if path}
+    assert {"quantizer.weight_proj", "wav2vec2_conformer.feature_extractor",
+            "wav2vec2_conformer.feature_projection.layer_norm", "quantizer.argmax", "quantizer.one_hot"} <= set(
+        graph.intermediates)
+    assert len([p for p in graph.intermediates if p in modules]) > 50
+
+
+def test_exposing_intermediates_leaves_the_outputs_unchanged_and_eager_close(conformer):
+    built, graph = conformer[1]
+    inputs = family.tester_inputs(MODEL, 1)
+    produced = onnx_graph.OrtRunner(graph).run(inputs)
+    eager = eager_capture.run(built, inputs)
+    for name in graph.outputs:
+        assert np.abs(produced[name] - eager.outputs[name].numpy()).max() < 1e-3
+    logits = produced[graph.intermediates["quantizer.weight_proj"]]
+    assert np.abs(logits - eager.modules["quantizer.weight_proj"][0].numpy()).max() < 1e-4
+    assert produced[graph.intermediates["quantizer.argmax"]].shape == (364,)
+
+
+def test_swapped_weights_give_bit_identical_outputs_to_a_fresh_export(conformer):
+    (a_model, a_graph), (b_model, b_graph), (c_model, c_graph) = conformer[1], conformer[2], conformer[3]
+    plan = weight_swap.learn(a_graph, a_model, b_graph, b_model, 2)
+    assert {r.kind for r in plan.rules.values()} >= {"same", "transpose", "reshape", "batchnorm_fold", "constant"}
+    inputs = family.tester_inputs(MODEL, 3)
+    swapped = onnx_graph.OrtRunner(a_graph, plan.initializers(c_model)).run(inputs)
+    fresh = onnx_graph.OrtRunner(c_graph).run(inputs)
+    assert swapped.keys() == fresh.keys()
+    for name in fresh:
+        assert np.array_equal(swapped[name], fresh[name]), name
+
+
+def test_a_swap_that_cannot_be_explained_is_refused(conformer):
+    (a_model, a_graph), (b_model, b_graph) = conformer[1], conformer[2]
+    with torch.no_grad():
+        broken = family.build_model(MODEL, 2)
+        broken.project_q.weight.add_(1.0)  # the check export no longer matches its model
+    with pytest.raises(weight_swap.SwapError, match="differs from a fresh export"):
+        weight_swap.learn(a_graph, a_model, b_graph, broken, 2)
+
+
+def test_weight_norm_class_swaps_bit_identically():
+    exports = {seed: _export("Wav2Vec2ForPreTraining", seed) for seed in (4, 5, 6)}
+    plan = weight_swap.learn(exports[4][1], exports[4][0], exports[5][1], exports[5][0], 5)
+    inputs = family.tester_inputs("Wav2Vec2ForPreTraining", 6)
+    swapped = onnx_graph.OrtRunner(exports[4][1], plan.initializers(exports[6][0])).run(inputs)
+    fresh = onnx_graph.OrtRunner(exports[6][1]).run(inputs)
+    assert all(np.array_equal(swapped[n], fresh[n]) for n in fresh)
+
+
+@pytest.mark.parametrize("defect", [{"kind": "perturbed_weight"}, {"kind": "wrong_op"},
+                                    {"kind": "biased_code", "code": 3, "amount": 5.0}])
+def test_defects_change_the_graph_outputs(conformer, defect):
+    _, graph = conformer[1]
+    inputs = family.tester_inputs(MODEL, 1)
+    clean = onnx_graph.OrtRunner(graph).run(inputs)
+    broken_runner = onnx_graph.OrtRunner(graph, defect=defect)
+    broken = broken_runner.run(inputs)
+    assert broken_runner.defect
+    assert any(not np.array_equal(clean[n], broken[n]) for n in graph.outputs)
