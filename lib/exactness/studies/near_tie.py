@@ -12,6 +12,7 @@ import pandas as pd
 
 from exactness import reference, sweep
 from exactness.models import wav2vec2_family as family
+from exactness.runtimes.graph_pool import SHAPE_MODES, GraphPool
 from exactness.studies import near_tie_check as check
 
 
@@ -21,8 +22,8 @@ class StudyParameterError(ValueError):
 
 def validate(models, n_seeds: int, threshold: float, shape_modes, workers: int) -> None:
     problems = [f"unknown model {m!r} (known: {', '.join(family.MODELS)})" for m in models if m not in family.MODELS]
-    problems += [f"unknown shape mode {m!r} (use {', '.join(check.SHAPE_MODES)})" for m in shape_modes
-                 if m not in check.SHAPE_MODES]
+    problems += [f"unknown shape mode {m!r} (use {', '.join(SHAPE_MODES)})" for m in shape_modes
+                 if m not in SHAPE_MODES]
     if n_seeds < 1:
         problems.append(f"n_seeds must be at least 1, got {n_seeds}")
     if not threshold > 0:
@@ -57,7 +58,7 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, max_checks: 
     for model, group in candidates.groupby("model", sort=True):
         seeds = group.seed.tolist()[: max_checks or None]
         for mode in shape_modes:
-            pool = pools.setdefault((model, mode), check.GraphPool(model, mode))
+            pool = pools.setdefault((model, mode), GraphPool(model, mode))
             progress = sweep.Progress(len(seeds), f"check {model} {mode}", progress_every)
             for number, seed in enumerate(sorted(seeds)):
                 result = check.check_seed(pool, int(seed), atol, rtol, all_tensors=number < full_tensor_checks)
@@ -121,7 +122,7 @@ def replay(seeds, models, shape_modes, atol: float = 1e-3, rtol: float = 1e-3) -
     for model in models:
         for mode in shape_modes:
             for seed in seeds:
-                pool = check.GraphPool(model, mode, swap=False)
+                pool = GraphPool(model, mode, swap=False)
                 result = check.check_seed(pool, int(seed), atol, rtol).row
                 rows.append({k: result[k] for k in ("model", "seed", "shape_mode", "n_flipped_rows", "perplexity_eager",
                                                     "perplexity_ort", "test_rule_passed", "first_failing_output",

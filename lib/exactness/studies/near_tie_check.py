@@ -1,9 +1,5 @@
 """Check: a seed through eager and ONNX Runtime, every output and intermediate compared, flips found,
-the export test's rule replicated, and what a tie-aware comparison would say.
-
-Exports are expensive (10-20 s), so a `GraphPool` exports once per (model, shape mode) and reuses the
-graph for other seeds by weight swapping, learnt and verified against a second fresh export.
-"""
+the export test's rule replicated, and what a tie-aware comparison would say."""
 
 from __future__ import annotations
 
@@ -14,51 +10,16 @@ import pandas as pd
 import torch
 
 from exactness.compare import export_rule
+from exactness.compare.intermediates import intermediate_table
 from exactness.compare.near_tie import flipped_rows, needed_rtol, tie_aware_compare, top_two, usage_profile
-from exactness.compare.per_output import per_output_report, tensor_difference
+from exactness.compare.per_output import per_output_report
 from exactness.models import wav2vec2_family as family
-from exactness.runtimes import eager_capture, onnx_graph, weight_swap
+from exactness.runtimes import eager_capture
+from exactness.runtimes.graph_pool import GraphPool
 
-SHAPE_MODES = ("dynamic", "static")
 NOISE_TENSORS = {"conv_features": "{base}.feature_extractor",
                  "extract_features": "{base}.feature_projection.layer_norm",
                  "logits": "quantizer.weight_proj"}
-
-
-class GraphPool:
-    """Exports for one (model, shape mode): fresh at first, then one template reused by swapping weights."""
-
-    def __init__(self, model: str, shape_mode: str, swap: bool = True):
-        if shape_mode not in SHAPE_MODES:
-            raise ValueError(f"unknown shape mode {shape_mode!r}; use one of {SHAPE_MODES}")
-        self.model, self.shape_mode, self.swap = model, shape_mode, swap
-        self.template: tuple[onnx_graph.ExportedGraph, torch.nn.Module] | None = None
-        self.template_seed: int | None = None
-        self.plan: weight_swap.SwapPlan | None = None
-        self.exports, self.export_seconds, self.swap_status = 0, 0.0, "not needed yet"
-
-    def fresh(self, built: torch.nn.Module, inputs: dict) -> onnx_graph.ExportedGraph:
-        graph = onnx_graph.export(built, inputs, dynamic=self.shape_mode == "dynamic")
-        self.exports += 1
-        self.export_seconds += graph.export_seconds
-        return graph
-
-    def runner(self, seed: int, built: torch.nn.Module, inputs: dict,
-               defect: dict | None = None) -> tuple[onnx_graph.OrtRunner, str]:
-        if self.plan is not None:
-            return onnx_graph.OrtRunner(self.template[0], self.plan.initializers(built), defect=defect), "swapped"
-        if defect is not None and self.template is not None and self.template[1] is built:
-            return onnx_graph.OrtRunner(self.template[0], defect=defect), "fresh"
-        graph = self.fresh(built, inputs)
-        if self.template is None:
-            self.template, self.template_seed = (graph, built), seed
-        elif self.swap and self.swap_status == "not needed yet":
-            try:
-                self.plan = weight_swap.learn(self.template[0], self.template[1], graph, built, seed)
-                self.swap_status = f"verified against a fresh export of seed {seed}"
-            except weight_swap.SwapError as error:
-                self.swap_status = f"disabled: {error}"
-        return onnx_graph.OrtRunner(graph), "fresh"
 
 
 @dataclass
@@ -119,7 +80,9 @@ def check_seed(pool: GraphPool, seed: int, atol: float = 1e-3, rtol: float = 1e-
     }
     for _, out in outputs.iterrows():
         row[f"max_abs_diff_{out['output']}"] = out.get("max_abs_diff", float("nan"))
-    tensors = _tensor_table(model, seed, pool.shape_mode, built, eager, produced, graph, all_tensors)
+    named = {path.format(base=built.base_model_prefix): label for label, path in NOISE_TENSORS.items()}
+    tensors = intermediate_table(eager.modules, produced, graph.intermediates, named, all_tensors).assign(
+        model=model, seed=seed, shape_mode=pool.shape_mode)
     return Check(row, outputs.assign(model=model, seed=seed, shape_mode=pool.shape_mode), tensors, {"delta": delta})
 
 
@@ -140,20 +103,3 @@ def _if_min_row_flipped(built, inputs, eager, gaps, atol: float) -> dict:
     return {"flip_perplexity_shift": q - p, "flip_needed_rtol": needed_rtol(
         flipped["codevector_perplexity"], eager.outputs["codevector_perplexity"], atol),
         "fails_if_flipped": not export_rule.export_test_rule(flipped, eager.outputs).passed}
-
-
-def _tensor_table(model, seed, shape_mode, built, eager, produced, graph, all_tensors: bool) -> pd.DataFrame:
-    base = built.base_model_prefix
-    named = {path.format(base=base): label for label, path in NOISE_TENSORS.items()}
-    rows = []
-    for depth, (path, value_name) in enumerate(graph.intermediates.items()):
-        if path not in eager.modules or not (all_tensors or path in named):
-            continue
-        ort_value = torch.from_numpy(np.array(produced[value_name]))
-        candidates = [t for t in eager.modules[path] if tuple(t.shape) == tuple(ort_value.shape)]
-        if not candidates:
-            continue
-        difference = tensor_difference(ort_value.to(candidates[0].dtype), candidates[0])
-        rows.append({"model": model, "seed": seed, "shape_mode": shape_mode, "tensor": path,
-                     "label": named.get(path, ""), "depth": depth, **difference})
-    return pd.DataFrame(rows)

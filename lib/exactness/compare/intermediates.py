@@ -1,0 +1,29 @@
+"""Module outputs compared between eager (hooks) and ORT (graph outputs added by module scope)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from exactness.compare.per_output import tensor_difference
+
+
+def intermediate_table(eager_modules: dict[str, list[torch.Tensor]], produced: dict[str, np.ndarray],
+                       intermediates: dict[str, str], named: dict[str, str] | None = None,
+                       all_tensors: bool = True) -> pd.DataFrame:
+    """One row per module output present on both sides, in graph order (`depth`). A module that returns
+    several tensors is matched with the one of the same shape as the graph value. `named` labels tensors of
+    interest; with `all_tensors=False` only those are compared."""
+    named = named or {}
+    rows = []
+    for depth, (path, value_name) in enumerate(intermediates.items()):
+        if path not in eager_modules or not (all_tensors or path in named):
+            continue
+        ort_value = torch.from_numpy(np.array(produced[value_name]))
+        candidates = [t for t in eager_modules[path] if tuple(t.shape) == tuple(ort_value.shape)]
+        if not candidates:
+            continue
+        difference = tensor_difference(ort_value.to(candidates[0].dtype), candidates[0])
+        rows.append({"tensor": path, "label": named.get(path, ""), "depth": depth, **difference})
+    return pd.DataFrame(rows)
