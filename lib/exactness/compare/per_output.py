@@ -14,25 +14,30 @@ def tensor_difference(actual: torch.Tensor, expected: torch.Tensor, atol: float 
     actual, expected = actual.detach(), expected.detach()
     if actual.shape != expected.shape:
         return {"shape_mismatch": True, "actual_shape": tuple(actual.shape), "expected_shape": tuple(expected.shape)}
-    if not expected.is_floating_point():
-        differs = actual != expected
-        return {"numel": expected.numel(), "n_mismatched": int(differs.sum()), "max_abs_diff": float(
-            (actual.double() - expected.double()).abs().max()) if expected.numel() else 0.0}
-    diff = (actual.double() - expected.double()).abs()
-    allowed = atol + rtol * expected.double().abs()
-    mismatched = int((diff > allowed).sum())
-    ulps = ulp_distance(actual.to(expected.dtype), expected)
-    finite_ulps = ulps[ulps >= 0].double()
-    scale = expected.double().pow(2).mean().sqrt().item() if expected.numel() else 0.0
     numel = expected.numel()
+    wide_actual, wide_expected = actual.double(), expected.double()
+    diff = (wide_actual - wide_expected).abs()
+    if not expected.is_floating_point():
+        return {"numel": numel, "n_mismatched": int((actual != expected).sum()),
+                "max_abs_diff": float(diff.max()) if numel else 0.0}
+    if numel == 0:
+        return {"numel": 0, "max_abs_diff": 0.0, "n_mismatched": 0, "passes_alone": True}
+    magnitude = wide_expected.abs()
+    mismatched = int((diff > atol + rtol * magnitude).sum())
+    ulps = ulp_distance(actual.to(expected.dtype), expected)
+    finite = ulps[ulps >= 0].double()
+    median, p99 = (torch.quantile(finite, torch.tensor([0.5, 0.99], dtype=torch.float64)).tolist()
+                   if 0 < finite.numel() <= 16_000_000 else (float("nan"), float("nan")))
+    scale = float(wide_expected.square().mean().sqrt())
+    max_diff = float(diff.max())
     return {
         "numel": numel,
-        "max_abs_diff": float(diff.max()) if numel else 0.0,
-        "max_rel_diff": float((diff / expected.double().abs().clamp_min(1e-30)).max()) if numel else 0.0,
-        "rel_rms": (float(diff.max()) / scale) if scale else float("nan"),
-        "max_ulp": int(ulps.max()) if numel else 0,
-        "median_ulp": float(finite_ulps.median()) if finite_ulps.numel() else float("nan"),
-        "p99_ulp": float(torch.quantile(finite_ulps, 0.99)) if 0 < finite_ulps.numel() <= 16_000_000 else float("nan"),
+        "max_abs_diff": max_diff,
+        "max_rel_diff": float((diff / magnitude.clamp_min(1e-30)).max()),
+        "rel_rms": max_diff / scale if scale else float("nan"),
+        "max_ulp": int(ulps.max()),
+        "median_ulp": median,
+        "p99_ulp": p99,
         "n_mismatched": mismatched,
         # the export test's allowance applied to this output alone (a scalar gets none)
         "passes_alone": mismatched == 0 or (numel > 1 and mismatched / numel < ALLOWED_FRACTION),

@@ -156,6 +156,17 @@ def base_model(model: torch.nn.Module) -> torch.nn.Module:
     return getattr(model, model.base_model_prefix)
 
 
+# The three tensors seed 000 (section 3) names, by module path ({base}: the encoder body's attribute).
+NAMED_TENSORS = {"conv_features": "{base}.feature_extractor",
+                 "extract_features": "{base}.feature_projection.layer_norm",
+                 "logits": "quantizer.weight_proj"}
+
+
+def named_tensors(model: torch.nn.Module) -> dict[str, str]:
+    """module path -> label of the seed's three named tensors, for a built model."""
+    return {path.format(base=model.base_model_prefix): label for label, path in NAMED_TENSORS.items()}
+
+
 def quantizer_is_called(model: str) -> bool:
     """Whether the class's forward runs its quantizer at all (UniSpeechSat's, in transformers 5.23.0, does
     not: it returns no quantized states and no perplexity, so it has no argmax to flip)."""

@@ -25,9 +25,9 @@ def inject(model: onnx.ModelProto, kind: str, code: int = 0, amount: float = 2e-
     """Change `model` in place; return what was changed. `biased_code` raises one code's logit by
     `amount` in every row: chosen to flip a row eager was confident about, it mimics a tie flip that is
     really a bug."""
-    if kind == "perturbed_weight":  # a bias off by 1e-2: a small, systematic error after the argmax's branch
-        _add(model, "project_hid.bias", 1e-2)
-        return "project_hid.bias + 0.01"
+    if kind == "perturbed_weight":  # a bias off by 1e-2: a small, systematic error downstream of the argmax
+        _add(model, "project_q.bias", 1e-2)
+        return "project_q.bias + 0.01"
     if kind == "biased_code":
         bias = onnx.numpy_helper.to_array(_initializer(model, "quantizer.weight_proj.bias"))
         delta = np.zeros_like(bias)

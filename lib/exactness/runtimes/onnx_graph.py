@@ -74,25 +74,27 @@ def node_modules(node: ir.Node) -> list[str]:
 
 
 def expose_intermediates(program: ir.Model) -> dict[str, str]:
+    """Add every module's output (and the quantizer's argmax and one-hot) as graph outputs; return
+    label -> value name, in the order the graph computes them (the depth of each tensor)."""
     graph = program.graph
-    last: dict[str, ir.Value] = {}
-    special: dict[str, ir.Value] = {}
-    for node in graph:  # graph order is topological: a later node under the same scope wins
+    last: dict[str, tuple[int, ir.Value]] = {}
+    special: dict[str, tuple[int, ir.Value]] = {}
+    for position, node in enumerate(graph):  # graph order is topological: a later node under a scope wins
         modules = node_modules(node)
         for module in modules:
             if node.outputs:
-                last[module] = node.outputs[0]
+                last[module] = (position, node.outputs[0])
         if modules and modules[-1] == "quantizer":
             for label, op_type in QUANTIZER_OPS.items():
                 if node.op_type == op_type and label not in special:
-                    special[label] = node.outputs[0]
-    exposed = {**last, **special}
+                    special[label] = (position, node.outputs[0])
+    exposed = sorted({**last, **special}.items(), key=lambda item: item[1][0])
     existing = {v.name for v in graph.outputs}
-    for value in exposed.values():
+    for _, (_, value) in exposed:
         if value.name not in existing:
             graph.outputs.append(value)
             existing.add(value.name)
-    return {label: value.name for label, value in exposed.items()}
+    return {label: value.name for label, (_, value) in exposed}
 
 
 class OrtRunner:

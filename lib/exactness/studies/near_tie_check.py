@@ -17,10 +17,6 @@ from exactness.models import wav2vec2_family as family
 from exactness.runtimes import eager_capture
 from exactness.runtimes.graph_pool import GraphPool
 
-NOISE_TENSORS = {"conv_features": "{base}.feature_extractor",
-                 "extract_features": "{base}.feature_projection.layer_norm",
-                 "logits": "quantizer.weight_proj"}
-
 
 @dataclass
 class Check:
@@ -80,8 +76,8 @@ def check_seed(pool: GraphPool, seed: int, atol: float = 1e-3, rtol: float = 1e-
     }
     for _, out in outputs.iterrows():
         row[f"max_abs_diff_{out['output']}"] = out.get("max_abs_diff", float("nan"))
-    named = {path.format(base=built.base_model_prefix): label for label, path in NOISE_TENSORS.items()}
-    tensors = intermediate_table(eager.modules, produced, graph.intermediates, named, all_tensors).assign(
+    tensors = intermediate_table(eager.modules, produced, graph.intermediates, family.named_tensors(built),
+                                 all_tensors).assign(
         model=model, seed=seed, shape_mode=pool.shape_mode)
     return Check(row, outputs.assign(model=model, seed=seed, shape_mode=pool.shape_mode), tensors, {"delta": delta})
 

@@ -1,0 +1,186 @@
+"""How far eager PyTorch and ONNX Runtime differ, tensor by tensor, and where the noise comes from.
+
+One export per model (reused for every draw by weight swapping); every module output the graph exposes
+is compared, in absolute terms, in ulps and relative to the tensor's RMS.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from exactness import sweep
+from exactness.compare.intermediates import intermediate_table
+from exactness.models import wav2vec2_family as family
+from exactness.runtimes import eager_capture, onnx_graph
+from exactness.runtimes.graph_pool import GraphPool
+
+OPTIMIZATION_LEVELS = ("disabled", "basic", "extended", "all")
+NOISE_COLUMNS = ["seed", "tensor", "label", "depth", "max_abs_diff", "max_ulp", "p99_ulp", "median_ulp", "rel_rms"]
+
+
+def _draw(pool: GraphPool, seed: int, threads: int | None = None, **ort_options):
+    built, inputs = family.build_model(pool.model, seed), family.tester_inputs(pool.model, seed)
+    previous = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        eager = eager_capture.run(built, inputs)
+    finally:
+        torch.set_num_threads(previous)
+    runner, _ = pool.runner(seed, built, inputs)
+    if ort_options:
+        runner = onnx_graph.OrtRunner(runner.graph, pool.plan.initializers(built) if pool.plan else None, **ort_options)
+    return built, inputs, eager, runner
+
+
+def _table(built, eager, runner, produced) -> pd.DataFrame:
+    graph = runner.graph
+    table = intermediate_table(eager.modules, produced, graph.intermediates, family.named_tensors(built))
+    outputs = {name: name for name in graph.outputs if name in eager.outputs}  # the model's outputs come last
+    last = {name: [eager.outputs[name]] for name in outputs}
+    finals = intermediate_table(last, produced, outputs).assign(depth=lambda f: f.depth + len(graph.intermediates))
+    return pd.concat([table, finals], ignore_index=True)
+
+
+def noise_draws(pool: GraphPool, seeds, progress_every: float = 10.0) -> pd.DataFrame:
+    """One row per draw and tensor: the table `tables/noise.parquet` holds."""
+    progress, frames = sweep.Progress(len(seeds), f"noise {pool.model}", progress_every), []
+    for seed in seeds:
+        built, inputs, eager, runner = _draw(pool, int(seed))
+        frames.append(_table(built, eager, runner, runner.run(inputs)).assign(seed=int(seed)))
+        progress.advance(1)
+    return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"]]
+
+
+def seed_medians(noise: pd.DataFrame) -> pd.DataFrame:
+    from exactness import reference
+
+    keys = {"conv_features": "noise_conv_features", "extract_features": "noise_extract_features",
+            "logits": "noise_logits"}
+    named = noise[noise.label.isin(keys)]
+    ours = named.groupby("label").max_abs_diff.median()
+    return pd.DataFrame({"tensor": list(keys), "ours_median_max_abs_diff": [ours.get(k, float("nan")) for k in keys],
+                         "seed_000_median": [reference.value(v) for v in keys.values()],
+                         "ours_median_ulp": [named[named.label == k].median_ulp.median() for k in keys]})
+
+
+def depth_profile(noise: pd.DataFrame) -> pd.DataFrame:
+    profile = noise.groupby(["depth", "tensor"], as_index=False).agg(
+        max_abs_diff=("max_abs_diff", "median"), median_ulp=("median_ulp", "median"), p99_ulp=("p99_ulp", "median"),
+        rel_rms=("rel_rms", "median")).sort_values("depth")
+    profile["growth"] = profile.max_abs_diff / profile.max_abs_diff.shift(1)
+    return profile.reset_index(drop=True)
+
+
+def float64_reference(pool: GraphPool, seeds) -> pd.DataFrame:
+    """Per tensor, which side is closer to a float64 eager run of the same weights: eager float32 or ORT."""
+    rows = []
+    for seed in seeds:
+        built, inputs, eager, runner = _draw(pool, int(seed))
+        produced = runner.run(inputs)
+        wide = copy.deepcopy(built).double()
+        reference = eager_capture.run(wide, {k: v.double() if v.is_floating_point() else v for k, v in inputs.items()})
+        for path, value_name in runner.graph.intermediates.items():
+            if path not in eager.modules or path not in reference.modules:
+                continue
+            ort_value = torch.from_numpy(np.array(produced[value_name]))
+            pairs = [(e, r) for e, r in zip(eager.modules[path], reference.modules[path], strict=False)
+                     if tuple(e.shape) == tuple(ort_value.shape) and e.is_floating_point()]
+            if not pairs:
+                continue
+            e, r = pairs[0]
+            rows.append({"seed": int(seed), "tensor": path, "eager_vs_float64": float((e.double() - r).abs().max()),
+                         "ort_vs_float64": float((ort_value.double() - r).abs().max())})
+    table = pd.DataFrame(rows)
+    summary = table.groupby("tensor", sort=False)[["eager_vs_float64", "ort_vs_float64"]].median().reset_index()
+    summary["closer"] = np.where(summary.eager_vs_float64 < summary.ort_vs_float64, "eager",
+                                 np.where(summary.eager_vs_float64 > summary.ort_vs_float64, "ort", "tie"))
+    return summary
+
+
+def settings(pool: GraphPool, seeds) -> pd.DataFrame:
+    """The named tensors' noise under each ORT optimisation level, ORT intra-op threads 1 and 2, and eager
+    threads 1 and 2 (median over `seeds`); and whether one session run twice is bit-identical."""
+    rows = []
+    variants = ([("ort_optimization", level, {"optimization": level}, None) for level in OPTIMIZATION_LEVELS]
+                + [("ort_threads", n, {"intra_op_threads": n}, None) for n in (1, 2)]
+                + [("eager_threads", n, {}, n) for n in (1, 2)])
+    for kind, value, options, threads in variants:
+        for seed in seeds:
+            built, inputs, eager, runner = _draw(pool, int(seed), threads=threads, **options)
+            first, second = runner.run(inputs), runner.run(inputs)
+            table = _table(built, eager, runner, first)
+            repeatable = all(np.array_equal(first[k], second[k]) for k in first)
+            for row in table[table.label != ""].itertuples():
+                rows.append({"setting": kind, "value": str(value), "seed": int(seed), "label": row.label,
+                             "max_abs_diff": row.max_abs_diff, "median_ulp": row.median_ulp,
+                             "run_twice_identical": repeatable})
+    return pd.DataFrame(rows)
+
+
+def mann_whitney(a, b) -> tuple[float, float]:
+    """Two-sided Mann-Whitney U test (normal approximation with tie correction): (U, p)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    n1, n2 = len(a), len(b)
+    if n1 == 0 or n2 == 0:
+        return float("nan"), float("nan")
+    values = np.concatenate([a, b])
+    order = values.argsort(kind="mergesort")
+    ranks = np.empty(len(values))
+    sorted_values = values[order]
+    ranks_sorted = np.arange(1, len(values) + 1, dtype=float)
+    _, starts, counts = np.unique(sorted_values, return_index=True, return_counts=True)
+    for start, count in zip(starts, counts, strict=True):  # average ranks over ties
+        ranks_sorted[start:start + count] = ranks_sorted[start:start + count].mean()
+    ranks[order] = ranks_sorted
+    u = ranks[:n1].sum() - n1 * (n1 + 1) / 2
+    n = n1 + n2
+    tie_term = ((counts ** 3 - counts).sum()) / (n * (n - 1)) if n > 1 else 0.0
+    sigma = math.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term))
+    if sigma == 0:
+        return float(u), 1.0
+    z = (u - n1 * n2 / 2) / sigma
+    return float(u), float(math.erfc(abs(z) / math.sqrt(2)))
+
+
+def passing_vs_failing(run_folder: Path) -> pd.DataFrame:
+    """From a near-tie run: the named tensors' noise, failing against passing seeds, with a U test."""
+    checks = pd.read_parquet(run_folder / "tables" / "checks.parquet")
+    tensors = pd.read_parquet(run_folder / "tables" / "tensors.parquet")
+    verdict = checks.set_index(["model", "seed", "shape_mode"]).test_rule_passed
+    named = tensors[tensors.label != ""].join(verdict, on=["model", "seed", "shape_mode"])
+    rows = []
+    for (model, label), group in named.groupby(["model", "label"]):
+        failing, passing = group[~group.test_rule_passed].max_abs_diff, group[group.test_rule_passed].max_abs_diff
+        u, p = mann_whitney(failing, passing)
+        rows.append({"model": model, "label": label, "failing_seeds": len(failing), "passing_seeds": len(passing),
+                     "failing_median": failing.median(), "passing_median": passing.median(), "u": u, "p_value": p})
+    return pd.DataFrame(rows)
+
+
+def newest_run(outputs: Path, study: str) -> Path | None:
+    from exactness.manifest import Manifest
+
+    runs = [f for f in (outputs / study).glob("*") if (f / "manifest.json").exists()
+            and Manifest.read(f).status == "passed"]
+    return max(runs, key=lambda f: Manifest.read(f).started) if runs else None
+
+
+def cuda_draws(pool: GraphPool, seeds) -> pd.DataFrame:
+    """Eager on the first CUDA device against ORT on the CPU: the same table as `noise_draws`."""
+    frames = []
+    for seed in seeds:
+        built, inputs = family.build_model(pool.model, int(seed)), family.tester_inputs(pool.model, int(seed))
+        runner, _ = pool.runner(int(seed), built, inputs)
+        produced = runner.run(inputs)
+        on_gpu = eager_capture.run(copy.deepcopy(built).cuda(), {k: v.cuda() for k, v in inputs.items()})
+        eager = eager_capture.EagerRun({k: v.cpu() for k, v in on_gpu.outputs.items()},
+                                       {k: [t.cpu() for t in v] for k, v in on_gpu.modules.items()})
+        frames.append(_table(built, eager, runner, produced).assign(seed=int(seed)))
+    return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"]]
