@@ -35,6 +35,16 @@ _ROWS = [
     (SEED_000, "7", "example_seed", 1371433937, "a captured failing seed"),
     (SEED_000, "7", "example_perplexity_eager", 92.1406, "expected perplexity of that seed"),
     (SEED_000, "7", "example_perplexity_ort", 91.2174, "ORT perplexity of that seed"),
+    (SEED_002, "weights", "weight_diff_min", 1.49e-8, "smallest per-layer weight difference, 44.1 kHz"),
+    (SEED_002, "weights", "weight_diff_max", 5.96e-8, "largest per-layer weight difference, 44.1 kHz"),
+    (SEED_002, "propagation", "encoder.Conv1", 1.19e-7, "max error after Conv1"),
+    (SEED_002, "propagation", "encoder.Block0", 2.26e-4, "max error after Block0 (x1897)"),
+    (SEED_002, "propagation", "encoder.Block1", 5.99e-3, "max error after Block1 (x26.5)"),
+    (SEED_002, "propagation", "encoder.Block2", 1.61e-2, "max error after Block2 (x2.7)"),
+    (SEED_002, "propagation", "encoder.Block3", 3.64e-2, "max error after Block3 (x2.3)"),
+    (SEED_002, "propagation", "encoder.Snake1", 7.28e-2, "max error after Snake1 (x2.0)"),
+    (SEED_002, "propagation", "encoder.Conv2", 2.75e-2, "max error of the encoder output (x0.4)"),
+    (SEED_002, "propagation", "total_amplification", 230790, "encoder output error over Conv1 error"),
 ]
 
 

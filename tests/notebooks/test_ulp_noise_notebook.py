@@ -15,7 +15,7 @@ from conftest import REPO, cli_env
 def ulp_run(tmp_path_factory):
     outputs = tmp_path_factory.mktemp("outputs")
     result = subprocess.run([sys.executable, "-m", "exactness.cli", "--out", str(outputs), "run", "ulp_noise", "-f",
-                             "smoke", "-p", "near_tie_run", ""], capture_output=True, text=True, env=cli_env(REPO),
+                             "smoke", "-p", "near_tie_run", "''"], capture_output=True, text=True, env=cli_env(REPO),
                             timeout=900)
     assert result.returncode == 0, result.stdout + result.stderr
     (folder,) = (outputs / "ulp_noise").iterdir()

@@ -1,0 +1,144 @@
+"""DAC (transformers `DacModel`) variants: the three published configurations, random initialisations,
+and the same weights run four ways (weight norm recomputed, folded in float32, folded in float64, float64).
+
+No weights can be downloaded here, so a model is a configuration plus a named initialisation and a seed.
+The "checkpoint" every variant shares is the weight-norm pair (g, v) = (||W||, W) of one random template:
+the original codebase recomputes W = g v / ||v|| at every forward; transformers folds it once at conversion.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from torch.nn.utils import parametrize
+from transformers import DacConfig, DacModel
+
+VARIANT_CONFIGS = {
+    "16khz": {"downsampling_ratios": [2, 4, 5, 8], "n_codebooks": 12, "sampling_rate": 16000},
+    "24khz": {"downsampling_ratios": [2, 4, 5, 8], "n_codebooks": 32, "sampling_rate": 24000},
+    "44khz": {"downsampling_ratios": [2, 4, 8, 8], "n_codebooks": 9, "sampling_rate": 44100},
+    # a small model with the same structure, for tests and smoke runs
+    "tiny": {"downsampling_ratios": [2, 4], "n_codebooks": 4, "sampling_rate": 8000, "encoder_hidden_size": 8,
+             "decoder_hidden_size": 32, "codebook_size": 64},
+}
+VARIANTS = ("weight_norm", "folded_fp32", "folded_fp64", "float64")
+
+
+class DacConfigError(ValueError):
+    pass
+
+
+def config(variant: str) -> DacConfig:
+    if variant not in VARIANT_CONFIGS:
+        raise DacConfigError(f"unknown DAC variant {variant!r}; known: {', '.join(VARIANT_CONFIGS)}")
+    built = DacConfig(**VARIANT_CONFIGS[variant])
+    check_config(built)
+    return built
+
+
+def check_config(config: DacConfig, feature_extractor=None) -> None:
+    """Catch the seed's 512-vs-320 bug: a hop length that is not the product of the ratios (setting the
+    ratios after construction leaves `hop_length` and `upsampling_ratios` stale), or a feature extractor
+    whose hop length disagrees with the model."""
+    product = int(np.prod(config.downsampling_ratios))
+    problems = []
+    if config.hop_length != product:
+        problems.append(f"hop_length {config.hop_length} != product of downsampling_ratios "
+                        f"{list(config.downsampling_ratios)} = {product}")
+    if list(config.upsampling_ratios) != list(config.downsampling_ratios)[::-1]:
+        problems.append(f"upsampling_ratios {list(config.upsampling_ratios)} are not the downsampling ratios reversed")
+    if feature_extractor is not None and feature_extractor.hop_length != product:
+        problems.append(f"feature extractor hop_length {feature_extractor.hop_length} != model hop {product}")
+    if problems:
+        raise DacConfigError("; ".join(problems))
+
+
+def _default(model: DacModel, generator: torch.Generator) -> None:
+    """transformers' own initialisation (already applied at construction)."""
+
+
+def _variance_preserving(model: DacModel, generator: torch.Generator) -> None:
+    """He-style normal weights (std = 1 / sqrt(fan_in)) so activations keep their scale through the convs."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, (torch.nn.Conv1d, torch.nn.ConvTranspose1d)):
+                weight = module.weight
+                fan_in = (weight.shape[1] if isinstance(module, torch.nn.Conv1d) else weight.shape[0]) * weight.shape[2]
+                weight.copy_(torch.randn(weight.shape, generator=generator) / math.sqrt(fan_in))
+            elif isinstance(module, torch.nn.Embedding):
+                module.weight.copy_(torch.randn(module.weight.shape, generator=generator))
+
+
+INITS: dict[str, Callable[[DacModel, torch.Generator], None]] = {
+    "default": _default, "variance_preserving": _variance_preserving}
+
+
+def template(variant: str, seed: int, init: str = "default") -> DacModel:
+    """Plain (unparametrized) model: every variant is built from a copy of this, never from each other."""
+    if init not in INITS:
+        raise DacConfigError(f"unknown init {init!r}; known: {', '.join(INITS)} (add your own to dac.INITS)")
+    torch.manual_seed(seed)
+    model = DacModel(config(variant)).eval()
+    INITS[init](model, torch.Generator().manual_seed(seed))
+    return model
+
+
+def weight_normed_layers(model: DacModel) -> list[torch.nn.Module]:
+    """The layers the original codebase wraps in weight norm (transformers' `apply_weight_norm` list)."""
+    layers = [model.encoder.conv1, model.encoder.conv2, model.decoder.conv1, model.decoder.conv2]
+    for q in model.quantizer.quantizers:
+        layers += [q.in_proj, q.out_proj]
+    for block in model.encoder.block:
+        layers += [block.conv1] + [getattr(block, f"res_unit{i}").conv1 for i in (1, 2, 3)]
+        layers += [getattr(block, f"res_unit{i}").conv2 for i in (1, 2, 3)]
+    for block in model.decoder.block:
+        layers += [block.conv_t1] + [getattr(block, f"res_unit{i}").conv1 for i in (1, 2, 3)]
+        layers += [getattr(block, f"res_unit{i}").conv2 for i in (1, 2, 3)]
+    return layers
+
+
+def build_variant(plain: DacModel, variant: str) -> DacModel:
+    """One way of running the same (g, v) checkpoint; `plain` is left untouched."""
+    if variant not in VARIANTS:
+        raise DacConfigError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+    model = copy.deepcopy(plain)
+    if variant == "float64":
+        model = model.double()
+    for layer in weight_normed_layers(model):
+        torch.nn.utils.parametrizations.weight_norm(layer)  # g = ||W||, v = W, in the model's dtype
+    if variant in ("folded_fp32", "folded_fp64"):
+        for layer in weight_normed_layers(model):
+            if variant == "folded_fp64":
+                g = layer.parametrizations.weight.original0.detach().double()
+                v = layer.parametrizations.weight.original1.detach().double()
+                folded = torch._weight_norm(v, g, 0).float()
+                parametrize.remove_parametrizations(layer, "weight", leave_parametrized=True)
+                with torch.no_grad():
+                    layer.weight.copy_(folded)
+            else:
+                parametrize.remove_parametrizations(layer, "weight", leave_parametrized=True)
+    return model.eval()
+
+
+def effective_weights(model: DacModel) -> dict[str, torch.Tensor]:
+    """The weight each weight-normed layer uses in a forward, by module path."""
+    names = {id(m): n for n, m in model.named_modules()}
+    with torch.no_grad():
+        return {names[id(layer)]: layer.weight.detach().clone() for layer in weight_normed_layers(model)}
+
+
+def audio(variant: str, seconds: float, seed: int, batch: int = 1) -> torch.Tensor:
+    """A deterministic test signal: a few partials plus noise, in [-1, 1], shape (batch, 1, samples)."""
+    rate = config(variant).sampling_rate
+    n = int(round(seconds * rate))
+    generator = torch.Generator().manual_seed(seed)
+    t = torch.arange(n, dtype=torch.float64) / rate
+    partials = sum(torch.sin(2 * math.pi * f * t + p) / (k + 1) for k, (f, p) in enumerate(
+        zip((220.0, 440.0 * 1.01, 660.0 * 0.99), torch.rand(3, generator=generator, dtype=torch.float64).tolist(),
+            strict=True)))
+    signal = 0.4 * partials / 1.84 + 0.05 * torch.randn(batch, n, generator=generator, dtype=torch.float64)
+    return signal.clamp(-1, 1).float().unsqueeze(1)

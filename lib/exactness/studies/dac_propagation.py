@@ -1,0 +1,181 @@
+"""How a tiny weight difference grows through the DAC encoder and decoder, and why the codes survive it.
+
+Activations are not copied: the two reference runs (weight norm recomputed in float32, and float64) keep
+their layer outputs as the forward produces them, and every other run compares its outputs against them
+inside the hook and keeps only the statistics.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import torch
+
+from exactness.models import dac
+
+REFERENCES = ("weight_norm", "float64")
+
+
+def layers(model) -> list[tuple[str, str, str]]:
+    """(label, module path, role) along the encoder then the decoder; role 'main' is the path the signal
+    takes, 'inner' a residual unit inside a block (its growth is measured from the block's input)."""
+    rows = [("encoder.Conv1", "encoder.conv1", "main")]
+    for i, _ in enumerate(model.encoder.block):
+        rows += [(f"encoder.Block{i}.res_unit{j}", f"encoder.block.{i}.res_unit{j}", "inner") for j in (1, 2, 3)]
+        rows.append((f"encoder.Block{i}", f"encoder.block.{i}", "main"))
+    rows += [("encoder.Snake1", "encoder.snake1", "main"), ("encoder.Conv2", "encoder.conv2", "main"),
+             ("decoder.Conv1", "decoder.conv1", "main")]
+    for i, _ in enumerate(model.decoder.block):
+        rows += [(f"decoder.Block{i}.res_unit{j}", f"decoder.block.{i}.res_unit{j}", "inner") for j in (1, 2, 3)]
+        rows.append((f"decoder.Block{i}", f"decoder.block.{i}", "main"))
+    rows += [("decoder.Snake1", "decoder.snake1", "main"), ("decoder.Conv2", "decoder.conv2", "main")]
+    return rows
+
+
+class _Hooks:
+    def __init__(self, model, paths, hook):
+        modules = dict(model.named_modules())
+        self.handles = [modules[p].register_forward_hook(lambda m, a, out, p=p: hook(p, out)) for p in paths]
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        for handle in self.handles:
+            handle.remove()
+
+
+def _cast(x: torch.Tensor, model) -> torch.Tensor:
+    return x.to(next(model.parameters()).dtype)
+
+
+@torch.no_grad()
+def _run(model, audio: torch.Tensor, codes: torch.Tensor, hook, paths) -> dict:
+    with _Hooks(model, paths, hook):
+        encoded = model.encode(_cast(audio, model))
+        decoded = model.decode(audio_codes=codes).audio_values  # the decoder fed identical codes
+    return {"codes": encoded.audio_codes, "quantized": encoded.quantized_representation, "audio": decoded}
+
+
+def propagate(plain, audio: torch.Tensor, variants=dac.VARIANTS) -> tuple[pd.DataFrame, dict]:
+    """Error per layer of every variant against each reference, plus each variant's codes and audio."""
+    paths = [p for _, p, _ in layers(plain)]
+    models = {v: dac.build_variant(plain, v) for v in variants}
+    with torch.no_grad():
+        codes = models["weight_norm"].encode(audio).audio_codes  # the decoders all get these
+    stored, results = {}, {}
+    for reference in REFERENCES:
+        keep = stored.setdefault(reference, {})
+        results[reference] = _run(models[reference], audio, codes, lambda p, out, keep=keep: keep.__setitem__(
+            p, out.detach()), paths)
+    rows = []
+    for variant in variants:
+        stats: dict[str, dict] = {}
+
+        def measure(path, out, stats=stats):
+            value = out.detach().double()
+            entry = stats.setdefault(path, {"act_rms": float(value.square().mean().sqrt())})
+            for reference in REFERENCES:
+                error = (value - stored[reference][path].double()).abs()
+                entry[reference] = (float(error.max()), float(error.mean()))
+
+        results[variant] = _run(models[variant], audio, codes, measure, paths)
+        for depth, (label, path, role) in enumerate(layers(plain)):
+            for reference in REFERENCES:
+                if reference == variant:
+                    continue
+                max_err, mean_err = stats[path][reference]
+                rows.append({"variant": variant, "against": reference, "layer": label, "depth": depth, "role": role,
+                             "max_abs_err": max_err, "mean_abs_err": mean_err, "act_rms": stats[path]["act_rms"],
+                             "rel_err": max_err / stats[path]["act_rms"] if stats[path]["act_rms"] else np.nan})
+    return _with_growth(pd.DataFrame(rows)), {"codes": codes, "results": results, "models": models}
+
+
+def _with_growth(table: pd.DataFrame) -> pd.DataFrame:
+    """growth: error over the error at the input of this layer (the previous main-path layer), as the seed
+    measured it; a residual unit is measured from its block's input."""
+    table = table.sort_values(["variant", "against", "depth"]).copy()
+    growth = []
+    for _, group in table.groupby(["variant", "against"], sort=False):
+        previous_main = np.nan
+        for row in group.itertuples():
+            if row.layer == "decoder.Conv1":  # the decoder starts from identical codes: a new chain
+                previous_main = np.nan
+            growth.append(row.max_abs_err / previous_main if previous_main else np.nan)
+            if row.role == "main":
+                previous_main = row.max_abs_err
+    table["growth"] = growth
+    return table.reset_index(drop=True)
+
+
+def amplifiers(propagation: pd.DataFrame, variant: str, against: str, top: int = 3) -> pd.DataFrame:
+    encoder_main = propagation[(propagation.variant == variant) & (propagation.against == against)
+                               & (propagation.role == "main") & propagation.layer.str.startswith("encoder.")]
+    return encoder_main.nlargest(top, "growth")[["layer", "growth", "max_abs_err"]]
+
+
+def weight_table(plain, variants=dac.VARIANTS) -> pd.DataFrame:
+    reference = dac.effective_weights(dac.build_variant(plain, "weight_norm"))
+    rows = []
+    for variant in variants:
+        weights = dac.effective_weights(dac.build_variant(plain, variant))
+        rows += [{"variant": variant, "layer": name, "max_abs_diff": float((w.double() - reference[name].double())
+                                                                           .abs().max())}
+                 for name, w in weights.items()]
+    return pd.DataFrame(rows)
+
+
+@torch.no_grad()
+def code_margins(model, audio: torch.Tensor) -> pd.DataFrame:
+    """Per codebook and frame: how far the chosen codebook entry beats the runner-up (the near-tie view:
+    a code only flips when the latent error exceeds this margin)."""
+    latents = {}
+    handles = [q.in_proj.register_forward_hook(lambda m, a, out, k=k: latents.__setitem__(k, out.detach()))
+               for k, q in enumerate(model.quantizer.quantizers)]
+    try:
+        model.encode(_cast(audio, model))
+    finally:
+        for handle in handles:
+            handle.remove()
+    rows = []
+    for k, q in enumerate(model.quantizer.quantizers):
+        latent = latents[k]
+        encodings = torch.nn.functional.normalize(latent.permute(0, 2, 1).reshape(-1, latent.shape[1]))
+        codebook = torch.nn.functional.normalize(q.codebook.weight)
+        # the same distance DacVectorQuantize.decode_latents maximises
+        squared = encodings.pow(2).sum(1, keepdim=True)
+        dist = -(squared - 2 * encodings @ codebook.t()) + codebook.pow(2).sum(1).unsqueeze(0)
+        top = dist.topk(2, dim=1).values
+        margin = (top[:, 0] - top[:, 1]).double()
+        rows.append({"codebook": k, "frames": margin.numel(), "min_margin": float(margin.min()),
+                     "median_margin": float(margin.median()), "margins_below_1e-4": int((margin < 1e-4).sum())})
+    return pd.DataFrame(rows)
+
+
+def code_agreement(codes: dict[str, torch.Tensor], reference: str = "weight_norm") -> pd.DataFrame:
+    rows = []
+    for variant, value in codes.items():
+        differs = (value != codes[reference])
+        for k in range(value.shape[1]):
+            rows.append({"variant": variant, "codebook": k, "fraction_differing": float(differs[:, k].double().mean())})
+    return pd.DataFrame(rows)
+
+
+@torch.no_grad()
+def codec_errors(models: dict, audio: torch.Tensor, codes: torch.Tensor) -> pd.DataFrame:
+    """Per variant: codec error (decoded audio against the input, over the samples both have), decoded
+    audio against float64, and decoding from codes against decoding from the quantized representation."""
+    reference = models["float64"].decode(audio_codes=codes).audio_values.double()
+    rows = []
+    for variant, model in models.items():
+        encoded = model.encode(_cast(audio, model))
+        from_codes = model.decode(audio_codes=codes).audio_values.double()
+        own = model.decode(encoded.quantized_representation).audio_values.double()
+        n = min(own.shape[-1], audio.shape[-1])
+        rows.append({"variant": variant,
+                     "codec_max_abs_err": float((own[..., :n] - audio[:, 0, :n].double()).abs().max()),
+                     "codec_rms_err": float((own[..., :n] - audio[:, 0, :n].double()).square().mean().sqrt()),
+                     "decoded_vs_float64": float((from_codes - reference).abs().max()),
+                     "codes_vs_quantized_decode": float((from_codes - own).abs().max()),
+                     "samples_in": audio.shape[-1], "samples_out": own.shape[-1]})
+    return pd.DataFrame(rows)
