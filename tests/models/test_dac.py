@@ -1,0 +1,52 @@
+import pytest
+import torch
+from transformers import DacConfig
+
+from exactness.models import dac
+
+
+def test_published_variants_have_consistent_hops():
+    assert [dac.config(v).hop_length for v in ("16khz", "24khz", "44khz")] == [320, 320, 512]
+
+
+def test_ratios_set_after_construction_are_caught():
+    config = DacConfig()
+    config.downsampling_ratios = [2, 4, 5, 8]
+    with pytest.raises(dac.DacConfigError, match="hop_length 512 != product of downsampling_ratios"):
+        dac.check_config(config)
+
+
+def test_feature_extractor_hop_must_match():
+    from transformers import DacFeatureExtractor
+
+    with pytest.raises(dac.DacConfigError, match="feature extractor hop_length 512 != model hop 320"):
+        dac.check_config(dac.config("16khz"), DacFeatureExtractor(hop_length=512))
+
+
+def test_unknown_variant_and_init_are_named():
+    with pytest.raises(dac.DacConfigError, match="known: 16khz, 24khz, 44khz, tiny"):
+        dac.config("48khz")
+    with pytest.raises(dac.DacConfigError, match="unknown init 'xavier'"):
+        dac.template("tiny", 0, "xavier")
+
+
+def test_variants_share_one_checkpoint_and_leave_the_template_alone():
+    plain = dac.template("tiny", 0)
+    before = {k: v.clone() for k, v in plain.state_dict().items()}
+    weights = {v: dac.effective_weights(dac.build_variant(plain, v)) for v in dac.VARIANTS}
+    assert all(torch.equal(before[k], v) for k, v in plain.state_dict().items())
+    reference = weights["weight_norm"]
+    assert all(torch.equal(weights["folded_fp32"][k], reference[k]) for k in reference)  # same kernel, same device
+    diff = max(float((weights["folded_fp64"][k].double() - reference[k].double()).abs().max()) for k in reference)
+    assert 0 < diff < 1e-6  # a float64 fold rounds a few weights differently
+
+
+def test_weight_norm_is_recomputed_every_forward():
+    model = dac.build_variant(dac.template("tiny", 0), "weight_norm")
+    assert hasattr(model.encoder.conv1, "parametrizations")
+    assert not hasattr(dac.build_variant(dac.template("tiny", 0), "folded_fp32").encoder.conv1, "parametrizations")
+
+
+def test_audio_is_deterministic_and_bounded():
+    a, b = dac.audio("tiny", 0.25, 3), dac.audio("tiny", 0.25, 3)
+    assert torch.equal(a, b) and a.shape == (1, 1, 2000) and a.abs().max() <= 1

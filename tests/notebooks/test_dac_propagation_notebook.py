@@ -1,0 +1,26 @@
+"""End to end: the DAC propagation study on its smoke parameters through the real CLI."""
+
+import json
+import subprocess
+import sys
+
+import pandas as pd
+
+from browser import inspect_page
+from conftest import REPO, cli_env
+
+
+def test_dac_propagation_smoke_run(tmp_path):
+    result = subprocess.run([sys.executable, "-m", "exactness.cli", "--out", str(tmp_path), "run", "dac_propagation",
+                             "-f", "smoke"], capture_output=True, text=True, env=cli_env(REPO), timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (folder,) = (tmp_path / "dac_propagation").iterdir()
+    table = pd.read_parquet(folder / "tables" / "propagation.parquet")
+    assert {"variant", "layer", "depth", "max_abs_err", "mean_abs_err", "growth", "act_rms", "rel_err"} <= set(
+        table.columns)
+    assert set(table.init) == {"default", "variance_preserving"}
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["fold_fp32_bit_identical"] is True
+    assert summary["default_encoder_error"]["seed"] == 2.75e-2
+    page = inspect_page(folder / "report.html")
+    assert page["errors"] == [] and page["error_outputs"] == 0 and len(page["images"]) >= 2
