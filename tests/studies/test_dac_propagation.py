@@ -41,5 +41,5 @@ def test_codes_margins_and_codec(propagated):
     assert set(codes.variant) == set(dac.VARIANTS) and (codes.fraction_differing.between(0, 1)).all()
     margins = propagation.code_margins(extra["models"]["weight_norm"], dac.audio("tiny", 0.25, 0))
     assert len(margins) == 4 and (margins.min_margin >= 0).all()
-    codec = propagation.codec_errors(extra["models"], dac.audio("tiny", 0.25, 0), extra["codes"]).set_index("variant")
+    codec = propagation.codec_errors(extra, dac.audio("tiny", 0.25, 0)).set_index("variant")
     assert codec.loc["float64", "decoded_vs_float64"] == 0 and codec.loc["folded_fp64", "decoded_vs_float64"] > 0

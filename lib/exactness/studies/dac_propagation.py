@@ -58,36 +58,38 @@ def _run(model, audio: torch.Tensor, codes: torch.Tensor, hook, paths) -> dict:
 
 
 def propagate(plain, audio: torch.Tensor, variants=dac.VARIANTS) -> tuple[pd.DataFrame, dict]:
-    """Error per layer of every variant against each reference, plus each variant's codes and audio."""
+    """Error per layer of every variant against each reference (float64 first, then weight norm), plus
+    each variant's codes, quantized representation and audio decoded from the shared codes."""
+    order = [v for v in ("float64", "weight_norm") if v in variants] + [v for v in variants if v not in REFERENCES]
     paths = [p for _, p, _ in layers(plain)]
-    models = {v: dac.build_variant(plain, v) for v in variants}
+    models = {v: dac.build_variant(plain, v) for v in order}
     with torch.no_grad():
-        codes = models["weight_norm"].encode(audio).audio_codes  # the decoders all get these
-    stored, results = {}, {}
-    for reference in REFERENCES:
-        keep = stored.setdefault(reference, {})
-        results[reference] = _run(models[reference], audio, codes, lambda p, out, keep=keep: keep.__setitem__(
-            p, out.detach()), paths)
-    rows = []
-    for variant in variants:
+        codes = models["weight_norm"].encode(audio).audio_codes  # every decoder gets these
+    stored: dict[str, dict] = {}
+    results, rows = {}, []
+    for variant in order:
         stats: dict[str, dict] = {}
+        keep = stored.setdefault(variant, {}) if variant in REFERENCES else None
 
-        def measure(path, out, stats=stats):
-            value = out.detach().double()
-            entry = stats.setdefault(path, {"act_rms": float(value.square().mean().sqrt())})
-            for reference in REFERENCES:
-                error = (value - stored[reference][path].double()).abs()
-                entry[reference] = (float(error.max()), float(error.mean()))
+        def measure(path, out, stats=stats, keep=keep, variant=variant):
+            value = out.detach()
+            if keep is not None:
+                keep[path] = value
+            wide = value.double()
+            entry = stats.setdefault(path, {"act_rms": float(wide.square().mean().sqrt())})
+            for reference, activations in stored.items():
+                if reference != variant:
+                    error = (wide - activations[path].double()).abs()
+                    entry[reference] = (float(error.max()), float(error.mean()))
 
         results[variant] = _run(models[variant], audio, codes, measure, paths)
         for depth, (label, path, role) in enumerate(layers(plain)):
-            for reference in REFERENCES:
-                if reference == variant:
-                    continue
+            for reference in (r for r in REFERENCES if r in stats[path]):
                 max_err, mean_err = stats[path][reference]
+                rms = stats[path]["act_rms"]
                 rows.append({"variant": variant, "against": reference, "layer": label, "depth": depth, "role": role,
-                             "max_abs_err": max_err, "mean_abs_err": mean_err, "act_rms": stats[path]["act_rms"],
-                             "rel_err": max_err / stats[path]["act_rms"] if stats[path]["act_rms"] else np.nan})
+                             "max_abs_err": max_err, "mean_abs_err": mean_err, "act_rms": rms,
+                             "rel_err": max_err / rms if rms else np.nan})
     return _with_growth(pd.DataFrame(rows)), {"codes": codes, "results": results, "models": models}
 
 
@@ -114,11 +116,12 @@ def amplifiers(propagation: pd.DataFrame, variant: str, against: str, top: int =
     return encoder_main.nlargest(top, "growth")[["layer", "growth", "max_abs_err"]]
 
 
-def weight_table(plain, variants=dac.VARIANTS) -> pd.DataFrame:
-    reference = dac.effective_weights(dac.build_variant(plain, "weight_norm"))
+def weight_table(models: dict) -> pd.DataFrame:
+    """Per weight-normed layer, how far each variant's effective weight is from the recomputed one."""
+    reference = dac.effective_weights(models["weight_norm"])
     rows = []
-    for variant in variants:
-        weights = dac.effective_weights(dac.build_variant(plain, variant))
+    for variant, model in models.items():
+        weights = dac.effective_weights(model)
         rows += [{"variant": variant, "layer": name, "max_abs_diff": float((w.double() - reference[name].double())
                                                                            .abs().max())}
                  for name, w in weights.items()]
@@ -162,19 +165,20 @@ def code_agreement(codes: dict[str, torch.Tensor], reference: str = "weight_norm
 
 
 @torch.no_grad()
-def codec_errors(models: dict, audio: torch.Tensor, codes: torch.Tensor) -> pd.DataFrame:
-    """Per variant: codec error (decoded audio against the input, over the samples both have), decoded
-    audio against float64, and decoding from codes against decoding from the quantized representation."""
-    reference = models["float64"].decode(audio_codes=codes).audio_values.double()
+def codec_errors(extra: dict, audio: torch.Tensor) -> pd.DataFrame:
+    """Per variant (from `propagate`'s results): codec error (own decode against the input, over the samples
+    both have), decoded audio from the shared codes against float64's, and decoding from codes against
+    decoding from the quantized representation."""
+    results, models = extra["results"], extra["models"]
+    reference = results["float64"]["audio"].double()
     rows = []
     for variant, model in models.items():
-        encoded = model.encode(_cast(audio, model))
-        from_codes = model.decode(audio_codes=codes).audio_values.double()
-        own = model.decode(encoded.quantized_representation).audio_values.double()
+        from_codes = results[variant]["audio"].double()
+        own = model.decode(results[variant]["quantized"]).audio_values.double()
         n = min(own.shape[-1], audio.shape[-1])
-        rows.append({"variant": variant,
-                     "codec_max_abs_err": float((own[..., :n] - audio[:, 0, :n].double()).abs().max()),
-                     "codec_rms_err": float((own[..., :n] - audio[:, 0, :n].double()).square().mean().sqrt()),
+        error = own[..., :n] - audio[:, 0, :n].double()
+        rows.append({"variant": variant, "codec_max_abs_err": float(error.abs().max()),
+                     "codec_rms_err": float(error.square().mean().sqrt()),
                      "decoded_vs_float64": float((from_codes - reference).abs().max()),
                      "codes_vs_quantized_decode": float((from_codes - own).abs().max()),
                      "samples_in": audio.shape[-1], "samples_out": own.shape[-1]})
