@@ -20,3 +20,16 @@ def error_against_depth(propagation: pd.DataFrame, against: str):
             ax.axvline(boundary.iloc[0] - 0.5, color="grey", linestyle=":")
         ax.set_xlabel("layer (encoder, then decoder fed identical codes)")
     return fig
+
+
+def batching_differences(curves: dict, clip: int, stage: str, one_side: int, unit: str):
+    fig, ax = plt.subplots(figsize=(9, 3.5))
+    for cause in ("padding", "batch size"):
+        values = curves[(clip, stage, cause)].clamp(min=1e-12).numpy()
+        ax.plot(range(len(values)), values, label=cause, linewidth=1)
+    end = len(values)
+    ax.axvspan(end - one_side, end, color="orange", alpha=0.2, label="receptive field reaching the padding")
+    ax.set(yscale="log", xlabel=f"position ({unit})", ylabel="|alone - other| (1e-12 floor)",
+           title=f"Clip {clip}, {stage}: where the padded and batched runs differ")
+    ax.legend(fontsize=8)
+    return fig
