@@ -61,3 +61,14 @@ def cli_env(project: Path | None = None, home: Path | None = None) -> dict[str, 
         env["HOME"] = str(home)
     env.pop("EXACTNESS_RUN_DIR", None)
     return env
+
+
+def run_study(study: str, outputs: Path, *arguments: str) -> Path:
+    """`exactness --out OUTPUTS run STUDY ARGUMENTS...` as a user types it; the study's run folder."""
+    import subprocess
+
+    result = subprocess.run([sys.executable, "-m", "exactness.cli", "--out", str(outputs), "run", study, *arguments],
+                            capture_output=True, text=True, env=cli_env(REPO), timeout=900)
+    assert result.returncode == 0, result.stdout + result.stderr
+    (folder,) = (outputs / study).iterdir()
+    return folder

@@ -1,20 +1,15 @@
 """End to end: the DAC batching study on its smoke parameters through the real CLI."""
 
 import json
-import subprocess
-import sys
 
 import pandas as pd
 
 from browser import inspect_page
-from conftest import REPO, cli_env
+from conftest import run_study
 
 
 def test_dac_batching_smoke_run(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "exactness.cli", "--out", str(tmp_path), "run", "dac_batching",
-                             "-f", "smoke"], capture_output=True, text=True, env=cli_env(REPO), timeout=900)
-    assert result.returncode == 0, result.stdout + result.stderr
-    (folder,) = (tmp_path / "dac_batching").iterdir()
+    folder = run_study("dac_batching", tmp_path, "-f", "smoke")
     table = pd.read_parquet(folder / "tables" / "batching.parquet")
     assert {"clip", "stage", "first_diff_from_end", "receptive_field", "bit_identical_before"} <= set(table.columns)
     summary = json.loads((folder / "summary.json").read_text())

@@ -1,20 +1,15 @@
 """End to end: the DAC propagation study on its smoke parameters through the real CLI."""
 
 import json
-import subprocess
-import sys
 
 import pandas as pd
 
 from browser import inspect_page
-from conftest import REPO, cli_env
+from conftest import run_study
 
 
 def test_dac_propagation_smoke_run(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "exactness.cli", "--out", str(tmp_path), "run", "dac_propagation",
-                             "-f", "smoke"], capture_output=True, text=True, env=cli_env(REPO), timeout=900)
-    assert result.returncode == 0, result.stdout + result.stderr
-    (folder,) = (tmp_path / "dac_propagation").iterdir()
+    folder = run_study("dac_propagation", tmp_path, "-f", "smoke")
     table = pd.read_parquet(folder / "tables" / "propagation.parquet")
     assert {"variant", "layer", "depth", "max_abs_err", "mean_abs_err", "growth", "act_rms", "rel_err"} <= set(
         table.columns)

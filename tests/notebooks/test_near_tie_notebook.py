@@ -1,24 +1,17 @@
 """End to end: the near-tie study on its smoke parameters through the real CLI."""
 
 import json
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
 from browser import inspect_page
-from conftest import REPO, cli_env
+from conftest import run_study
 
 
 @pytest.fixture(scope="module")
 def near_tie_run(tmp_path_factory):
-    outputs = tmp_path_factory.mktemp("outputs")
-    result = subprocess.run([sys.executable, "-m", "exactness.cli", "--out", str(outputs), "run", "near_tie", "-f",
-                             "smoke"], capture_output=True, text=True, env=cli_env(REPO), timeout=900)
-    assert result.returncode == 0, result.stdout + result.stderr
-    (folder,) = (outputs / "near_tie").iterdir()
-    return folder
+    return run_study("near_tie", tmp_path_factory.mktemp("outputs"), "-f", "smoke")
 
 
 def test_tables_have_the_promised_columns(near_tie_run):

@@ -1,25 +1,17 @@
 """End to end: the ulp-noise study on its smoke parameters through the real CLI."""
 
 import json
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
 from browser import inspect_page
-from conftest import REPO, cli_env
+from conftest import run_study
 
 
 @pytest.fixture(scope="module")
 def ulp_run(tmp_path_factory):
-    outputs = tmp_path_factory.mktemp("outputs")
-    result = subprocess.run([sys.executable, "-m", "exactness.cli", "--out", str(outputs), "run", "ulp_noise", "-f",
-                             "smoke", "-p", "near_tie_run", "''"], capture_output=True, text=True, env=cli_env(REPO),
-                            timeout=900)
-    assert result.returncode == 0, result.stdout + result.stderr
-    (folder,) = (outputs / "ulp_noise").iterdir()
-    return folder
+    return run_study("ulp_noise", tmp_path_factory.mktemp("outputs"), "-f", "smoke", "-p", "near_tie_run", "''")
 
 
 def test_noise_table_has_one_row_per_draw_and_tensor(ulp_run):
