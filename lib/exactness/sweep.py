@@ -1,8 +1,9 @@
-"""Seed sweeps: the same function over chunks of seeds, in this process or in local worker processes.
+"""Seed sweeps: the same function over chunks of seeds, in this process, in local worker processes, or
+on an existing Dask cluster (`scheduler="tcp://host:8786"`).
 
 Each chunk's result depends only on its seeds, and results come back in seed order, so the tables are the
-same, bit for bit, whatever the number of workers. Workers run torch with one thread each: the machine's
-cores go to processes, not to threads fighting over them.
+same, bit for bit, whatever the number of workers or machines. Every chunk runs torch with one thread: the
+cores go to processes, not to threads fighting over them (and thread count can change float results).
 """
 
 from __future__ import annotations
@@ -26,6 +27,17 @@ def _init_worker() -> None:
     torch.set_num_threads(1)
 
 
+class _SingleThreaded:
+    """`function(chunk)` with torch on one thread, wherever it runs (Dask workers have no initializer)."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def __call__(self, chunk):
+        _init_worker()
+        return self.function(chunk)
+
+
 class Progress:
     """Seeds done, rate and time left, at most one line every `every` seconds (quiet enough for CI logs)."""
 
@@ -47,12 +59,15 @@ class Progress:
 
 
 def map_chunks(function: Callable[[Sequence], pd.DataFrame], items: Sequence, workers: int = 1,
-               chunk_size: int = 500, label: str = "sweep", progress_every: float = 10.0) -> pd.DataFrame:
+               chunk_size: int = 500, label: str = "sweep", progress_every: float = 10.0,
+               scheduler: str = "") -> pd.DataFrame:
     """`function(chunk)` for every chunk of `items`, concatenated in order."""
     parts = chunks(list(items), chunk_size)
     progress = Progress(len(items), label, progress_every)
     results: list[pd.DataFrame] = []
-    if workers <= 1:
+    if scheduler:
+        results = _on_dask(function, parts, scheduler, progress)
+    elif workers <= 1:
         import torch
 
         threads = torch.get_num_threads()
@@ -69,6 +84,19 @@ def map_chunks(function: Callable[[Sequence], pd.DataFrame], items: Sequence, wo
                 results.append(result)
                 progress.advance(len(part))
     return pd.concat(results, ignore_index=True) if results else pd.DataFrame()
+
+
+def _on_dask(function, parts, scheduler: str, progress: Progress) -> list[pd.DataFrame]:
+    from distributed import Client, as_completed
+
+    with Client(scheduler, timeout="30s") as client:
+        futures = client.map(_SingleThreaded(function), parts, pure=False)
+        index = {future.key: i for i, future in enumerate(futures)}
+        results: list = [None] * len(parts)
+        for future in as_completed(futures):
+            results[index[future.key]] = future.result()
+            progress.advance(len(parts[index[future.key]]))
+    return results
 
 
 def default_workers() -> int:

@@ -38,3 +38,13 @@ def test_bad_parameters_are_named_before_any_work(kwargs, message):
                  "workers": 1, **kwargs}
     with pytest.raises(near_tie.StudyParameterError, match=message):
         near_tie.validate(**arguments)
+
+
+def test_screen_on_a_dask_cluster_equals_the_local_screen():
+    from distributed import LocalCluster
+
+    local = near_tie_screen.screen(["Wav2Vec2ConformerForPreTraining"], 100, 24, workers=1, chunk_size=8)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        remote = near_tie_screen.screen(["Wav2Vec2ConformerForPreTraining"], 100, 24, chunk_size=8,
+                                        scheduler=cluster.scheduler_address)
+    pd.testing.assert_frame_equal(local, remote)
