@@ -48,3 +48,14 @@ def test_unispeech_sat_pretraining_never_calls_its_quantizer():
 def test_unknown_model_names_the_known_ones():
     with pytest.raises(family.UnknownModelError, match="known models: Wav2Vec2ForPreTraining"):
         family.spec("BertForPreTraining")
+
+
+@pytest.mark.parametrize("model", ["Wav2Vec2ConformerForPreTraining", "UniSpeechForPreTraining"])
+def test_the_plain_recipe_rebuilds_the_same_model_and_inputs(model):
+    namespace = {"seed": 17}
+    exec(family.plain_recipe(model), namespace)  # noqa: S102 - the recipe is this library's own text
+    built, inputs = family.build_model(model, 17), family.tester_inputs(model, 17)
+    assert torch.equal(namespace["input_values"], inputs["input_values"])
+    assert torch.equal(namespace["attention_mask"], inputs["attention_mask"])
+    for (name, a), (_, b) in zip(namespace["model"].state_dict().items(), built.state_dict().items(), strict=True):
+        assert torch.equal(a, b), name

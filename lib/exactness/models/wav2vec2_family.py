@@ -90,6 +90,25 @@ def tester_config(model: str):
     return config
 
 
+def plain_recipe(model: str) -> str:
+    """Self-contained transformers code that rebuilds `model` and its inputs for `seed`: what a user runs
+    without this workbook (the notebook shows it and executes it)."""
+    s = spec(model)
+    kwargs = ", ".join(f"{k}={v!r}" for k, v in s.config.items())
+    return f"""import random, torch, transformers
+from transformers.testing_utils import set_config_for_less_flaky_test, set_model_for_less_flaky_test
+rng = random.Random(seed)
+values = [rng.random() * {s.input_scale!r} for _ in range({s.batch_size} * {s.seq_length})]
+mask = [rng.randint(0, 1) for _ in range({s.batch_size} * {s.seq_length})]
+input_values = torch.tensor(values, dtype=torch.float).view({s.batch_size}, {s.seq_length})
+attention_mask = torch.tensor(mask).view({s.batch_size}, {s.seq_length}); attention_mask[:, -1] = 1
+config = transformers.{s.config_class}({kwargs})
+config.return_loss = False; set_config_for_less_flaky_test(config)
+torch.manual_seed(seed)
+model = transformers.{s.model_class}(config).eval(); set_model_for_less_flaky_test(model)
+"""
+
+
 def tester_inputs_plain(model: str, seed: int) -> dict[str, torch.Tensor]:
     """`floats_tensor([batch, seq], scale)` then `random_attention_mask([batch, seq])`, from one
     `random.Random(seed)`, in the tester's order: the tester's own loops."""
