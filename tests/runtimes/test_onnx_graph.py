@@ -81,3 +81,17 @@ def test_defects_change_the_graph_outputs(conformer, defect):
     broken = broken_runner.run(inputs)
     assert broken_runner.defect
     assert any(not np.array_equal(clean[n], broken[n]) for n in graph.outputs)
+
+
+def test_a_confident_flip_defect_flips_the_row_it_targets(conformer):
+    from exactness.compare.near_tie import top_two
+    from exactness.models.quantizer_logits import plain_logits
+    from exactness.studies.near_tie import _confident_flip
+
+    _, graph = conformer[1]
+    defect = {"kind": "biased_code", **_confident_flip(MODEL, 1, bound=2e-5)}
+    produced = onnx_graph.OrtRunner(graph, defect=defect).run(family.tester_inputs(MODEL, 1))
+    codes = torch.from_numpy(produced[graph.intermediates["quantizer.argmax"]])
+    eager = top_two(plain_logits(MODEL, 1)).top1_index
+    flipped = (codes != eager).nonzero().flatten().tolist()
+    assert flipped and all(int(codes[r]) + (r % 2) * 320 == defect["code"] for r in flipped)

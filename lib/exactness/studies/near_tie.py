@@ -154,11 +154,15 @@ def defects(pools: dict, seeds_by_model: dict[str, list[int]], bound: float, ato
 
 def _confident_flip(model: str, seed: int, bound: float) -> dict:
     """The runner-up code of the row eager was least sure about among those it was sure about (gap above
-    ten noise bounds), raised just enough to win: a flip that is not a tie."""
+    ten noise bounds), raised just enough to win: a flip that is not a tie. The bias holds every group's
+    codes one after the other, so the row's group picks the slice."""
     from exactness.compare.near_tie import top_two
     from exactness.models.quantizer_logits import plain_logits
 
     gaps = top_two(plain_logits(model, seed))
     confident = (gaps.gap > 10 * bound).nonzero().flatten()
     row = int(confident[gaps.gap[confident].argmin()])
-    return {"code": int(gaps.top2_index[row]), "amount": float(gaps.gap[row]) * 1.5 + 1e-6}
+    config = family.tester_config(model)
+    group = row % config.num_codevector_groups
+    code = group * config.num_codevectors_per_group + int(gaps.top2_index[row])
+    return {"code": code, "amount": float(gaps.gap[row]) * 1.5 + 1e-6}
