@@ -33,3 +33,13 @@ def test_depth_profile_reports_growth_between_neighbours():
                           "median_ulp": [1, 1, 1, 1], "p99_ulp": [1, 1, 1, 1], "rel_rms": [1, 1, 1, 1]})
     profile = ulp_noise.depth_profile(noise)
     assert profile.tensor.tolist() == ["a", "b"] and profile.growth.iloc[1] == 4.0
+
+
+def test_noise_draws_are_the_same_with_one_or_two_workers():
+    from exactness.runtimes.graph_pool import GraphPool
+
+    pool = GraphPool("Wav2Vec2ConformerForPreTraining", "static")
+    one = ulp_noise.noise_draws(pool, range(5), workers=1)
+    two = ulp_noise.noise_draws(pool, range(5), workers=2)  # the pool now reuses its swap: no exports
+    pd.testing.assert_frame_equal(one, two)
+    assert pool.exports == 2 and sorted(one.seed.unique()) == [0, 1, 2, 3, 4]

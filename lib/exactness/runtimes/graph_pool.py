@@ -22,18 +22,28 @@ class GraphPool:
         self.plan: weight_swap.SwapPlan | None = None
         self.exports, self.export_seconds, self.swap_status = 0, 0.0, "not needed yet"
 
+    def __getstate__(self) -> dict:
+        """What a worker process needs: the template graph and the learnt swap, not the template model
+        (a parametrized torch module does not pickle, and workers never export)."""
+        state = dict(self.__dict__)
+        if state["template"] is not None:
+            state["template"] = (state["template"][0], None)
+        return state
+
     def fresh(self, built: torch.nn.Module, inputs: dict) -> onnx_graph.ExportedGraph:
         graph = onnx_graph.export(built, inputs, dynamic=self.shape_mode == "dynamic")
         self.exports += 1
         self.export_seconds += graph.export_seconds
         return graph
 
-    def runner(self, seed: int, built: torch.nn.Module, inputs: dict,
-               defect: dict | None = None) -> tuple[onnx_graph.OrtRunner, str]:
+    def runner(self, seed: int, built: torch.nn.Module, inputs: dict, defect: dict | None = None,
+               **session_options) -> tuple[onnx_graph.OrtRunner, str]:
+        """An ORT runner for this seed's weights; `session_options` go to `OrtRunner` (optimisation, threads)."""
         if self.plan is not None:
-            return onnx_graph.OrtRunner(self.template[0], self.plan.initializers(built), defect=defect), "swapped"
+            initializers = self.plan.initializers(built)
+            return onnx_graph.OrtRunner(self.template[0], initializers, defect=defect, **session_options), "swapped"
         if defect is not None and self.template is not None and self.template[1] is built:
-            return onnx_graph.OrtRunner(self.template[0], defect=defect), "fresh"
+            return onnx_graph.OrtRunner(self.template[0], defect=defect, **session_options), "fresh"
         graph = self.fresh(built, inputs)
         if self.template is None:
             self.template, self.template_seed = (graph, built), seed
@@ -43,4 +53,4 @@ class GraphPool:
                 self.swap_status = f"verified against a fresh export of seed {seed}"
             except weight_swap.SwapError as error:
                 self.swap_status = f"disabled: {error}"
-        return onnx_graph.OrtRunner(graph), "fresh"
+        return onnx_graph.OrtRunner(graph, **session_options), "fresh"

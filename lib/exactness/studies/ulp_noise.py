@@ -17,7 +17,7 @@ import torch
 from exactness import sweep
 from exactness.compare.intermediates import intermediate_table
 from exactness.models import wav2vec2_family as family
-from exactness.runtimes import eager_capture, onnx_graph
+from exactness.runtimes import eager_capture
 from exactness.runtimes.graph_pool import GraphPool
 
 OPTIMIZATION_LEVELS = ("disabled", "basic", "extended", "all")
@@ -33,9 +33,7 @@ def _draw(pool: GraphPool, seed: int, threads: int | None = None, **ort_options)
         eager = eager_capture.run(built, inputs)
     finally:
         torch.set_num_threads(previous)
-    runner, _ = pool.runner(seed, built, inputs)
-    if ort_options:
-        runner = onnx_graph.OrtRunner(runner.graph, pool.plan.initializers(built) if pool.plan else None, **ort_options)
+    runner, _ = pool.runner(seed, built, inputs, **ort_options)
     return built, inputs, eager, runner
 
 
@@ -48,14 +46,31 @@ def _table(built, eager, runner, produced) -> pd.DataFrame:
     return pd.concat([table, finals], ignore_index=True)
 
 
-def noise_draws(pool: GraphPool, seeds, progress_every: float = 10.0) -> pd.DataFrame:
-    """One row per draw and tensor: the table `tables/noise.parquet` holds."""
-    progress, frames = sweep.Progress(len(seeds), f"noise {pool.model}", progress_every), []
-    for seed in seeds:
-        built, inputs, eager, runner = _draw(pool, int(seed))
-        frames.append(_table(built, eager, runner, runner.run(inputs)).assign(seed=int(seed)))
-        progress.advance(1)
-    return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"]]
+class _NoiseChunk:
+    """Picklable `seeds -> noise rows` for worker processes: the pool travels with its learnt swap plan,
+    so workers never export. Eager and ORT both run on one thread, wherever the chunk runs, so the table does
+    not depend on the number of workers (the settings table measures what thread counts change)."""
+
+    def __init__(self, pool: GraphPool):
+        self.pool = pool
+
+    def __call__(self, seeds) -> pd.DataFrame:
+        frames = []
+        for seed in seeds:
+            built, inputs, eager, runner = _draw(self.pool, int(seed), intra_op_threads=1)
+            frames.append(_table(built, eager, runner, runner.run(inputs)).assign(seed=int(seed)))
+        return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"]]
+
+
+def noise_draws(pool: GraphPool, seeds, workers: int = 1, progress_every: float = 10.0) -> pd.DataFrame:
+    """One row per draw and tensor: the table `tables/noise.parquet` holds. The first two draws export
+    (and learn the weight swap) here; the rest run on `workers` processes."""
+    seeds = [int(s) for s in seeds]
+    warm = seeds[:2] if pool.plan is None else []
+    first = sweep.map_chunks(_NoiseChunk(pool), warm, 1, 2, f"noise {pool.model} (exports)", progress_every)
+    rest = sweep.map_chunks(_NoiseChunk(pool), seeds[len(warm):], workers if pool.plan is not None else 1, 25,
+                            f"noise {pool.model}", progress_every)
+    return pd.concat([first, rest], ignore_index=True)
 
 
 def seed_medians(noise: pd.DataFrame) -> pd.DataFrame:
