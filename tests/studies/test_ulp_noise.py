@@ -43,3 +43,13 @@ def test_noise_draws_are_the_same_with_one_or_two_workers():
     two = ulp_noise.noise_draws(pool, range(5), workers=2)  # the pool now reuses its swap: no exports
     pd.testing.assert_frame_equal(one, two)
     assert pool.exports == 2 and sorted(one.seed.unique()) == [0, 1, 2, 3, 4]
+
+
+def test_a_dac_encoder_is_compared_tensor_by_tensor():
+    from exactness.runtimes.graph_pool import GraphPool
+
+    pool = GraphPool("DacEncoder-tiny", "static")
+    noise = ulp_noise.noise_draws(pool, range(3))
+    assert set(noise[noise.label != ""].label) == {"conv1", "block0", "encoder_output"}
+    assert noise.groupby("seed").tensor.count().min() > 20 and (noise.max_ulp >= 0).all()
+    assert pool.swap_status.startswith("verified")

@@ -65,5 +65,7 @@ def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], capture: bool =
     finally:
         for handle in handles:
             handle.remove()
+    if isinstance(output, torch.Tensor):  # a plain module (a DAC encoder) returns one tensor
+        output = {"output": output}
     outputs = {k: v for k, v in output.items() if isinstance(v, torch.Tensor)}
     return EagerRun(outputs, captured)

@@ -16,7 +16,7 @@ import torch
 
 from exactness import sweep
 from exactness.compare.intermediates import intermediate_table
-from exactness.models import wav2vec2_family as family
+from exactness.models import subjects
 from exactness.runtimes import eager_capture
 from exactness.runtimes.graph_pool import GraphPool
 
@@ -25,7 +25,7 @@ NOISE_COLUMNS = ["seed", "tensor", "label", "depth", "max_abs_diff", "max_ulp", 
 
 
 def _draw(pool: GraphPool, seed: int, threads: int | None = None, **ort_options):
-    built, inputs = family.build_model(pool.model, seed), family.tester_inputs(pool.model, seed)
+    built, inputs = subjects.build(pool.model, seed), subjects.inputs(pool.model, seed)
     previous = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)
@@ -37,9 +37,9 @@ def _draw(pool: GraphPool, seed: int, threads: int | None = None, **ort_options)
     return built, inputs, eager, runner
 
 
-def _table(built, eager, runner, produced) -> pd.DataFrame:
+def _table(name: str, built, eager, runner, produced) -> pd.DataFrame:
     graph = runner.graph
-    table = intermediate_table(eager.modules, produced, graph.intermediates, family.named_tensors(built))
+    table = intermediate_table(eager.modules, produced, graph.intermediates, subjects.named_tensors(name, built))
     outputs = {name: name for name in graph.outputs if name in eager.outputs}  # the model's outputs come last
     last = {name: [eager.outputs[name]] for name in outputs}
     finals = intermediate_table(last, produced, outputs).assign(depth=lambda f: f.depth + len(graph.intermediates))
@@ -58,7 +58,7 @@ class _NoiseChunk:
         frames = []
         for seed in seeds:
             built, inputs, eager, runner = _draw(self.pool, int(seed), intra_op_threads=1)
-            frames.append(_table(built, eager, runner, runner.run(inputs)).assign(seed=int(seed)))
+            frames.append(_table(self.pool.model, built, eager, runner, runner.run(inputs)).assign(seed=int(seed)))
         return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"]]
 
 
@@ -130,7 +130,7 @@ def settings(pool: GraphPool, seeds) -> pd.DataFrame:
         for seed in seeds:
             built, inputs, eager, runner = _draw(pool, int(seed), threads=threads, **options)
             first, second = runner.run(inputs), runner.run(inputs)
-            table = _table(built, eager, runner, first)
+            table = _table(pool.model, built, eager, runner, first)
             repeatable = all(np.array_equal(first[k], second[k]) for k in first)
             for row in table[table.label != ""].itertuples():
                 rows.append({"setting": kind, "value": str(value), "seed": int(seed), "label": row.label,
@@ -191,11 +191,11 @@ def cuda_draws(pool: GraphPool, seeds) -> pd.DataFrame:
     """Eager on the first CUDA device against ORT on the CPU: the same table as `noise_draws`."""
     frames = []
     for seed in seeds:
-        built, inputs = family.build_model(pool.model, int(seed)), family.tester_inputs(pool.model, int(seed))
+        built, inputs = subjects.build(pool.model, int(seed)), subjects.inputs(pool.model, int(seed))
         runner, _ = pool.runner(int(seed), built, inputs)
         produced = runner.run(inputs)
         on_gpu = eager_capture.run(copy.deepcopy(built).cuda(), {k: v.cuda() for k, v in inputs.items()})
         eager = eager_capture.EagerRun({k: v.cpu() for k, v in on_gpu.outputs.items()},
                                        {k: [t.cpu() for t in v] for k, v in on_gpu.modules.items()})
-        frames.append(_table(built, eager, runner, produced).assign(seed=int(seed)))
+        frames.append(_table(pool.model, built, eager, runner, produced).assign(seed=int(seed)))
     return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"]]
