@@ -50,3 +50,9 @@ def test_weight_norm_is_recomputed_every_forward():
 def test_audio_is_deterministic_and_bounded():
     a, b = dac.audio("tiny", 0.25, 3), dac.audio("tiny", 0.25, 3)
     assert torch.equal(a, b) and a.shape == (1, 1, 2000) and a.abs().max() <= 1
+
+
+def test_config_checks_pass_the_published_variants_and_catch_the_stale_hop():
+    rows = dac.config_checks()
+    assert [r["result"] for r in rows[:3]] == ["consistent"] * 3
+    assert "hop_length 512 != product" in rows[3]["result"]

@@ -39,3 +39,11 @@ def test_prediction_sums_flip_probabilities():
     # P(delta < -0) = 0.5, P(delta < -1e-6) = 0.25, the two larger gaps never flip
     assert row.predicted_flips == pytest.approx(0.75) and row.predicted_failures == pytest.approx(0.75)
     assert row.measured_flips == 1 and row.measured_failures == 1
+
+
+def test_seed_buckets_carry_the_seed_figures_in_our_columns():
+    from exactness.studies.near_tie_rate import seed_buckets
+
+    row = seed_buckets().iloc[0]
+    assert (row.screened, row.below_threshold, row.failed, row.flipped) == (40000, 273, 15, 17)
+    assert row.one_in == pytest.approx(2666.7, rel=1e-3)

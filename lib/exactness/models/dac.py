@@ -57,6 +57,26 @@ def check_config(config: DacConfig, feature_extractor=None) -> None:
         raise DacConfigError("; ".join(problems))
 
 
+def config_checks() -> list[dict[str, str]]:
+    """The published variants, and the seed's bug (ratios set after construction), through `check_config`."""
+
+    def stale() -> DacConfig:
+        built = DacConfig()
+        built.downsampling_ratios = [2, 4, 5, 8]  # set after construction: hop_length stays 512
+        return built
+
+    cases = [(name, lambda name=name: config(name)) for name in ("16khz", "24khz", "44khz")]
+    cases.append(("ratios [2,4,5,8] set after construction", stale))
+    rows = []
+    for case, build in cases:
+        try:
+            check_config(build())
+            rows.append({"case": case, "result": "consistent"})
+        except DacConfigError as error:
+            rows.append({"case": case, "result": str(error)})
+    return rows
+
+
 def _default(model: DacModel, generator: torch.Generator) -> None:
     """transformers' own initialisation (already applied at construction)."""
 

@@ -116,6 +116,39 @@ def amplifiers(propagation: pd.DataFrame, variant: str, against: str, top: int =
     return encoder_main.nlargest(top, "growth")[["layer", "growth", "max_abs_err"]]
 
 
+def _seed_chain(propagation: pd.DataFrame) -> pd.DataFrame:
+    """The seed's comparison: weights folded differently (folded_fp64) against weight norm recomputed."""
+    return propagation[(propagation.variant == "folded_fp64") & (propagation.against == "weight_norm")]
+
+
+def encoder_growth(propagation: pd.DataFrame) -> pd.DataFrame:
+    """Per init, from Conv1 to the encoder output: error, its growth, the activations' growth, and the
+    growth of the relative error (which tells error growth from activation growth)."""
+    rows = []
+    for init, chain in _seed_chain(propagation).groupby("init", sort=False):
+        first = chain[chain.layer == "encoder.Conv1"].iloc[0]
+        last = chain[chain.layer == "encoder.Conv2"].iloc[0]
+        error = last.max_abs_err / first.max_abs_err if first.max_abs_err else float("inf")
+        activations = last.act_rms / first.act_rms
+        rows.append({"init": init, "conv1_error": first.max_abs_err, "encoder_error": last.max_abs_err,
+                     "amplification": error, "activation_growth": activations,
+                     "relative_error_growth": error / activations})
+    return pd.DataFrame(rows).set_index("init")
+
+
+def beside_seed(propagation: pd.DataFrame) -> pd.DataFrame:
+    """Max error per encoder layer under each init, with seed 002's figure for the same layer."""
+    from exactness import reference
+
+    seed = reference.table(reference.SEED_002)
+    seed_layers = seed[seed.section == "propagation"].set_index("key").value
+    chain = _seed_chain(propagation)
+    table = chain[chain.layer.isin(seed_layers.index)].pivot_table(index="layer", columns="init",
+                                                                  values="max_abs_err", sort=False)
+    table["seed_002"] = seed_layers
+    return table
+
+
 def weight_table(models: dict) -> pd.DataFrame:
     """Per weight-normed layer, how far each variant's effective weight is from the recomputed one."""
     reference = dac.effective_weights(models["weight_norm"])

@@ -39,6 +39,19 @@ def buckets(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float) -> pd.
     return pd.DataFrame(rows)
 
 
+def seed_buckets() -> pd.DataFrame:
+    """Seed 000's bucket table (section 5), labelled, in the columns of `buckets` (to set beside ours)."""
+    from exactness import reference
+
+    screened, failed = reference.value("seeds_screened"), reference.value("failures")
+    return pd.DataFrame([{
+        "model": "seed 000 (Wav2Vec2ConformerForPreTraining, CPU)", "screened": screened,
+        "below_threshold": reference.value("candidates"), "checked": reference.value("candidates"),
+        "flipped": reference.value("flips"), "failed": failed, "flipped_but_passed": reference.value("flips_passing"),
+        "exact_ties_failed": reference.value("exact_ties"), "failure_rate": reference.value("failure_rate"),
+        "one_in": screened / failed}])
+
+
 def flip_probability(gaps: np.ndarray, deltas: np.ndarray) -> np.ndarray:
     """P(flip | eager gap g) = P(delta < -g), from the empirical law of the gap noise delta."""
     ordered = np.sort(deltas)
