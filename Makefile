@@ -16,7 +16,7 @@ export MPLCONFIGDIR := $(STATE)/matplotlib
 export XDG_CONFIG_HOME := $(STATE)/xdg/config
 export XDG_CACHE_HOME := $(STATE)/xdg/cache
 
-.PHONY: install run test lab clean-state
+.PHONY: install run test lab bench clean-state
 
 # Re-installs only when pyproject.toml changed since the last install (seconds when nothing did).
 $(STAMP): pyproject.toml
@@ -42,3 +42,7 @@ lab: install
 
 clean-state:
 	rm -rf $(STATE)
+
+# Speed claims as measured ratios (about 25 minutes: it runs the near-tie paper preset once); not part of the tests.
+bench: install
+	$(PY) -m exactness.benchmarks

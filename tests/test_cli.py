@@ -73,3 +73,55 @@ def test_plan_for_all_rejects_an_override_no_study_declares(tiny_project):
 
     with pytest.raises(ParameterError, match="no study has parameter"):
         cli.plan(Project.at(tiny_project), "all", [], [("bogus", "1")])
+
+
+def _sweeping_study(root):
+    """A study whose sweep dies at the chunk holding item 4 on its first attempt only."""
+    from conftest import write_notebook
+
+    write_notebook(
+        root / "notebooks" / "sweepy.ipynb", "n = 6",
+        "import os\nimport pandas as pd\nfrom exactness import sweep\nfrom exactness.artifacts import RunArtifacts\n"
+        "artifacts = RunArtifacts.current('sweepy')",
+        "def work(chunk):\n    with open('calls.txt', 'a') as log:\n        log.write(f'{chunk[0]}\\n')\n"
+        "    if 4 in chunk and not os.path.exists('died-once'):\n        open('died-once', 'w').close()\n"
+        "        raise RuntimeError('the machine went away')\n    return pd.DataFrame({'item': list(chunk)})",
+        "table = sweep.map_chunks(work, range(n), chunk_size=2, shards=artifacts.shards())\n"
+        "artifacts.table('items', table)\nartifacts.summary(items=len(table))",
+    )
+    (root / "params" / "sweepy").mkdir(parents=True)
+    (root / "params" / "sweepy" / "default.yaml").write_text("{}\n")
+
+
+def test_resume_finishes_a_failed_run_in_place_computing_only_what_is_missing(tiny_project):
+    import pandas as pd
+
+    from exactness.manifest import Manifest
+
+    _sweeping_study(tiny_project)
+    first = exactness("run", "sweepy", project=tiny_project)
+    assert first.returncode == 1 and "the machine went away" in first.stderr
+    (folder,) = (tiny_project / "outputs" / "sweepy").iterdir()
+    assert len(list((folder / "shards").glob("*.pkl"))) == 2
+
+    result = exactness("run", "sweepy", "--resume", folder.name, project=tiny_project)
+    assert result.returncode == 0, result.stderr
+    assert "2 finished shards kept" in result.stdout
+    assert (folder / "calls.txt").read_text().split() == ["0", "2", "4", "4"]  # only the missing chunk ran again
+    assert pd.read_parquet(folder / "tables" / "items.parquet").item.tolist() == list(range(6))
+    manifest = Manifest.read(folder)
+    assert manifest.status == "passed" and len(manifest.attempts) == 1
+    assert manifest.attempts[0]["status"] == "failed" and "machine went away" in manifest.attempts[0]["error"]
+    assert (folder / "attempts" / "1" / "sweepy.ipynb").exists() and (folder / "report.html").exists()
+    assert len(list((tiny_project / "outputs" / "sweepy").iterdir())) == 1
+
+
+def test_resume_refuses_a_passed_run_and_changed_parameters(tiny_project):
+    _sweeping_study(tiny_project)
+    exactness("run", "sweepy", project=tiny_project)
+    (folder,) = (tiny_project / "outputs" / "sweepy").iterdir()
+    changed = exactness("run", "sweepy", "--resume", folder.name, "-p", "n", "8", project=tiny_project)
+    assert changed.returncode == 2 and "keeps its parameters" in changed.stderr and "n (6 -> 8)" in changed.stderr
+    assert exactness("run", "sweepy", "--resume", folder.name, project=tiny_project).returncode == 0
+    again = exactness("run", "sweepy", "--resume", folder.name, project=tiny_project)
+    assert again.returncode == 2 and "passed; there is nothing to resume" in again.stderr

@@ -35,6 +35,13 @@ class RunArtifacts:
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
+    def shards(self):
+        """Where sweeps keep finished chunks so an interrupted run resumes (`exactness run --resume`); none
+        in an interactive session, where a stale shard could silently stand in for changed code."""
+        from exactness.shards import ShardStore
+
+        return None if self.interactive else ShardStore(self.folder / "shards")
+
     def table(self, name: str, frame) -> Path:
         path = self._path("tables", name, ".parquet")
         frame.to_parquet(path, index=False)

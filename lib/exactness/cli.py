@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
                      help="parameter set name or YAML file; later ones override earlier ones")
     run.add_argument("-p", "--param", action="append", nargs=2, default=[], metavar=("NAME", "VALUE"),
                      help="override one parameter; VALUE parses as YAML")
+    run.add_argument("--resume", metavar="RUN",
+                     help="finish a failed or interrupted run (folder or id) in place: only what is missing runs")
     run.add_argument("--with-code", action="store_true", help="keep code cells in report.html")
     run.add_argument("--log-output", action="store_true", help="stream cell output to the terminal")
     commands.add_parser("index", help="rebuild outputs/index.html from the run folders")
@@ -82,9 +84,41 @@ def cmd_list(project: Project) -> int:
     return 0
 
 
+def cmd_resume(project: Project, args) -> int:
+    from exactness import runs
+
+    folder = find_run(project, args.resume)
+    manifest = Manifest.read(folder)
+    study = catalog.get(project, args.study)
+    if args.file or args.param:
+        (planned,) = [p for p in plan(project, args.study, args.file, [tuple(p) for p in args.param])
+                      if p.study.name == study.name]
+        changed = sorted(k for k in set(planned.params) | set(manifest.params)
+                         if planned.params.get(k) != manifest.params.get(k))
+        if changed:
+            raise runs.ResumeError(f"a resumed run keeps its parameters; these differ from {folder.name}'s: "
+                                   + ", ".join(f"{k} ({manifest.params.get(k)!r} -> {planned.params.get(k)!r})"
+                                               for k in changed))
+    runs.ensure_kernel()
+    shards = len(list((folder / "shards").glob("*.pkl")))
+    print(f"resuming {folder} ({manifest.status}; {shards} finished shards kept) ...", flush=True)
+    try:
+        result = runs.resume(project, study, folder, with_code=args.with_code, log_output=args.log_output)
+    except KeyboardInterrupt:
+        print("interrupted; the run is marked interrupted", file=sys.stderr)
+        return 130
+    print(f"    {result.manifest.status} in {result.manifest.duration_s:.1f} s -> {result.folder / 'report.html'}")
+    print(f"index: {index.write(project)}")
+    if not result:
+        print(f"FAILED: {result.reason}", file=sys.stderr)
+    return 0 if result else 1
+
+
 def cmd_run(project: Project, args) -> int:
     from exactness import runs
 
+    if args.resume:
+        return cmd_resume(project, args)
     batch_plan = plan(project, args.study, args.file, [tuple(p) for p in args.param])
     runs.ensure_kernel()
     batch = dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
@@ -148,7 +182,7 @@ def main(argv: list[str] | None = None) -> int:
             print(index.write(project))
             return 0
         return cmd_show(project, args.run)
-    except (parameters.ParameterError, catalog.UnknownStudyError, FileNotFoundError) as error:
+    except (parameters.ParameterError, catalog.UnknownStudyError, FileNotFoundError, ValueError) as error:
         print(f"exactness: error: {error}", file=sys.stderr)
         return 2
     except RuntimeError as error:  # e.g. the kernel is not registered

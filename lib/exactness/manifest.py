@@ -26,6 +26,8 @@ class Manifest:
     error: str | None = None
     environment_run: str | None = None  # run folder of the batch's environment study, relative to outputs/
     machine: dict[str, Any] = field(default_factory=dict)
+    attempts: list[dict[str, Any]] = field(default_factory=list)  # earlier attempts of a resumed run
+    pid: int | None = None  # the process running it (a killed run stays "running": resume checks this)
 
     def write(self, folder: Path) -> None:
         # Write then rename: a reader (the index) never sees half a manifest.

@@ -1,8 +1,11 @@
-"""One run: a fresh run folder, papermill execution, manifest, report. A run folder is written once.
+"""One run: a fresh run folder, papermill execution, manifest, report. A run folder is written once,
+except by `resume`, which finishes a failed or interrupted run in its own folder.
 
 A failing cell keeps everything (the executed notebook shows the error, the manifest says which cell and
 what went wrong); Ctrl-C leaves the run marked interrupted. Nothing outside the new folder is touched
-except the index, which is rebuilt from all run folders.
+except the index, which is rebuilt from all run folders. A resumed run keeps its earlier attempt's
+notebook and report under attempts/<n>/ and its sweeps' finished shards, so it computes only what is
+missing, with the parameters it started with.
 """
 
 from __future__ import annotations
@@ -26,6 +29,10 @@ from exactness.project import KERNEL_NAME, Project, keep_state_inside
 
 
 class KernelMissingError(RuntimeError):
+    pass
+
+
+class ResumeError(ValueError):
     pass
 
 
@@ -71,15 +78,49 @@ def ensure_kernel() -> None:
 
 def execute(project: Project, study: Study, params: dict[str, Any], param_set: str, batch: str,
             environment_run: str | None = None, with_code: bool = False, log_output: bool = False) -> RunResult:
-    import papermill
-    from papermill.exceptions import PapermillExecutionError
-
     keep_state_inside(project)
     run_id, folder = new_run_folder(project, study.name, param_set)
     (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     manifest = Manifest(study=study.name, run_id=run_id, param_set=param_set, params=params, batch=batch,
                         started=dt.datetime.now().astimezone().isoformat(timespec="seconds"),
                         environment_run=environment_run, machine=run_facts(project.root))
+    return _execute_into(project, study, folder, manifest, with_code, log_output)
+
+
+def resume(project: Project, study: Study, folder: Path, with_code: bool = False,
+           log_output: bool = False) -> RunResult:
+    """Run a failed or interrupted run again in its own folder with its own parameters; sweeps pick up
+    their finished shards. The earlier attempt's notebook and report move to attempts/<n>/."""
+    manifest = Manifest.read(folder)
+    if manifest.study != study.name:
+        raise ResumeError(f"{folder} is a run of {manifest.study!r}, not of {study.name!r}")
+    if manifest.status == "passed":
+        raise ResumeError(f"{folder} passed; there is nothing to resume (start a new run instead)")
+    if manifest.status == "running" and _alive(manifest.pid):
+        raise ResumeError(f"{folder} is still running (process {manifest.pid}); stop it first")
+    number = len(manifest.attempts) + 1
+    keep = folder / "attempts" / str(number)
+    keep.mkdir(parents=True, exist_ok=False)
+    for name in (study.notebook.name, "report.html", "summary.json"):
+        if (folder / name).exists():
+            os.replace(folder / name, keep / name)
+    manifest.attempts.append({"status": manifest.status, "started": manifest.started, "duration_s": manifest.duration_s,
+                              "failed_cell": manifest.failed_cell, "error": manifest.error, "kept_in": str(
+                                  keep.relative_to(folder))})
+    manifest.status, manifest.failed_cell, manifest.error = "running", None, None
+    manifest.started = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    manifest.machine = run_facts(project.root)
+    keep_state_inside(project)
+    return _execute_into(project, study, folder, manifest, with_code, log_output)
+
+
+def _execute_into(project: Project, study: Study, folder: Path, manifest: Manifest, with_code: bool,
+                  log_output: bool) -> RunResult:
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    params = manifest.params
+    manifest.pid = os.getpid()
     manifest.write(folder)
     executed = folder / study.notebook.name
     began = time.monotonic()
@@ -124,6 +165,18 @@ def _export_report(project: Project, folder: Path, executed: Path, manifest: Man
     except Exception as error:  # a broken report must not hide the run's own status
         manifest.error = (manifest.error or "") + f" [report export failed: {type(error).__name__}: {error}]"
         manifest.write(folder)
+
+
+def _alive(pid: int | None) -> bool:
+    if not pid or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
 
 
 def _last_line(text: str) -> str:

@@ -4,6 +4,8 @@ on an existing Dask cluster (`scheduler="tcp://host:8786"`).
 Each chunk's result depends only on its seeds, and results come back in seed order, so the tables are the
 same, bit for bit, whatever the number of workers or machines. Every chunk runs torch with one thread: the
 cores go to processes, not to threads fighting over them (and thread count can change float results).
+With a `ShardStore`, every finished chunk is kept on disk as it arrives; a sweep started again over the
+same store computes only the chunks that are missing (see shards.py).
 """
 
 from __future__ import annotations
@@ -12,9 +14,11 @@ import os
 import sys
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import pandas as pd
+
+from exactness.shards import ShardStore
 
 
 def chunks(items: Sequence, size: int) -> list[Sequence]:
@@ -24,7 +28,10 @@ def chunks(items: Sequence, size: int) -> list[Sequence]:
 def _init_worker() -> None:
     import torch
 
+    from exactness.allocator import keep_freed_memory
+
     torch.set_num_threads(1)
+    keep_freed_memory()
 
 
 class _SingleThreaded:
@@ -44,7 +51,12 @@ class Progress:
     def __init__(self, total: int, label: str, every: float = 10.0, stream=None):
         self.total, self.label, self.every = total, label, every
         self.stream = stream or sys.stderr
-        self.done, self.began, self.last = 0, time.monotonic(), 0.0
+        self.done, self.resumed, self.began, self.last = 0, 0, time.monotonic(), 0.0
+
+    def skip(self, n: int) -> None:
+        """Items whose results came from an earlier, interrupted run: done, but not part of the rate."""
+        self.resumed += n
+        self.done += n
 
     def advance(self, n: int) -> None:
         self.done += n
@@ -52,51 +64,67 @@ class Progress:
         if now - self.last >= self.every or self.done >= self.total:
             self.last = now
             elapsed = now - self.began
-            rate = self.done / elapsed if elapsed > 0 else 0.0
+            rate = (self.done - self.resumed) / elapsed if elapsed > 0 else 0.0
             left = (self.total - self.done) / rate if rate > 0 else float("nan")
-            print(f"{self.label}: {self.done}/{self.total} ({rate:.0f}/s, {left:.0f} s left)", file=self.stream,
-                  flush=True)
+            resumed = f", {self.resumed} resumed" if self.resumed else ""
+            print(f"{self.label}: {self.done}/{self.total} ({rate:.0f}/s, {left:.0f} s left{resumed})",
+                  file=self.stream, flush=True)
 
 
-def map_chunks(function: Callable[[Sequence], pd.DataFrame], items: Sequence, workers: int = 1,
+def concat_frames(results: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(results, ignore_index=True) if results else pd.DataFrame()
+
+
+def map_chunks(function: Callable[[Sequence], object], items: Sequence, workers: int = 1,
                chunk_size: int = 500, label: str = "sweep", progress_every: float = 10.0,
-               scheduler: str = "") -> pd.DataFrame:
-    """`function(chunk)` for every chunk of `items`, concatenated in order."""
+               scheduler: str = "", shards: ShardStore | None = None,
+               combine: Callable[[list], object] = concat_frames):
+    """`function(chunk)` for every chunk of `items`, combined in order (tables: concatenated)."""
     parts = chunks(list(items), chunk_size)
     progress = Progress(len(items), label, progress_every)
-    results: list[pd.DataFrame] = []
+    results: list = [None] * len(parts)
+    keys = [shards.key(label, part) if shards else "" for part in parts]
+    for i, key in enumerate(keys):
+        if shards and shards.has(key):
+            results[i] = shards.load(key)
+            progress.skip(len(parts[i]))
+    todo = [i for i in range(len(parts)) if results[i] is None]
+
+    def finished(i: int, result) -> None:
+        results[i] = result
+        if shards:
+            shards.save(keys[i], result)
+        progress.advance(len(parts[i]))
+
     if scheduler:
-        results = _on_dask(function, parts, scheduler, progress)
-    elif workers <= 1:
+        _on_dask(function, parts, todo, scheduler, finished)
+    elif workers <= 1 or len(todo) <= 1:
         import torch
 
         threads = torch.get_num_threads()
-        torch.set_num_threads(1)  # the same arithmetic as a worker process: results don't depend on workers
+        _init_worker()  # the same arithmetic as a worker process: results don't depend on workers
         try:
-            for part in parts:
-                results.append(function(part))
-                progress.advance(len(part))
+            for i in todo:
+                finished(i, function(parts[i]))
         finally:
             torch.set_num_threads(threads)
     else:
         with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker) as pool:
-            for part, result in zip(parts, pool.map(function, parts), strict=True):
-                results.append(result)
-                progress.advance(len(part))
-    return pd.concat(results, ignore_index=True) if results else pd.DataFrame()
+            futures = {pool.submit(function, parts[i]): i for i in todo}
+            for future in as_completed(futures):
+                finished(futures[future], future.result())
+    return combine(results)
 
 
-def _on_dask(function, parts, scheduler: str, progress: Progress) -> list[pd.DataFrame]:
-    from distributed import Client, as_completed
+def _on_dask(function, parts, todo, scheduler: str, finished) -> None:
+    from distributed import Client
+    from distributed import as_completed as dask_completed
 
     with Client(scheduler, timeout="30s") as client:
-        futures = client.map(_SingleThreaded(function), parts, pure=False)
-        index = {future.key: i for i, future in enumerate(futures)}
-        results: list = [None] * len(parts)
-        for future in as_completed(futures):
-            results[index[future.key]] = future.result()
-            progress.advance(len(parts[index[future.key]]))
-    return results
+        futures = client.map(_SingleThreaded(function), [parts[i] for i in todo], pure=False)
+        index = {future.key: i for future, i in zip(futures, todo, strict=True)}
+        for future in dask_completed(futures):
+            finished(index[future.key], future.result())
 
 
 def default_workers() -> int:

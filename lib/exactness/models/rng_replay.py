@@ -9,6 +9,13 @@ rest are thrown away. Replay stops after the last draw that is needed.
 A needed tensor must be either the output of one recorded draw, unchanged afterwards, or the same for
 every seed (a norm's ones and zeros); anything else is refused when the plan is made, and
 tests/models/test_rng_replay.py proves bit-identity against the plain build.
+
+Most draws are of tensors nobody needs (the encoder's weights, for the quantizer's logits); drawing them
+as normal samples costs far more than the generator itself. Those runs are replaced by one bulk draw of
+raw integers that consumes exactly as many 32-bit outputs of the Mersenne Twister (a float32 `uniform_`
+takes one per element; a contiguous float32 `normal_` of 16 or more takes one per element plus 16 more
+when its size is not a multiple of 16). The plan keeps the shortcut only if the generator's whole state
+afterwards (Box-Muller caches included) equals that of the full replay on two seeds.
 """
 
 from __future__ import annotations
@@ -62,23 +69,73 @@ class _Recorder(TorchDispatchMode):
         return out
 
 
+def _words_consumed(draw: _Draw) -> int | None:
+    """How many 32-bit generator outputs the draw takes, where ATen's CPU kernels make that fixed."""
+    numel = 1
+    for size in draw.shape:
+        numel *= size
+    contiguous = torch.empty(draw.shape).stride() == draw.stride
+    if draw.dtype != torch.float32:
+        return None
+    if draw.op.overloadpacket is _aten.uniform_:
+        return numel
+    if draw.op.overloadpacket is _aten.normal_ and numel >= 16 and contiguous:
+        return numel + (16 if numel % 16 else 0)
+    return None
+
+
+def _skip(words: int) -> None:
+    """Advance the default generator by `words` 32-bit outputs (an int64 `random_` takes two each)."""
+    if words // 2:
+        torch.empty(words // 2, dtype=torch.int64).random_()
+    if words % 2:
+        torch.empty(1, dtype=torch.int32).random_()
+
+
 @dataclass
 class ReplayPlan:
     """Which draws to replay, and which of them (or which constants) give each needed tensor."""
 
     draws: list[_Draw]
     sources: dict[str, int | torch.Tensor]  # name -> index of its draw, or a seed-independent constant
+    steps: list[int | tuple[str, int]] | None = None  # draw indices, and ("skip", words) for unneeded runs
 
     def tensors(self, seed: int) -> dict[str, torch.Tensor]:
-        torch.manual_seed(seed)
+        torch.default_generator.manual_seed(seed)  # the CPU generator is all a CPU build draws from
         kept: dict[int, torch.Tensor] = {}
         wanted = {i for i in self.sources.values() if isinstance(i, int)}
-        for index, draw in enumerate(self.draws):
+        for step in self.steps if self.steps is not None else range(len(self.draws)):
+            if isinstance(step, tuple):
+                _skip(step[1])
+                continue
+            draw = self.draws[step]
             scratch = torch.empty_strided(draw.shape, draw.stride, dtype=draw.dtype)
             draw.op(scratch, *draw.args, **draw.kwargs)
-            if index in wanted:
-                kept[index] = scratch
+            if step in wanted:
+                kept[step] = scratch
         return {name: kept[s] if isinstance(s, int) else s for name, s in self.sources.items()}
+
+    def with_shortcuts(self, check_seeds=(0, 1)) -> ReplayPlan:
+        """The same plan with runs of unneeded draws skipped in bulk, if that provably leaves the generator
+        in the same state; otherwise this plan unchanged."""
+        wanted = {i for i in self.sources.values() if isinstance(i, int)}
+        steps: list[int | tuple[str, int]] = []
+        for index, draw in enumerate(self.draws):
+            words = None if index in wanted else _words_consumed(draw)
+            if words is None:
+                steps.append(index)
+            elif steps and isinstance(steps[-1], tuple):
+                steps[-1] = ("skip", steps[-1][1] + words)
+            else:
+                steps.append(("skip", words))
+        faster = ReplayPlan(self.draws, self.sources, steps)
+        for seed in check_seeds:
+            slow_tensors, slow_state = self.tensors(seed), torch.default_generator.get_state()
+            fast_tensors, fast_state = faster.tensors(seed), torch.default_generator.get_state()
+            if not torch.equal(slow_state, fast_state) or any(
+                    not torch.equal(slow_tensors[n], fast_tensors[n]) for n in slow_tensors):
+                return self
+        return faster
 
 
 def make_plan(build: Callable[[], torch.nn.Module], needed: list[str], check_seeds=(0, 1)) -> ReplayPlan:
@@ -106,4 +163,4 @@ def make_plan(build: Callable[[], torch.nn.Module], needed: list[str], check_see
         else:
             raise ReplayError(f"{name!r} is neither one recorded draw nor seed-independent; it cannot be replayed")
     last = max((i for i in sources.values() if isinstance(i, int)), default=-1)
-    return ReplayPlan(recorder.draws[: last + 1], sources)
+    return ReplayPlan(recorder.draws[: last + 1], sources).with_shortcuts(check_seeds)

@@ -143,9 +143,15 @@ def tester_inputs(model: str, seed: int) -> dict[str, torch.Tensor]:
     return _as_inputs(s, torch.from_numpy(values), torch.from_numpy(mask))
 
 
+_TWISTER: list[np.random.MT19937] = []  # one per process: building one (seeding) costs more than drawing
+
+
 def _numpy_twister(rng: random.Random) -> np.random.MT19937:
+    """numpy's Mersenne Twister put in `rng`'s exact state (used at once: the instance is reused)."""
     version, internal, gauss = rng.getstate()
-    twister = np.random.MT19937()
+    if not _TWISTER:
+        _TWISTER.append(np.random.MT19937(0))
+    twister = _TWISTER[0]
     twister.state = {"bit_generator": "MT19937", "state": {"key": np.array(internal[:-1], dtype=np.uint32),
                                                               "pos": internal[-1]}}
     return twister

@@ -42,7 +42,7 @@ class GraphPool:
         if self.plan is not None:
             initializers = self.plan.initializers(built)
             return onnx_graph.OrtRunner(self.template[0], initializers, defect=defect, **session_options), "swapped"
-        if defect is not None and self.template is not None and self.template[1] is built:
+        if defect is not None and self.template is not None and seed == self.template_seed:
             return onnx_graph.OrtRunner(self.template[0], defect=defect, **session_options), "fresh"
         graph = self.fresh(built, inputs)
         if self.template is None:

@@ -49,27 +49,97 @@ class Checks:
                               "weight_swap": p.swap_status} for (m, s), p in self.pools.items()])
 
 
+@dataclass
+class _Batch:
+    """What checking some seeds of one (model, shape mode) gives; `_merge` joins batches in order."""
+
+    rows: list[dict]
+    outputs: list[pd.DataFrame]
+    tensors: list[pd.DataFrame]
+    deltas: list[np.ndarray]
+
+
+def _merge(batches: list[_Batch]) -> _Batch:
+    return _Batch(*([item for b in batches for item in getattr(b, name)] for name in ("rows", "outputs", "tensors",
+                                                                                        "deltas")))
+
+
+class _CheckChunk:
+    """Picklable `seeds -> _Batch` for worker processes; the pool travels with its learnt weight swap, so
+    workers never export. ORT runs on one thread wherever the chunk runs: the table cannot depend on
+    the number of workers."""
+
+    def __init__(self, pool: GraphPool, atol: float, rtol: float, full_tensors: set, what_if: set, keep_deltas: bool):
+        self.pool, self.atol, self.rtol = pool, atol, rtol
+        self.full_tensors, self.what_if, self.keep_deltas = full_tensors, what_if, keep_deltas
+
+    def __call__(self, seeds) -> _Batch:
+        batch = _Batch([], [], [], [])
+        for seed in seeds:
+            result = check.check_seed(self.pool, int(seed), self.atol, self.rtol,
+                                      all_tensors=seed in self.full_tensors, what_if=seed in self.what_if,
+                                      session_options={"intra_op_threads": 1})
+            batch.rows.append(result.row)
+            batch.outputs.append(result.outputs)
+            batch.tensors.append(result.tensors)
+            if self.keep_deltas:
+                batch.deltas.append(result.extra["delta"].numpy())
+        return batch
+
+
+class _Warm:
+    """Picklable `["model/mode", ...] -> [(pool, _Batch)]`: the first two seeds of each pool, which export (the
+    template, then the fresh export the weight swap is learnt and verified on). Pools of different models
+    export side by side on worker processes."""
+
+    def __init__(self, first: dict[str, tuple[list[int], _CheckChunk]]):
+        self.first = first
+
+    def __call__(self, keys) -> list:
+        out = []
+        for key in keys:
+            model, mode = key.split("/")
+            seeds, chunk = self.first[key]
+            chunk.pool = GraphPool(model, mode)
+            out.append((chunk.pool, chunk(seeds)))
+        return out
+
+
 def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, max_checks: int = 0, atol: float = 1e-3,
-               rtol: float = 1e-3, progress_every: float = 10.0, full_tensor_checks: int = 20) -> Checks:
+               rtol: float = 1e-3, progress_every: float = 10.0, full_tensor_checks: int = 20,
+               what_if_checks: int = 300, workers: int = 1, scheduler: str = "", shards=None,
+               chunk_size: int = 8) -> Checks:
     """Check every seed below `threshold` (the smallest gaps first when `max_checks` caps them). The first
-    `full_tensor_checks` seeds of each model and mode compare every intermediate; the rest the named three."""
+    `full_tensor_checks` seeds of each model and mode compare every intermediate, the rest the named three;
+    the `what_if_checks` smallest gaps also measure what flipping their smallest-gap row would do (one more
+    eager forward; larger gaps almost never flip). Exports run first, one pool per process; then the checks
+    run in chunks on `workers` processes (or the Dask cluster at `scheduler`), saved to `shards` as they
+    finish."""
     candidates = screen[screen.min_gap < threshold].sort_values(["model", "min_gap", "seed"])
-    rows, outputs, tensors, deltas, pools = [], [], [], {}, {}
+    plans = {}
     for model, group in candidates.groupby("model", sort=True):
-        seeds = group.seed.tolist()[: max_checks or None]
+        by_gap = [int(s) for s in group.seed.tolist()[: max_checks or None]]
+        seeds = sorted(by_gap)
         for mode in shape_modes:
-            pool = pools.setdefault((model, mode), GraphPool(model, mode))
-            progress = sweep.Progress(len(seeds), f"check {model} {mode}", progress_every)
-            for number, seed in enumerate(sorted(seeds)):
-                result = check.check_seed(pool, int(seed), atol, rtol, all_tensors=number < full_tensor_checks)
-                rows.append(result.row)
-                outputs.append(result.outputs)
-                tensors.append(result.tensors)
-                if mode == shape_modes[0]:
-                    deltas.setdefault(model, []).append(result.extra["delta"].numpy())
-                progress.advance(1)
-    frame = pd.DataFrame(rows)
-    return Checks(frame, _concat(outputs), _concat(tensors), {m: np.concatenate(d) for m, d in deltas.items()}, pools)
+            chunk = _CheckChunk(None, atol, rtol, set(seeds[:full_tensor_checks]), set(by_gap[:what_if_checks]),
+                                mode == shape_modes[0])
+            plans[f"{model}/{mode}"] = (seeds, chunk)
+    warm = sweep.map_chunks(_Warm({key: (seeds[:2], chunk) for key, (seeds, chunk) in plans.items()}), list(plans),
+                            workers, 1, "exports", progress_every, scheduler, shards,
+                            combine=lambda parts: [x for part in parts for x in part])
+    pools, batches, deltas = {}, [], {}
+    for (key, (seeds, chunk)), (pool, first) in zip(plans.items(), warm, strict=True):
+        model, mode = key.split("/")
+        pools[(model, mode)] = chunk.pool = pool
+        local = pool.plan is None  # without a swap every seed exports: keep it in this process
+        later = sweep.map_chunks(chunk, seeds[2:], 1 if local else workers, chunk_size, f"check {model} {mode}",
+                                 progress_every, "" if local else scheduler, shards, combine=_merge)
+        batch = _merge([first, later])
+        batches.append(batch)
+        if chunk.keep_deltas:
+            deltas[model] = np.concatenate(batch.deltas)
+    joined = _merge(batches)
+    return Checks(pd.DataFrame(joined.rows), _concat(joined.outputs), _concat(joined.tensors), deltas, pools)
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -115,19 +185,33 @@ def tolerance(checks: pd.DataFrame) -> pd.DataFrame:
     } for model, group in checks.groupby("model")])
 
 
-def replay(seeds, models, shape_modes, atol: float = 1e-3, rtol: float = 1e-3) -> pd.DataFrame:
+_REPLAY_COLUMNS = ("model", "seed", "shape_mode", "n_flipped_rows", "perplexity_eager", "perplexity_ort",
+                   "test_rule_passed", "first_failing_output", "skip_rule_passed")
+
+
+class _Replay:
+    """Picklable `["model/mode/seed", ...] -> table`: each one rebuilt and exported fresh (no swapping)."""
+
+    def __init__(self, atol: float, rtol: float):
+        self.atol, self.rtol = atol, rtol
+
+    def __call__(self, keys) -> pd.DataFrame:
+        rows = []
+        for key in keys:
+            model, mode, seed = key.split("/")
+            result = check.check_seed(GraphPool(model, mode, swap=False), int(seed), self.atol, self.rtol,
+                                      session_options={"intra_op_threads": 1}).row
+            rows.append({k: result[k] for k in _REPLAY_COLUMNS})
+        return pd.DataFrame(rows, columns=list(_REPLAY_COLUMNS))
+
+
+def replay(seeds, models, shape_modes, atol: float = 1e-3, rtol: float = 1e-3, workers: int = 1,
+           progress_every: float = 10.0) -> pd.DataFrame:
     """Rebuild each seed, export it fresh (no swapping), and run it through the export test's rule and
-    through the `onnx.exactness` skip semantics (names checked, values not compared)."""
-    rows = []
-    for model in models:
-        for mode in shape_modes:
-            for seed in seeds:
-                pool = GraphPool(model, mode, swap=False)
-                result = check.check_seed(pool, int(seed), atol, rtol).row
-                rows.append({k: result[k] for k in ("model", "seed", "shape_mode", "n_flipped_rows", "perplexity_eager",
-                                                    "perplexity_ort", "test_rule_passed", "first_failing_output",
-                                                    "skip_rule_passed")})
-    return pd.DataFrame(rows)
+    through the `onnx.exactness` skip semantics (names checked, values not compared). Exports run side by
+    side on `workers` processes."""
+    keys = [f"{model}/{mode}/{int(seed)}" for model in models for mode in shape_modes for seed in seeds]
+    return sweep.map_chunks(_Replay(atol, rtol), keys, workers, 1, "replay", progress_every)
 
 
 def defects(pools: dict, seeds_by_model: dict[str, list[int]], bound: float, atol: float = 1e-3,
@@ -140,7 +224,7 @@ def defects(pools: dict, seeds_by_model: dict[str, list[int]], bound: float, ato
     for (model, mode), pool in pools.items():
         seeds = seeds_by_model.get(model, []) if pool.plan is not None else [pool.template_seed]
         for seed in seeds:
-            built = family.build_model(model, int(seed)) if pool.plan is not None else pool.template[1]
+            built = family.build_model(model, int(seed))  # the template's own weights when seed is its seed
             for kind in DEFECTS:
                 defect = {"kind": kind, **(_confident_flip(model, int(seed), bound) if kind == "biased_code" else {})}
                 row = check.check_seed(pool, int(seed), atol, rtol, defect=defect, built=built).row

@@ -31,13 +31,15 @@ def _as_torch(arrays: dict[str, np.ndarray], names) -> dict[str, torch.Tensor]:
 
 
 def check_seed(pool: GraphPool, seed: int, atol: float = 1e-3, rtol: float = 1e-3,
-               defect: dict | None = None, built: torch.nn.Module | None = None, all_tensors: bool = True) -> Check:
-    """`all_tensors=False` keeps only the three tensors the seed names in the intermediates table."""
+               defect: dict | None = None, built: torch.nn.Module | None = None, all_tensors: bool = True,
+               what_if: bool = True, session_options: dict | None = None) -> Check:
+    """`all_tensors=False` keeps only the three tensors the seed names in the intermediates table;
+    `what_if=False` skips the eager forward that measures what flipping the smallest-gap row would do."""
     model = pool.model
     built = built if built is not None else family.build_model(model, seed)
     inputs = family.tester_inputs(model, seed)
     eager = eager_capture.run(built, inputs)
-    runner, how = pool.runner(seed, built, inputs, defect)
+    runner, how = pool.runner(seed, built, inputs, defect, **(session_options or {}))
     produced = runner.run(inputs)
     graph = runner.graph
     ort_outputs = _as_torch(produced, [n for n in graph.outputs if n in eager.outputs])
@@ -54,7 +56,7 @@ def check_seed(pool: GraphPool, seed: int, atol: float = 1e-3, rtol: float = 1e-
     tie_aware = tie_aware_compare(eager_logits, ort_codes, aligned, ort_outputs, float("inf"), atol, rtol)
     p_eager, p_ort = float(eager.outputs["codevector_perplexity"]), float(ort_outputs["codevector_perplexity"])
     outputs = per_output_report(ort_outputs, eager.outputs, atol, rtol)
-    would = _if_min_row_flipped(built, inputs, eager, gaps, atol)
+    would = _if_min_row_flipped(built, inputs, eager, gaps, atol) if what_if else dict(_NOT_MEASURED)
     delta = _gap_noise(eager_logits, ort_logits, gaps)
     row = {
         "model": model, "seed": seed, "shape_mode": pool.shape_mode, "graph": how,
@@ -88,6 +90,9 @@ def _gap_noise(eager_logits: torch.Tensor, ort_logits: torch.Tensor, gaps) -> to
     rows = torch.arange(eager_logits.shape[0])
     ort_gap = ort_logits[rows, gaps.top1_index] - ort_logits[rows, gaps.top2_index]
     return (ort_gap - gaps.gap).double()
+
+
+_NOT_MEASURED = {"flip_perplexity_shift": float("nan"), "flip_needed_rtol": float("nan"), "fails_if_flipped": None}
 
 
 def _if_min_row_flipped(built, inputs, eager, gaps, atol: float) -> dict:

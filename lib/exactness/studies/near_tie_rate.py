@@ -63,8 +63,8 @@ def predict(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.nda
     """Predicted flips and failures per model, beside the measured ones.
 
     Per seed, P(flip) ~ P(delta < -min_gap) (the smallest-gap row dominates); P(failure) multiplies it by
-    whether flipping that row would fail the test (measured on eager for every checked seed; for seeds not
-    checked, the checked seeds' average). A second, coarser estimate uses only the density of the smallest
+    whether flipping that row would fail the test (measured on eager for the smallest-gap checked seeds; for
+    the others, their average). A second, coarser estimate uses only the density of the smallest
     gap near zero: P(flip) ~ f(0) * E[max(-delta, 0)].
     """
     rows = []
@@ -74,7 +74,8 @@ def predict(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.nda
         if d is None or len(d) == 0 or len(checked) == 0:
             continue
         p_flip = flip_probability(screened.min_gap.to_numpy(), d)
-        fail_map = dict(zip(checked.seed, checked.fails_if_flipped.astype(float), strict=True))
+        measured = checked[checked.fails_if_flipped.notna()]
+        fail_map = dict(zip(measured.seed, measured.fails_if_flipped.astype(float), strict=True))
         fail_mean = float(np.mean(list(fail_map.values())))
         fails = np.array([fail_map.get(s, fail_mean) for s in screened.seed])
         density = float((screened.min_gap < threshold).mean()) / threshold

@@ -47,11 +47,12 @@ class _Chunk:
 
 
 def screen(models: Sequence[str], seed_start: int, n_seeds: int, workers: int = 1, chunk_size: int = 250,
-           progress_every: float = 10.0, scheduler: str = "") -> pd.DataFrame:
-    """`scheduler`: the address of an existing Dask cluster; empty runs on `workers` local processes."""
+           progress_every: float = 10.0, scheduler: str = "", shards=None) -> pd.DataFrame:
+    """`scheduler`: the address of an existing Dask cluster; empty runs on `workers` local processes.
+    `shards`: a ShardStore that keeps finished chunks (and supplies them again on resume)."""
     seeds = range(seed_start, seed_start + n_seeds)
-    parts = [sweep.map_chunks(_Chunk(model), seeds, workers, chunk_size, f"screen {model}", progress_every, scheduler)
-             for model in models]
+    parts = [sweep.map_chunks(_Chunk(model), seeds, workers, chunk_size, f"screen {model}", progress_every, scheduler,
+                              shards) for model in models]
     return pd.concat(parts, ignore_index=True)
 
 

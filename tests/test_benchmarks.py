@@ -1,0 +1,17 @@
+"""The benchmark code runs and computes its ratios; the timings themselves are never asserted."""
+
+from exactness import benchmarks
+
+
+def test_ratios_are_the_faster_rate_over_the_slower_one_against_a_target():
+    rows = [{"case": "slow", "rate": 2.0}, {"case": "fast", "rate": 50.0}]
+    benchmarks._ratio(rows, 10.0, "fast", "slow")
+    assert rows[1]["ratio"] == 25.0 and rows[1]["meets"] and rows[1]["ratio_of"] == "fast / slow"
+    benchmarks._ratio(rows, 30.0, "fast", "slow")
+    assert not rows[1]["meets"]
+
+
+def test_the_screen_benchmark_measures_both_paths_on_the_same_seeds():
+    plain, fast = benchmarks.screen_paths(repeats=1, plain_seeds=2, fast_seeds=3)
+    assert plain["items"] == 2 and fast["items"] == 3 and plain["unit"] == fast["unit"] == "seeds/s"
+    assert fast["ratio"] == fast["rate"] / plain["rate"] and fast["target"] == 10.0
