@@ -2,7 +2,8 @@
 
 Timings never go into tests; they go here. Each case runs `repeats` times and the table holds the median
 (long cases, the paper preset and the DAC study, run once and say so). Results go to
-outputs/benchmarks/<stamp>/: the table (parquet and CSV), a plot, and the machine they were measured on.
+outputs/benchmarks/<stamp>/: the table (parquet and CSV), a plot, the machine they were measured on, and
+the measured study runs themselves (runs/, with their reports).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import json
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -128,12 +128,11 @@ def run(quick: bool = False, repeats: int = 3, out: Path | None = None) -> pd.Da
     (folder / "machine.json").write_text(json.dumps(run_facts(project.root), indent=2, default=str) + "\n")
     rows = screen_paths(repeats) + check_paths(repeats)
     rows += scaling((1000, 5000) if quick else (1000, 5000, 20000))
-    with tempfile.TemporaryDirectory() as scratch:
-        for seconds in (1.0,) if quick else (1.0, 10.0):
-            rows.append(study_run("dac_propagation", ["-p", "seconds", str(seconds)], f"{seconds:g} s of audio",
-                                  Path(scratch)))
-        if not quick:
-            rows.append(study_run("near_tie", ["-f", "paper"], "paper.yaml", Path(scratch)))
+    runs = folder / "runs"  # the measured runs stay, with their reports, apart from outputs/index.html
+    for seconds in (1.0,) if quick else (1.0, 10.0):
+        rows.append(study_run("dac_propagation", ["-p", "seconds", str(seconds)], f"{seconds:g} s of audio", runs))
+    if not quick:
+        rows.append(study_run("near_tie", ["-f", "paper"], "paper.yaml", runs))
     table = pd.DataFrame(rows)
     table.to_parquet(folder / "benchmarks.parquet", index=False)
     table.to_csv(folder / "benchmarks.csv", index=False)

@@ -10,11 +10,13 @@ same store computes only the chunks that are missing (see shards.py).
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures.process import BrokenProcessPool
 
 import pandas as pd
 
@@ -71,6 +73,39 @@ class Progress:
                   file=self.stream, flush=True)
 
 
+_EXECUTORS: dict[int, ProcessPoolExecutor] = {}
+
+
+def _executor(workers: int) -> ProcessPoolExecutor:
+    """One pool of `workers` processes, kept for the life of this process: workers start once (torch
+    imported once, per-process caches such as the screen's template models kept) however many sweeps
+    follow. Workers come from a fork server, never forked from this process: a Jupyter kernel that has run
+    torch and ONNX Runtime holds thread pools that a forked child inherits half-alive (a replay after
+    the checks hung that way)."""
+    pool = _EXECUTORS.get(workers)
+    if pool is None:
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload(["torch", "exactness.sweep"])
+        pool = _EXECUTORS[workers] = ProcessPoolExecutor(max_workers=workers, mp_context=context,
+                                                         initializer=_init_worker)
+    return pool
+
+
+def _in_processes(function, parts, todo, workers: int, finished) -> None:
+    try:
+        futures = {_executor(workers).submit(function, parts[i]): i for i in todo}
+    except BrokenProcessPool:  # a worker died in an earlier sweep: start a fresh pool
+        _EXECUTORS.pop(workers, None)
+        futures = {_executor(workers).submit(function, parts[i]): i for i in todo}
+    try:
+        for future in as_completed(futures):
+            finished(futures[future], future.result())
+    except BaseException:
+        for future in futures:  # Ctrl-C or a failing chunk: do not leave the rest running
+            future.cancel()
+        raise
+
+
 def concat_frames(results: list[pd.DataFrame]) -> pd.DataFrame:
     return pd.concat(results, ignore_index=True) if results else pd.DataFrame()
 
@@ -109,10 +144,7 @@ def map_chunks(function: Callable[[Sequence], object], items: Sequence, workers:
         finally:
             torch.set_num_threads(threads)
     else:
-        with ProcessPoolExecutor(max_workers=workers, initializer=_init_worker) as pool:
-            futures = {pool.submit(function, parts[i]): i for i in todo}
-            for future in as_completed(futures):
-                finished(futures[future], future.result())
+        _in_processes(function, parts, todo, workers, finished)
     return combine(results)
 
 

@@ -1,6 +1,6 @@
 import torch
 
-from exactness.compare.near_tie import needed_rtol, tie_aware_compare, top_two, usage_profile
+from exactness.compare.near_tie import flipped_rows, needed_rtol, tie_aware_compare, top_two, usage_profile
 
 
 def test_gaps_in_absolute_terms_and_ulps():
@@ -34,3 +34,13 @@ def test_outputs_are_compared_against_eager_with_ort_choices():
     logits = torch.tensor([[5.0, 4.0]])
     result = tie_aware_compare(logits, torch.tensor([0]), {"y": torch.ones(2)}, {"y": torch.ones(2) * 1.01}, 2e-5)
     assert not result and result.failing_outputs == ["y"]
+
+
+def test_on_an_exact_tie_the_top_code_is_the_one_argmax_picks():
+    logits = torch.zeros(2, 320)
+    logits[0, [10, 200]] = 1.0  # topk lists 200 first here; the model's argmax takes 10
+    logits[1, [3, 7]] = torch.tensor([2.0, 1.0])
+    gaps = top_two(logits)
+    assert gaps.top1_index.tolist() == logits.argmax(dim=-1).tolist() == [10, 3]
+    assert gaps.top2_index.tolist() == [200, 7] and gaps.gap.tolist() == [0.0, 1.0]
+    assert flipped_rows(gaps.top1_index, torch.tensor([200, 3])) == [0]  # ORT taking the other tied code flips

@@ -30,3 +30,16 @@ def test_checks_are_the_same_on_one_or_two_workers_and_resume_from_shards_withou
     again = near_tie.run_checks(screen, 1.5e-5, ["static"], what_if_checks=2, workers=1, shards=store)
     pd.testing.assert_frame_equal(again.checks, one.checks)
     assert {m: d.tolist() for m, d in again.deltas.items()} == {m: d.tolist() for m, d in one.deltas.items()}
+
+
+def test_the_seeds_example_is_set_beside_our_replay_of_it():
+    replayed = pd.DataFrame([
+        {"model": MODEL, "seed": 1371433937, "shape_mode": "dynamic", "perplexity_eager": 92.14, "perplexity_ort": 91.2,
+         "test_rule_passed": False},
+        {"model": "Wav2Vec2ForPreTraining", "seed": 1371433937, "shape_mode": "dynamic", "perplexity_eager": 158.7,
+         "perplexity_ort": 158.7, "test_rule_passed": True},
+        {"model": MODEL, "seed": 5, "shape_mode": "dynamic", "perplexity_eager": 1.0, "perplexity_ort": 1.0,
+         "test_rule_passed": True},
+    ])
+    (row,) = near_tie.seed_example(replayed).to_dict("records")  # the seed's example is a conformer run
+    assert row["seed_000_eager"] == 92.1406 and row["seed_000_ort"] == 91.2174 and row["perplexity_eager"] == 92.14

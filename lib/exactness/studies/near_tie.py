@@ -250,3 +250,16 @@ def _confident_flip(model: str, seed: int, bound: float) -> dict:
     group = row % config.num_codevector_groups
     code = group * config.num_codevectors_per_group + int(gaps.top2_index[row])
     return {"code": code, "amount": float(gaps.gap[row]) * 1.5 + 1e-6}
+
+
+def seed_example(replayed: pd.DataFrame) -> pd.DataFrame:
+    """The seed's captured failing seed (seed 000, section 7: a conformer test run), if it was replayed: its
+    perplexities beside ours."""
+    example = int(reference.value("example_seed"))
+    ours = replayed[(replayed.seed == example) & (replayed.model == "Wav2Vec2ConformerForPreTraining")]
+    return pd.DataFrame([{
+        "model": r.model, "seed": example, "shape_mode": r.shape_mode,
+        "perplexity_eager": r.perplexity_eager, "seed_000_eager": reference.value("example_perplexity_eager"),
+        "perplexity_ort": r.perplexity_ort, "seed_000_ort": reference.value("example_perplexity_ort"),
+        "test_rule_passed": r.test_rule_passed,
+    } for r in ours.itertuples()])
