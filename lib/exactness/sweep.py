@@ -36,6 +36,15 @@ def _init_worker() -> None:
     keep_freed_memory()
 
 
+def _init_pool_worker() -> None:
+    """A pool worker leaves Ctrl-C to its parent, which cancels what is pending: otherwise every worker
+    prints its own KeyboardInterrupt traceback, and again when the kernel shuts down."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _init_worker()
+
+
 class _SingleThreaded:
     """`function(chunk)` with torch on one thread, wherever it runs (Dask workers have no initializer)."""
 
@@ -87,7 +96,7 @@ def _executor(workers: int) -> ProcessPoolExecutor:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(["torch", "exactness.sweep"])
         pool = _EXECUTORS[workers] = ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                                         initializer=_init_worker)
+                                                         initializer=_init_pool_worker)
     return pool
 
 

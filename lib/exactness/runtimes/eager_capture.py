@@ -41,10 +41,11 @@ def _forcing(codes: torch.Tensor, codes_per_row: int):
     return hook
 
 
-def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], capture: bool = True,
+def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], capture: bool | set[str] = True,
         force_codes: torch.Tensor | None = None) -> EagerRun:
     """One eager forward as the export test runs it; `force_codes` re-runs it with the quantizer's
-    discrete choices taken from elsewhere (ORT's), to compare everything downstream of the same decisions."""
+    discrete choices taken from elsewhere (ORT's), to compare everything downstream of the same decisions.
+    `capture`: every module (True), none (False), or only the module paths in a set."""
     captured: dict[str, list[torch.Tensor]] = {}
     handles = []
     if force_codes is not None:
@@ -57,7 +58,8 @@ def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], capture: bool =
 
             return hook
 
-        handles += [module.register_forward_hook(keep(path)) for path, module in model.named_modules() if path]
+        handles += [module.register_forward_hook(keep(path)) for path, module in model.named_modules()
+                    if path and (capture is True or path in capture)]
     try:
         with torch.no_grad():
             set_seed(EXPORT_TEST_FORWARD_SEED)
