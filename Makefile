@@ -43,6 +43,6 @@ lab: install
 clean-state:
 	rm -rf $(STATE)
 
-# Speed claims as measured ratios (about 25 minutes: it runs the near-tie paper preset once); not part of the tests.
+# Speed claims as measured ratios (about 40 minutes: the near-tie paper preset, 10 s of DAC audio); not part of the tests.
 bench: install
 	$(PY) -m exactness.benchmarks
