@@ -14,6 +14,7 @@ recipe, which any user can run with transformers alone:
 
 from __future__ import annotations
 
+import functools
 import random
 from dataclasses import dataclass, field
 
@@ -109,6 +110,16 @@ model = transformers.{s.model_class}(config).eval(); set_model_for_less_flaky_te
 """
 
 
+def plain_recipe_matches(model: str, seed: int) -> dict[str, bool]:
+    """Run `plain_recipe` as a user would paste it and compare with this workbook's builders."""
+    plain = {"seed": seed}
+    exec(plain_recipe(model), plain)
+    rebuilt = build_model(model, seed)
+    return {"weights": all(a.equal(b) for a, b in zip(plain["model"].state_dict().values(),
+                                                      rebuilt.state_dict().values(), strict=True)),
+            "inputs": plain["input_values"].equal(tester_inputs(model, seed)["input_values"])}
+
+
 def tester_inputs_plain(model: str, seed: int) -> dict[str, torch.Tensor]:
     """`floats_tensor([batch, seq], scale)` then `random_attention_mask([batch, seq])`, from one
     `random.Random(seed)`, in the tester's order: the tester's own loops."""
@@ -143,15 +154,16 @@ def tester_inputs(model: str, seed: int) -> dict[str, torch.Tensor]:
     return _as_inputs(s, torch.from_numpy(values), torch.from_numpy(mask))
 
 
-_TWISTER: list[np.random.MT19937] = []  # one per process: building one (seeding) costs more than drawing
+@functools.cache
+def _reusable_twister() -> np.random.MT19937:
+    """One per process: building one (seeding) costs more than the draws it serves."""
+    return np.random.MT19937(0)
 
 
 def _numpy_twister(rng: random.Random) -> np.random.MT19937:
     """numpy's Mersenne Twister put in `rng`'s exact state (used at once: the instance is reused)."""
     version, internal, gauss = rng.getstate()
-    if not _TWISTER:
-        _TWISTER.append(np.random.MT19937(0))
-    twister = _TWISTER[0]
+    twister = _reusable_twister()
     twister.state = {"bit_generator": "MT19937", "state": {"key": np.array(internal[:-1], dtype=np.uint32),
                                                               "pos": internal[-1]}}
     return twister
