@@ -44,3 +44,15 @@ def test_on_an_exact_tie_the_top_code_is_the_one_argmax_picks():
     assert gaps.top1_index.tolist() == logits.argmax(dim=-1).tolist() == [10, 3]
     assert gaps.top2_index.tolist() == [200, 7] and gaps.gap.tolist() == [0.0, 1.0]
     assert flipped_rows(gaps.top1_index, torch.tensor([200, 3])) == [0]  # ORT taking the other tied code flips
+
+
+def test_top_two_agrees_with_argmax_and_sorting_on_many_ties():
+    logits = torch.randint(0, 6, (2000, 40), generator=torch.Generator().manual_seed(0)).float()  # ties, triple ties
+    logits[::3] += torch.rand(667, 40, generator=torch.Generator().manual_seed(1))  # and rows without
+    gaps = top_two(logits)
+    ordered = logits.sort(dim=-1, descending=True).values
+    assert torch.equal(gaps.top1_index, logits.argmax(dim=-1))
+    assert torch.equal(gaps.gap, ordered[:, 0] - ordered[:, 1]) and bool((gaps.gap == 0).any())
+    rows = torch.arange(len(logits))
+    assert torch.equal(logits[rows, gaps.top2_index], ordered[:, 1])
+    assert bool((gaps.top2_index != gaps.top1_index).all())

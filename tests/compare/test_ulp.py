@@ -69,3 +69,21 @@ def test_check_says_which_elements_failed_where_and_by_how_much():
     assert not result and result.n_failed == 1
     assert "logits: 1 of 4 elements" in result.message and "at [1, 0]" in result.message
     assert check_ulp_close(expected, expected, max_ulp=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.float32, torch.float64])
+def test_the_numpy_path_counts_exactly_what_the_torch_path_counts(dtype):
+    from exactness.compare.ulp import _distance_torch
+
+    generator = torch.Generator().manual_seed(0)
+    info = torch.finfo(dtype)
+    a = (torch.randn(4000, generator=generator, dtype=torch.float64) * 10.0).to(dtype)
+    b = torch.where(torch.rand(4000, generator=generator) < 0.5, -a, a + torch.randn(4000, generator=generator).to(dtype))
+    specials = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), info.max, -info.max, info.tiny],
+                            dtype=dtype)
+    a = torch.cat([a, specials, specials, specials.flip(0)])
+    b = torch.cat([b, specials, specials.roll(1), specials])
+    fast = ulp_distance(a, b)
+    assert fast.dtype == torch.int64 and (fast == -1).any() and (fast > 1000).any()
+    assert torch.equal(fast, _distance_torch(a, b))
+    assert torch.equal(ulp_distance(a[0], b[0]), _distance_torch(a[0], b[0]))  # 0-d stays 0-d

@@ -10,6 +10,7 @@ def test_vectorised_inputs_equal_the_testers_own_loops(model, seed):
     fast, plain = family.tester_inputs(model, seed), family.tester_inputs_plain(model, seed)
     assert torch.equal(fast["input_values"], plain["input_values"])
     assert torch.equal(fast["attention_mask"], plain["attention_mask"])
+    assert torch.equal(family.tester_input_values(model, seed), plain["input_values"])  # the screen's: no mask
 
 
 def test_inputs_follow_the_tester_shapes_scales_and_mask_rule():

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from exactness.models import wav2vec2_family as family
-from exactness.runtimes import eager_capture, onnx_graph, weight_swap
+from exactness.runtimes import eager_capture, fed_graph, onnx_graph, weight_swap
 
 MODEL = "Wav2Vec2ConformerForPreTraining"
 
@@ -51,6 +51,19 @@ def test_swapped_weights_give_bit_identical_outputs_to_a_fresh_export(conformer)
     assert swapped.keys() == fresh.keys()
     for name in fresh:
         assert np.array_equal(swapped[name], fresh[name]), name
+
+
+def test_one_session_fed_the_swapped_weights_gives_a_fresh_exports_outputs(conformer):
+    (a_model, a_graph), (b_model, _), (c_model, c_graph) = conformer[1], conformer[2], conformer[3]
+    plan = weight_swap.learn(a_graph, a_model, conformer[2][1], b_model, 2)
+    fed = fed_graph.learn(a_graph, [(plan.initializers(b_model), family.tester_inputs(MODEL, 2)),
+                                    (plan.initializers(a_model), family.tester_inputs(MODEL, 1))])
+    inputs = family.tester_inputs(MODEL, 3)
+    got = fed.runner(plan.initializers(c_model)).run(inputs)
+    fresh = onnx_graph.OrtRunner(c_graph).run(inputs)
+    assert list(got) == list(fresh)
+    for name in fresh:
+        assert np.array_equal(got[name], fresh[name]), name
 
 
 def test_a_swap_that_cannot_be_explained_is_refused(conformer):

@@ -32,7 +32,10 @@ def top_two(logits: torch.Tensor) -> Gaps:
     """On an exact tie `topk` may list the tied codes in either order, while the model's `argmax` takes the
     first: the top-1 index is argmax's (the model's own choice), the runner-up the other of topk's two."""
     values, indices = logits.topk(2, dim=-1)
-    chosen = logits.argmax(dim=-1)
+    chosen = indices[:, 0].clone()  # the unique maximum, except on exact ties
+    tied = values[:, 0] == values[:, 1]
+    if bool(tied.any()):
+        chosen[tied] = logits[tied].argmax(dim=-1)
     runner_up = torch.where(indices[:, 0] == chosen, indices[:, 1], indices[:, 0])
     return Gaps(values[:, 0] - values[:, 1], values[:, 0], chosen, runner_up)
 

@@ -10,10 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 _INT_VIEW = {torch.float64: torch.int64, torch.float32: torch.int32, torch.float16: torch.int16,
              torch.bfloat16: torch.int16}
+_NUMPY_INT_VIEW = {torch.float64: np.int64, torch.float32: np.int32, torch.float16: np.int16}
 
 
 def _ordered(x: torch.Tensor) -> torch.Tensor:
@@ -23,14 +25,49 @@ def _ordered(x: torch.Tensor) -> torch.Tensor:
     return torch.where(bits < 0, -magnitude, magnitude)
 
 
+def _ordered_numpy(x: np.ndarray, int_dtype) -> np.ndarray:
+    # The same map as _ordered without widening first: for a negative float, flipping the magnitude bits
+    # gives -magnitude - 1, and subtracting the sign (-1) gives -magnitude, which fits the same width.
+    bits = x.view(int_dtype)
+    sign = bits >> (bits.dtype.itemsize * 8 - 1)  # 0 or -1
+    return (bits ^ (sign & np.iinfo(int_dtype).max)) - sign
+
+
 def ulp_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Element-wise ulp distance as int64; -1 where the pair is not comparable (NaN or infinity against
     anything different). float64 distances saturate at the int64 maximum across the whole range."""
     if a.dtype != b.dtype or a.dtype not in _INT_VIEW:
         raise TypeError(f"ulp_distance needs two tensors of one float dtype, got {a.dtype} and {b.dtype}")
     a, b = torch.broadcast_tensors(a, b)
+    if a.dtype in _NUMPY_INT_VIEW and a.device.type == "cpu":
+        # numpy runs these integer maps several times faster than torch on one thread (same integers, tested)
+        return torch.from_numpy(_distance_numpy(a.detach().contiguous().numpy(), b.detach().contiguous().numpy(),
+                                                _NUMPY_INT_VIEW[a.dtype]))
+    return _distance_torch(a, b)
+
+
+def _distance_numpy(a: np.ndarray, b: np.ndarray, int_dtype) -> np.ndarray:
+    ka, kb = _ordered_numpy(a, int_dtype), _ordered_numpy(b, int_dtype)
+    if int_dtype is np.int64:  # the difference of two int64 keys can overflow: saturate instead
+        with np.errstate(over="ignore"):
+            distance = np.where((ka >= 0) == (kb >= 0), np.abs(ka - kb),
+                                np.minimum(np.abs(ka), 2**62 - 1) + np.minimum(np.abs(kb), 2**62 - 1))
+    else:
+        distance = np.abs(ka.astype(np.int64) - kb)
+    distance = np.asarray(distance)  # numpy gives a scalar for 0-d operands
+    finite_a, finite_b = np.isfinite(a), np.isfinite(b)
+    if finite_a.all() and finite_b.all():
+        return distance
+    special = ~(finite_a & finite_b)
+    same_special = (np.isnan(a) & np.isnan(b)) | (np.isinf(a) & (a == b))
+    distance[special & same_special] = 0
+    distance[special & ~same_special] = -1
+    return distance
+
+
+def _distance_torch(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     ka, kb = _ordered(a), _ordered(b)
-    if a.dtype == torch.float64:  # the difference of two int64 keys can overflow: saturate instead
+    if a.dtype == torch.float64:
         distance = torch.where((ka >= 0) == (kb >= 0), (ka - kb).abs(),
                                ka.abs().clamp(max=2**62 - 1) + kb.abs().clamp(max=2**62 - 1))
     else:

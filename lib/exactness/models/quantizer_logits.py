@@ -48,7 +48,7 @@ class FastLogits:
     def __call__(self, seed: int) -> torch.Tensor:
         for name, value in self.plan.tensors(seed).items():
             self._targets[name].copy_(value)
-        inputs = family.tester_inputs(self.model, seed)["input_values"]
+        inputs = family.tester_input_values(self.model, seed)
         extractor, layer_norm, weight_proj = self.modules
         features = extractor(inputs).transpose(1, 2)
         logits = weight_proj(layer_norm(features))

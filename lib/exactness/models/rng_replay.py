@@ -6,9 +6,11 @@ and for each seed they are replayed in the same order on scratch tensors of the 
 the generator in exactly the state the full build would. The tensors a computation needs are kept; the
 rest are thrown away. Replay stops after the last draw that is needed.
 
-A needed tensor must be either the output of one recorded draw, unchanged afterwards, or the same for
-every seed (a norm's ones and zeros); anything else is refused when the plan is made, and
-tests/models/test_rng_replay.py proves bit-identity against the plain build.
+A needed tensor must be either the output of one recorded draw, unchanged afterwards, the same for
+every seed (a norm's ones and zeros), or a function the caller names of another needed tensor (weight
+norm's magnitude, computed from its direction when the parametrization is registered); anything else is
+refused when the plan is made, and tests/models/test_rng_replay.py proves bit-identity against the plain
+build.
 
 Most draws are of tensors nobody needs (the encoder's weights, for the quantizer's logits); drawing them
 as normal samples costs far more than the generator itself. Those runs are replaced by one bulk draw of
@@ -21,7 +23,7 @@ afterwards (Box-Muller caches included) equals that of the full replay on two se
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -99,6 +101,7 @@ class ReplayPlan:
     draws: list[_Draw]
     sources: dict[str, int | torch.Tensor]  # name -> index of its draw, or a seed-independent constant
     steps: list[int | tuple[str, int]] | None = None  # draw indices, and ("skip", words) for unneeded runs
+    derived: dict[str, tuple[str, Callable]] = field(default_factory=dict)  # name -> (needed tensor, function)
 
     def tensors(self, seed: int) -> dict[str, torch.Tensor]:
         torch.default_generator.manual_seed(seed)  # the CPU generator is all a CPU build draws from
@@ -113,7 +116,9 @@ class ReplayPlan:
             draw.op(scratch, *draw.args, **draw.kwargs)
             if step in wanted:
                 kept[step] = scratch
-        return {name: kept[s] if isinstance(s, int) else s for name, s in self.sources.items()}
+        out = {name: kept[s] if isinstance(s, int) else s for name, s in self.sources.items()}
+        out.update({name: function(out[source]) for name, (source, function) in self.derived.items()})
+        return out
 
     def with_shortcuts(self, check_seeds=(0, 1)) -> ReplayPlan:
         """The same plan with runs of unneeded draws skipped in bulk, if that provably leaves the generator
@@ -128,7 +133,7 @@ class ReplayPlan:
                 steps[-1] = ("skip", steps[-1][1] + words)
             else:
                 steps.append(("skip", words))
-        faster = ReplayPlan(self.draws, self.sources, steps)
+        faster = ReplayPlan(self.draws, self.sources, steps, self.derived)
         for seed in check_seeds:
             slow_tensors, slow_state = self.tensors(seed), torch.default_generator.get_state()
             fast_tensors, fast_state = faster.tensors(seed), torch.default_generator.get_state()
@@ -138,9 +143,12 @@ class ReplayPlan:
         return faster
 
 
-def make_plan(build: Callable[[], torch.nn.Module], needed: list[str], check_seeds=(0, 1)) -> ReplayPlan:
+def make_plan(build: Callable[[], torch.nn.Module], needed: list[str], check_seeds=(0, 1),
+              derived: dict[str, tuple[str, Callable]] | None = None) -> ReplayPlan:
     """Record `build()` (which must seed nothing itself) and plan the replay of the `needed` tensors
-    (names from `named_parameters()` / `named_buffers()`)."""
+    (names from `named_parameters()` / `named_buffers()`). `derived`: name -> (another needed tensor, a
+    function of it) for tensors that are computed rather than drawn; checked bit for bit on both seeds."""
+    derived = derived or {}
     recorder = _Recorder()
     torch.manual_seed(check_seeds[0])
     with recorder:
@@ -154,6 +162,12 @@ def make_plan(build: Callable[[], torch.nn.Module], needed: list[str], check_see
         if name not in state:
             raise ReplayError(f"{name!r} is not a parameter or buffer of the model")
         tensor = state[name]
+        if name in derived:
+            source, function = derived[name]
+            if source not in needed or any(not torch.equal(function(s[source].detach()), s[name].detach())
+                                           for s in (state, other)):
+                raise ReplayError(f"{name!r} is not the given function of the needed tensor {source!r}")
+            continue
         writes = [i for i, d in enumerate(recorder.draws) if d.target_ptr == tensor.data_ptr()
                   and d.shape == tuple(tensor.shape)]
         if writes and torch.equal(recorder.draws[writes[-1]].result, tensor.detach()):
@@ -163,4 +177,5 @@ def make_plan(build: Callable[[], torch.nn.Module], needed: list[str], check_see
         else:
             raise ReplayError(f"{name!r} is neither one recorded draw nor seed-independent; it cannot be replayed")
     last = max((i for i in sources.values() if isinstance(i, int)), default=-1)
-    return ReplayPlan(recorder.draws[: last + 1], sources).with_shortcuts(check_seeds)
+    kept = {name: derived[name] for name in needed if name in derived}
+    return ReplayPlan(recorder.draws[: last + 1], sources, derived=kept).with_shortcuts(check_seeds)

@@ -141,17 +141,27 @@ def tester_inputs(model: str, seed: int) -> dict[str, torch.Tensor]:
     s = spec(model)
     n = s.batch_size * s.seq_length
     generator = _numpy_twister(random.Random(seed))
-    words = generator.random_raw(2 * n)
-    a, b = words[0::2] >> np.uint64(5), words[1::2] >> np.uint64(6)
-    values = (a.astype(np.float64) * 67108864.0 + b.astype(np.float64)) * (1.0 / 9007199254740992.0)
-    values = (values * s.input_scale).astype(np.float32)
+    values = _input_values(s, generator)
     # Rejection sampling keeps about half the words. Nothing is drawn after the mask, so words drawn past
     # the n-th kept one need not be given back.
     mask = np.empty(0, dtype=np.int64)
     while mask.size < n:
         tries = generator.random_raw(2 * (n - mask.size) + 64) >> np.uint64(30)
         mask = np.concatenate([mask, tries[tries < 2].astype(np.int64)[: n - mask.size]])
-    return _as_inputs(s, torch.from_numpy(values), torch.from_numpy(mask))
+    return _as_inputs(s, values, torch.from_numpy(mask))
+
+
+def tester_input_values(model: str, seed: int) -> torch.Tensor:
+    """`tester_inputs(model, seed)["input_values"]` without drawing the attention mask (drawn after it)."""
+    s = spec(model)
+    return _input_values(s, _numpy_twister(random.Random(seed))).view(s.batch_size, s.seq_length)
+
+
+def _input_values(s: TesterSpec, generator: np.random.MT19937) -> torch.Tensor:
+    words = generator.random_raw(2 * s.batch_size * s.seq_length)
+    a, b = words[0::2] >> np.uint64(5), words[1::2] >> np.uint64(6)
+    values = (a.astype(np.float64) * 67108864.0 + b.astype(np.float64)) * (1.0 / 9007199254740992.0)
+    return torch.from_numpy((values * s.input_scale).astype(np.float32))
 
 
 @functools.cache

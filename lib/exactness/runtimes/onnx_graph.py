@@ -104,22 +104,14 @@ class OrtRunner:
                  optimization: str = "all", intra_op_threads: int = 0, defect: dict | None = None):
         model = graph.model
         if initializers or defect:
-            model = _with_initializers(model, initializers or {})
+            model = with_initializers(model, initializers or {})
         if defect:
             from exactness.runtimes.defects import inject
 
             self.defect = inject(model, **defect)
-        options = ort.SessionOptions()
-        options.graph_optimization_level = {
-            "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
-            "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
-            "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
-            "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
-        }[optimization]
-        options.intra_op_num_threads = intra_op_threads
-        options.log_severity_level = 3
         self.graph = graph
-        self.session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+        self.session = ort.InferenceSession(model.SerializeToString(), session_options(optimization, intra_op_threads),
+                                            providers=["CPUExecutionProvider"])
         self.names = [o.name for o in self.session.get_outputs()]
 
     def run(self, inputs: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
@@ -127,7 +119,20 @@ class OrtRunner:
         return dict(zip(self.names, self.session.run(self.names, feed), strict=True))
 
 
-def _with_initializers(model: onnx.ModelProto, arrays: dict[str, np.ndarray]) -> onnx.ModelProto:
+def session_options(optimization: str = "all", intra_op_threads: int = 0) -> ort.SessionOptions:
+    options = ort.SessionOptions()
+    options.graph_optimization_level = {
+        "disabled": ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+        "basic": ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+        "extended": ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+        "all": ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    }[optimization]
+    options.intra_op_num_threads = intra_op_threads
+    options.log_severity_level = 3
+    return options
+
+
+def with_initializers(model: onnx.ModelProto, arrays: dict[str, np.ndarray]) -> onnx.ModelProto:
     swapped = onnx.ModelProto()
     swapped.CopyFrom(model)
     for tensor in swapped.graph.initializer:

@@ -5,6 +5,7 @@ Every function returns pandas tables; the notebook only calls these and draws.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -12,6 +13,7 @@ import pandas as pd
 
 from exactness import reference, sweep
 from exactness.models import wav2vec2_family as family
+from exactness.models.seed_rebuild import Rebuilder
 from exactness.runtimes.graph_pool import SHAPE_MODES, GraphPool
 from exactness.studies import near_tie_check as check
 
@@ -46,7 +48,7 @@ class Checks:
 
     def graphs(self) -> pd.DataFrame:
         return pd.DataFrame([{"model": m, "shape_mode": s, "exports": p.exports, "export_seconds": p.export_seconds,
-                              "weight_swap": p.swap_status} for (m, s), p in self.pools.items()])
+                              "weight_swap": p.swap_status, "one_session": p.fed_status} for (m, s), p in self.pools.items()])
 
 
 @dataclass
@@ -75,8 +77,12 @@ class _CheckChunk:
 
     def __call__(self, seeds) -> _Batch:
         batch = _Batch([], [], [], [])
+        # a swapped graph keeps no model: the seed's weights can go into one reused template (the first
+        # seeds export fresh, and the pool keeps their models)
+        rebuild = _rebuilder(self.pool.model) if self.pool.plan is not None else None
         for seed in seeds:
             result = check.check_seed(self.pool, int(seed), self.atol, self.rtol,
+                                      built=rebuild(int(seed)) if rebuild else None,
                                       all_tensors=seed in self.full_tensors, what_if=seed in self.what_if,
                                       session_options={"intra_op_threads": 1})
             batch.rows.append(result.row)
@@ -85,6 +91,9 @@ class _CheckChunk:
             if self.keep_deltas:
                 batch.deltas.append(result.extra["delta"].numpy())
         return batch
+
+
+_rebuilder = functools.cache(Rebuilder)  # one per model class and process
 
 
 class _Warm:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import pandas as pd
@@ -12,13 +13,7 @@ from exactness.compare.near_tie import top_two
 from exactness.models import wav2vec2_family as family
 from exactness.models.quantizer_logits import FastLogits
 
-_FAST: dict[str, FastLogits] = {}  # one per model class and process
-
-
-def _fast(model: str) -> FastLogits:
-    if model not in _FAST:
-        _FAST[model] = FastLogits(model)
-    return _FAST[model]
+_fast = functools.cache(FastLogits)  # one per model class and process
 
 
 def screen_seeds(model: str, seeds: Sequence[int]) -> pd.DataFrame:
