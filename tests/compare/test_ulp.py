@@ -78,7 +78,8 @@ def test_the_numpy_path_counts_exactly_what_the_torch_path_counts(dtype):
     generator = torch.Generator().manual_seed(0)
     info = torch.finfo(dtype)
     a = (torch.randn(4000, generator=generator, dtype=torch.float64) * 10.0).to(dtype)
-    b = torch.where(torch.rand(4000, generator=generator) < 0.5, -a, a + torch.randn(4000, generator=generator).to(dtype))
+    nearby = a + torch.randn(4000, generator=generator).to(dtype)
+    b = torch.where(torch.rand(4000, generator=generator) < 0.5, -a, nearby)
     specials = torch.tensor([0.0, -0.0, float("inf"), float("-inf"), float("nan"), info.max, -info.max, info.tiny],
                             dtype=dtype)
     a = torch.cat([a, specials, specials, specials.flip(0)])

@@ -48,7 +48,8 @@ class Checks:
 
     def graphs(self) -> pd.DataFrame:
         return pd.DataFrame([{"model": m, "shape_mode": s, "exports": p.exports, "export_seconds": p.export_seconds,
-                              "weight_swap": p.swap_status, "one_session": p.fed_status} for (m, s), p in self.pools.items()])
+                              "weight_swap": p.swap_status, "one_session": p.fed_status}
+                             for (m, s), p in self.pools.items()])
 
 
 @dataclass
