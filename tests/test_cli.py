@@ -66,6 +66,15 @@ def test_plan_for_all_applies_overrides_only_where_declared(tiny_project):
     assert planned[2].params["n_values"] == 2 and planned[2].param_set == "smoke"
 
 
+def test_a_parameter_file_given_by_path_is_the_primary_studys_only(tiny_project):
+    (tiny_project / "params" / "ok" / "big.yaml").write_text("n_values: 7\n")
+    planned = cli.plan(Project.at(tiny_project), "ok", [str(tiny_project / "params" / "ok" / "big.yaml")], [])
+    assert [(p.study.name, p.param_set) for p in planned] == [("environment", "default"), ("ok", "big")]
+    assert planned[1].params["n_values"] == 7
+    shared = cli.plan(Project.at(tiny_project), "ok", [str(tiny_project / "params" / "ok" / "smoke.yaml")], [])
+    assert [p.param_set for p in shared] == ["default", "smoke"]  # the environment's smoke is its own file
+
+
 def test_plan_for_all_rejects_an_override_no_study_declares(tiny_project):
     import pytest
 

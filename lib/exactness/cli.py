@@ -71,11 +71,13 @@ def plan(project: Project, study_name: str, files: list[str], overrides: list[tu
 
 
 def _has_set(study: catalog.Study, name: str) -> bool:
+    """Whether `name` is one of the study's own parameter sets: a YAML path written for another study
+    (`-f params/near_tie/paper.yaml`) is not the environment's."""
     try:
-        study.param_file(name)
-        return True
+        found = study.param_file(name)
     except FileNotFoundError:
         return False
+    return found.resolve().parent == study.params_dir.resolve()
 
 
 def cmd_list(project: Project) -> int:
