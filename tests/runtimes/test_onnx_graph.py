@@ -66,6 +66,47 @@ def test_one_session_fed_the_swapped_weights_gives_a_fresh_exports_outputs(confo
         assert np.array_equal(got[name], fresh[name]), name
 
 
+def test_a_plain_run_exposes_only_what_a_check_reads_and_equals_the_bare_graph():
+    from exactness.runtimes.graph_pool import GraphPool
+
+    model = "Wav2Vec2ForPreTraining"
+    pool = GraphPool(model, "static", exposed=family.check_exposed(model))
+    built, inputs = family.build_model(model, 4), family.tester_inputs(model, 4)
+    plain, _ = pool.runner(4, built, inputs, all_values=False)
+    full, _ = pool.runner(4, built, inputs, all_values=True)
+    assert pool.exports == 1  # both views of one seed come from one export
+    assert set(plain.graph.intermediates) == family.check_exposed(model) | {"quantizer.weight_proj"}
+    assert len(full.graph.intermediates) > 50
+    bare = onnx_graph.OrtRunner(pool.template[0].exposing(())).run(inputs)
+    produced = plain.run(inputs)
+    assert set(bare) == set(pool.template[0].outputs)
+    assert all(np.array_equal(bare[name], produced[name]) for name in bare)
+
+
+def test_exposing_values_that_move_an_output_is_refused(monkeypatch):
+    import sys
+    from pathlib import Path
+
+    from exactness.runtimes.graph_pool import ExposureError, GraphPool
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_fed_graph import _graph, _seed
+
+    real_run = onnx_graph.OrtRunner.run
+
+    def observed(self, inputs):  # as if exposing the relu kept ORT from fusing around it
+        out = real_run(self, inputs)
+        if "r" in out:
+            out["Y"] = np.nextafter(out["Y"], np.float32(np.inf))
+        return out
+
+    monkeypatch.setattr(onnx_graph.OrtRunner, "run", observed)
+    pool = GraphPool("toy", "static", exposed=frozenset({"relu"}))
+    monkeypatch.setattr(pool, "fresh", lambda built, inputs: _graph())
+    with pytest.raises(ExposureError, match=r"moves the output\(s\) \['Y'\]"):
+        pool.runner(1, None, _seed(1)[1], all_values=False)
+
+
 def test_a_swap_that_cannot_be_explained_is_refused(conformer):
     (a_model, a_graph), (_, b_graph) = conformer[1], conformer[2]
     with torch.no_grad():

@@ -22,6 +22,8 @@ def test_checks_are_the_same_on_one_or_two_workers_and_resume_from_shards_withou
     # what one flip would do is simulated for the two smallest gaps only
     assert one.checks.set_index("seed").fails_if_flipped.notna().to_dict() == {3: False, 8: True, 11: False, 20: True}
     assert one.pools[(MODEL, "static")].plan is not None and one.graphs().exports.tolist() == [2]
+    assert one.checks.graph.tolist() == ["fresh", "fresh", "swapped, one session", "swapped, one session"]
+    assert one.graphs().one_session[0].startswith("verified on seeds 8 and 3")
 
     def no_exports(*args, **kwargs):
         raise AssertionError("a resumed check exported")

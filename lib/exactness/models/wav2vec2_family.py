@@ -214,6 +214,13 @@ def named_tensors(model: torch.nn.Module) -> dict[str, str]:
     return {path.format(base=model.base_model_prefix): label for label, path in NAMED_TENSORS.items()}
 
 
+def check_exposed(model: str) -> frozenset[str]:
+    """The intermediates a near-tie check reads from ORT: the seed's three named tensors (the logits among
+    them) and the argmax's choices."""
+    prefix = getattr(transformers, spec(model).model_class).base_model_prefix
+    return frozenset([path.format(base=prefix) for path in NAMED_TENSORS.values()] + ["quantizer.argmax"])
+
+
 def quantizer_is_called(model: str) -> bool:
     """Whether the class's forward runs its quantizer at all (UniSpeechSat's, in transformers 5.23.0, does
     not: it returns no quantized states and no perplexity, so it has no argmax to flip)."""

@@ -37,6 +37,20 @@ class ExportedGraph:
     def initializer_arrays(self) -> dict[str, np.ndarray]:
         return {t.name: onnx.numpy_helper.to_array(t) for t in self.model.graph.initializer}
 
+    def exposing(self, labels) -> ExportedGraph:
+        """The same graph exposing only its own outputs and the intermediates in `labels`. Exposing a value
+        can keep ORT from fusing the nodes around it, which moves other outputs by an ulp: with every module
+        exposed, two classes' `projected_states` differ from the export test's graph; a graph exposing a
+        few values is checked against the bare graph before its numbers are used (`GraphPool`)."""
+        kept = {label: name for label, name in self.intermediates.items() if label in labels}
+        names = set(self.outputs) | set(kept.values())
+        model = onnx.ModelProto()
+        model.CopyFrom(self.model)
+        outputs = [o for o in model.graph.output if o.name in names]
+        del model.graph.output[:]
+        model.graph.output.extend(outputs)
+        return ExportedGraph(model, self.outputs, kept, self.export_seconds)
+
 
 def export(model: torch.nn.Module, inputs: dict[str, torch.Tensor], dynamic: bool, quiet: bool = True) -> ExportedGraph:
     from transformers.exporters.exporter_onnx import OnnxConfig, OnnxExporter

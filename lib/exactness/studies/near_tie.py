@@ -110,7 +110,7 @@ class _Warm:
         for key in keys:
             model, mode = key.split("/")
             seeds, chunk = self.first[key]
-            chunk.pool = GraphPool(model, mode)
+            chunk.pool = GraphPool(model, mode, exposed=family.check_exposed(model))
             out.append((chunk.pool, chunk(seeds)))
         return out
 
@@ -213,7 +213,8 @@ class _Replay:
         rows = []
         for key in keys:
             model, mode, seed = key.split("/")
-            result = check.check_seed(GraphPool(model, mode, swap=False), int(seed), self.atol, self.rtol,
+            pool = GraphPool(model, mode, swap=False, exposed=family.check_exposed(model))
+            result = check.check_seed(pool, int(seed), self.atol, self.rtol,
                                       session_options={"intra_op_threads": 1}).row
             rows.append({k: result[k] for k in _REPLAY_COLUMNS})
         return pd.DataFrame(rows, columns=list(_REPLAY_COLUMNS))

@@ -40,7 +40,8 @@ def check_seed(pool: GraphPool, seed: int, atol: float = 1e-3, rtol: float = 1e-
     inputs = family.tester_inputs(model, seed)
     named = family.named_tensors(built)
     eager = eager_capture.run(built, inputs, capture=True if all_tensors else {*named, "quantizer.weight_proj"})
-    runner, how = pool.runner(seed, built, inputs, defect, **(session_options or {}))
+    # outputs, codes and logits from a graph exposing little, which computes what the test's bare graph does
+    runner, how = pool.runner(seed, built, inputs, defect, all_values=False, **(session_options or {}))
     produced = runner.run(inputs)
     graph = runner.graph
     ort_outputs = _as_torch(produced, [n for n in graph.outputs if n in eager.outputs])
@@ -82,7 +83,11 @@ def check_seed(pool: GraphPool, seed: int, atol: float = 1e-3, rtol: float = 1e-
     }
     for _, out in outputs.iterrows():
         row[f"max_abs_diff_{out['output']}"] = out.get("max_abs_diff", float("nan"))
-    tensors = intermediate_table(eager.modules, produced, graph.intermediates, named, all_tensors).assign(
+    everything, everything_graph = produced, graph
+    if all_tensors and pool.exposed is not None:  # every module's output: another run, exposing all of them
+        full, _ = pool.runner(seed, built, inputs, defect, all_values=True, **(session_options or {}))
+        everything, everything_graph = full.run(inputs), full.graph
+    tensors = intermediate_table(eager.modules, everything, everything_graph.intermediates, named, all_tensors).assign(
         model=model, seed=seed, shape_mode=pool.shape_mode)
     return Check(row, outputs.assign(model=model, seed=seed, shape_mode=pool.shape_mode), tensors, {"delta": delta})
 
