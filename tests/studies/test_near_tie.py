@@ -45,3 +45,20 @@ def test_the_seeds_example_is_set_beside_our_replay_of_it():
     ])
     (row,) = near_tie.seed_example(replayed).to_dict("records")  # the seed's example is a conformer run
     assert row["seed_000_eager"] == 92.1406 and row["seed_000_ort"] == 91.2174 and row["perplexity_eager"] == 92.14
+
+
+def test_a_replay_seed_rides_on_the_pools_second_export_and_equals_a_fresh_replay(monkeypatch):
+    screen = _screen([(3, 4e-6), (8, 1e-6), (11, 9e-6)])
+    result = near_tie.run_checks(screen, 1.5e-5, ["static"], what_if_checks=0, replay_seed=40)
+    assert result.checks.seed.tolist() == [3, 8, 11]  # the replay seed is no candidate: not a check
+    assert result.checks.graph.tolist() == ["fresh", "swapped, one session", "swapped, one session"]
+    assert result.graphs().exports.tolist() == [2] and result.graphs().one_session[0].startswith(
+        "verified on seeds 40 and 3")
+    fresh = near_tie.replay([40], [MODEL], ["static"])  # its own export
+    pd.testing.assert_frame_equal(result.replayed, fresh)
+
+    def no_exports(*args, **kwargs):
+        raise AssertionError("a replay that was done exported again")
+
+    monkeypatch.setattr(GraphPool, "fresh", no_exports)
+    pd.testing.assert_frame_equal(near_tie.replay([40], [MODEL], ["static"], done=result.replayed), fresh)

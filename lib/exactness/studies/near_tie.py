@@ -45,6 +45,7 @@ class Checks:
     tensors: pd.DataFrame
     deltas: dict[str, np.ndarray]
     pools: dict = field(default_factory=dict)
+    replayed: pd.DataFrame = field(default_factory=pd.DataFrame)  # replays that came with the pools' exports
 
     def graphs(self) -> pd.DataFrame:
         return pd.DataFrame([{"model": m, "shape_mode": s, "exports": p.exports, "export_seconds": p.export_seconds,
@@ -60,6 +61,11 @@ class _Batch:
     outputs: list[pd.DataFrame]
     tensors: list[pd.DataFrame]
     deltas: list[np.ndarray]
+
+
+def _select(batch: _Batch, keep: list[int]) -> _Batch:
+    return _Batch(*([items[i] for i in keep] if items else [] for items in (batch.rows, batch.outputs, batch.tensors,
+                                                                              batch.deltas)))
 
 
 def _merge(batches: list[_Batch]) -> _Batch:
@@ -118,13 +124,15 @@ class _Warm:
 def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, max_checks: int = 0, atol: float = 1e-3,
                rtol: float = 1e-3, progress_every: float = 10.0, full_tensor_checks: int = 20,
                what_if_checks: int = 300, workers: int = 1, scheduler: str = "", shards=None,
-               chunk_size: int = 8) -> Checks:
+               chunk_size: int = 8, replay_seed: int | None = None) -> Checks:
     """Check every seed below `threshold` (the smallest gaps first when `max_checks` caps them). The first
     `full_tensor_checks` seeds of each model and mode compare every intermediate, the rest the named three;
     the `what_if_checks` smallest gaps also measure what flipping their smallest-gap row would do (one more
     eager forward; larger gaps almost never flip). Exports run first, one pool per process; then the checks
     run in chunks on `workers` processes (or the Dask cluster at `scheduler`), saved to `shards` as they
-    finish."""
+    finish. `replay_seed`: the second fresh export of each pool (the one its weight swap is verified on) is
+    this seed's, so its replay (`Checks.replayed`) costs no export of its own; it is a check only if it is
+    a candidate."""
     candidates = screen[screen.min_gap < threshold].sort_values(["model", "min_gap", "seed"])
     plans = {}
     for model, group in candidates.groupby("model", sort=True):
@@ -133,23 +141,29 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, max_checks: 
         for mode in shape_modes:
             chunk = _CheckChunk(None, atol, rtol, set(seeds[:full_tensor_checks]), set(by_gap[:what_if_checks]),
                                 mode == shape_modes[0])
-            plans[f"{model}/{mode}"] = (seeds, chunk)
-    warm = sweep.map_chunks(_Warm({key: (seeds[:2], chunk) for key, (seeds, chunk) in plans.items()}), list(plans),
+            first = seeds[:2] if replay_seed is None or replay_seed in seeds[:1] else [seeds[0], int(replay_seed)]
+            plans[f"{model}/{mode}"] = (seeds, first, chunk)
+    warm = sweep.map_chunks(_Warm({key: (first, chunk) for key, (_, first, chunk) in plans.items()}), list(plans),
                             workers, 1, "exports", progress_every, scheduler, shards,
                             combine=lambda parts: [x for part in parts for x in part])
-    pools, batches, deltas = {}, [], {}
-    for (key, (seeds, chunk)), (pool, first) in zip(plans.items(), warm, strict=True):
+    pools, batches, deltas, replayed = {}, [], {}, []
+    for (key, (seeds, first, chunk)), (pool, warm_batch) in zip(plans.items(), warm, strict=True):
         model, mode = key.split("/")
         pools[(model, mode)] = chunk.pool = pool
+        replayed += [{k: row[k] for k in _REPLAY_COLUMNS} for row in warm_batch.rows if row["seed"] == replay_seed]
+        candidates_here = set(seeds)  # a replay seed is a check only if it is a candidate
+        warm_batch = _select(warm_batch, [i for i, seed in enumerate(first) if seed in candidates_here])
         local = pool.plan is None  # without a swap every seed exports: keep it in this process
-        later = sweep.map_chunks(chunk, seeds[2:], 1 if local else workers, chunk_size, f"check {model} {mode}",
+        rest = [seed for seed in seeds if seed not in first]
+        later = sweep.map_chunks(chunk, rest, 1 if local else workers, chunk_size, f"check {model} {mode}",
                                  progress_every, "" if local else scheduler, shards, combine=_merge)
-        batch = _merge([first, later])
+        batch = _merge([warm_batch, later])
         batches.append(batch)
         if chunk.keep_deltas:
             deltas[model] = np.concatenate(batch.deltas)
     joined = _merge(batches)
-    return Checks(pd.DataFrame(joined.rows), _concat(joined.outputs), _concat(joined.tensors), deltas, pools)
+    return Checks(pd.DataFrame(joined.rows), _concat(joined.outputs), _concat(joined.tensors), deltas, pools,
+                  pd.DataFrame(replayed, columns=list(_REPLAY_COLUMNS)))
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
@@ -221,12 +235,20 @@ class _Replay:
 
 
 def replay(seeds, models, shape_modes, atol: float = 1e-3, rtol: float = 1e-3, workers: int = 1,
-           progress_every: float = 10.0) -> pd.DataFrame:
+           progress_every: float = 10.0, done: pd.DataFrame | None = None) -> pd.DataFrame:
     """Rebuild each seed, export it fresh (no swapping), and run it through the export test's rule and
     through the `onnx.exactness` skip semantics (names checked, values not compared). Exports run side by
-    side on `workers` processes."""
-    keys = [f"{model}/{mode}/{int(seed)}" for model in models for mode in shape_modes for seed in seeds]
-    return sweep.map_chunks(_Replay(atol, rtol), keys, workers, 1, "replay", progress_every)
+    side on `workers` processes. `done`: replays already made (`Checks.replayed`), not made again."""
+    def key(model, mode, seed) -> str:
+        return f"{model}/{mode}/{int(seed)}"
+
+    keys = [key(model, mode, seed) for model in models for mode in shape_modes for seed in seeds]
+    have = {key(r.model, r.shape_mode, r.seed): r._asdict() for r in done.itertuples(index=False)} if done is not None \
+        and len(done) else {}
+    made = sweep.map_chunks(_Replay(atol, rtol), [k for k in keys if k not in have], workers, 1, "replay",
+                            progress_every)
+    have.update({key(r.model, r.shape_mode, r.seed): r._asdict() for r in made.itertuples(index=False)})
+    return pd.DataFrame([have[k] for k in keys], columns=list(_REPLAY_COLUMNS))
 
 
 def defects(pools: dict, seeds_by_model: dict[str, list[int]], bound: float, atol: float = 1e-3,
