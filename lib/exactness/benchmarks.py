@@ -78,14 +78,16 @@ def check_paths(repeats: int, swapped_checks: int = 10) -> list[dict]:
     torch.set_num_threads(1)
     exposed = family.check_exposed(CONFORMER)
     pool = GraphPool(CONFORMER, "dynamic", exposed=exposed)
+    one_thread = {"intra_op_threads": 1}  # as the study's workers run ORT (and what one fed session is verified for)
     for seed in (0, 1):  # the template export, then the export the swap is verified on
-        check_seed(pool, seed, what_if=False)
+        check_seed(pool, seed, what_if=False, session_options=one_thread)
     rebuild = Rebuilder(CONFORMER)
     seeds = iter(range(100, 100 + repeats))
     fresh_s, fresh_t = _median_seconds(lambda: check_seed(GraphPool(CONFORMER, "dynamic", swap=False, exposed=exposed),
-                                                          next(seeds), what_if=False, all_tensors=False), repeats)
+                                                          next(seeds), what_if=False, all_tensors=False,
+                                                          session_options=one_thread), repeats)
     swapped_s, swapped_t = _median_seconds(
-        lambda: [check_seed(pool, s, built=rebuild(s), what_if=False, all_tensors=False)
+        lambda: [check_seed(pool, s, built=rebuild(s), what_if=False, all_tensors=False, session_options=one_thread)
                  for s in range(200, 200 + swapped_checks)], repeats)
     rows = [_row("check", "fresh export per seed", fresh_s, fresh_t, 1, "checks/s"),
             _row("check", "one export, weights fed to one session", swapped_s, swapped_t, swapped_checks,

@@ -95,3 +95,14 @@ def test_sessions_are_rebuilt_after_pickling():
     copy = pickle.loads(pickle.dumps(fed))
     assert copy._sessions == {}
     _assert_like_per_seed_sessions(copy, graph, [9])
+
+
+def test_only_the_verified_session_options_are_fed():
+    graph = _graph()
+    fed = fed_graph.learn(graph, [_seed(1), _seed(2)])
+    weights, _ = _seed(3)
+    assert fed_graph.verified_for({"intra_op_threads": 1}) and fed_graph.verified_for(fed_graph.VERIFIED_OPTIONS)
+    for options in ({}, {"optimization": "basic"}, {"intra_op_threads": 2}, {"optimization": "disabled"}):
+        assert not fed_graph.verified_for(options)
+        with pytest.raises(fed_graph.FedError, match="not verified"):
+            fed.runner(weights, **options)

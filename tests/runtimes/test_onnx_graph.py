@@ -59,7 +59,7 @@ def test_one_session_fed_the_swapped_weights_gives_a_fresh_exports_outputs(confo
     fed = fed_graph.learn(a_graph, [(plan.initializers(b_model), family.tester_inputs(MODEL, 2)),
                                     (plan.initializers(a_model), family.tester_inputs(MODEL, 1))])
     inputs = family.tester_inputs(MODEL, 3)
-    got = fed.runner(plan.initializers(c_model)).run(inputs)
+    got = fed.runner(plan.initializers(c_model), intra_op_threads=1).run(inputs)
     fresh = onnx_graph.OrtRunner(c_graph).run(inputs)
     assert list(got) == list(fresh)
     for name in fresh:

@@ -1,5 +1,6 @@
 import pandas as pd
 
+from exactness.models import wav2vec2_family as family
 from exactness.runtimes.graph_pool import GraphPool
 from exactness.shards import ShardStore
 from exactness.studies import near_tie
@@ -54,6 +55,11 @@ def test_a_replay_seed_rides_on_the_pools_second_export_and_equals_a_fresh_repla
     assert result.checks.graph.tolist() == ["fresh", "swapped, one session", "swapped, one session"]
     assert result.graphs().exports.tolist() == [2] and result.graphs().one_session[0].startswith(
         "verified on seeds 40 and 3")
+    pool = result.pools[(MODEL, "static")]
+    built, inputs = family.build_model(MODEL, 50), family.tester_inputs(MODEL, 50)
+    hows = [pool.runner(50, built, inputs, all_values=False, **options)[1]
+            for options in ({"intra_op_threads": 1}, {}, {"intra_op_threads": 1, "optimization": "basic"})]
+    assert hows == ["swapped, one session", "swapped", "swapped"]  # one session only where it was verified
     fresh = near_tie.replay([40], [MODEL], ["static"])  # its own export
     pd.testing.assert_frame_equal(result.replayed, fresh)
 

@@ -28,6 +28,16 @@ class FedError(RuntimeError):
     pass
 
 
+# The session options `learn` verifies under. Other optimisation levels fuse, fold and pre-pack other
+# nodes, so the split found here says nothing about them: callers build a session per seed for those.
+VERIFIED_OPTIONS = {"optimization": "all", "intra_op_threads": 1}
+
+
+def verified_for(options: dict) -> bool:
+    """Whether `OrtRunner` options (defaults: optimisation "all", ORT's own thread count) are the verified ones."""
+    return {"optimization": "all", "intra_op_threads": 0, **options} == VERIFIED_OPTIONS
+
+
 def _all_values_exposed(model: onnx.ModelProto) -> onnx.ModelProto:
     exposed = onnx.ModelProto()
     exposed.CopyFrom(model)
@@ -68,8 +78,8 @@ def _rounding_differently(model: onnx.ModelProto, weights: dict[str, np.ndarray]
     """Indices of the nodes whose output differs, fed against constant weights, although every input
     they read is equal: where the two sessions' kernels part ways."""
     exposed = _all_values_exposed(model)
-    constant = _run(_session(with_initializers(exposed, weights), {"intra_op_threads": 1}), inputs)
-    fed = _run(_session(_as_inputs(exposed, set(weights)), {"intra_op_threads": 1}), {**inputs, **weights})
+    constant = _run(_session(with_initializers(exposed, weights), VERIFIED_OPTIONS), inputs)
+    fed = _run(_session(_as_inputs(exposed, set(weights)), VERIFIED_OPTIONS), {**inputs, **weights})
     differs = {name for name, value in constant.items() if not np.array_equal(value, fed[name], equal_nan=True)}
     return {i for i, node in enumerate(model.graph.node)
             if set(node.output) & differs and not set(node.input) & differs}
@@ -101,6 +111,8 @@ class FedGraph:
         return {**self.__dict__, "_sessions": {}}  # sessions do not pickle; each process builds its own
 
     def runner(self, weights: dict[str, np.ndarray], **options) -> FedRunner:
+        if not verified_for(options):
+            raise FedError(f"session options {options} were not verified (only {VERIFIED_OPTIONS})")
         key = tuple(sorted(options.items()))
         if key not in self._sessions:
             self._sessions[key] = _session(self.head, options)
@@ -180,7 +192,7 @@ def learn(graph: ExportedGraph, seeds: list[tuple[dict[str, np.ndarray], dict]])
     weights, inputs = seeds[0]
     swapped = set(weights)
     arrays = {k: v.numpy() for k, v in inputs.items()}
-    everything = _run(_session(with_initializers(_all_values_exposed(graph.model), weights), {"intra_op_threads": 1}),
+    everything = _run(_session(with_initializers(_all_values_exposed(graph.model), weights), VERIFIED_OPTIONS),
                       arrays)
     types = {name: helper.np_dtype_to_tensor_dtype(value.dtype) for name, value in everything.items()}
     types.update({name: helper.np_dtype_to_tensor_dtype(value.dtype) for name, value in arrays.items()})
@@ -188,8 +200,8 @@ def learn(graph: ExportedGraph, seeds: list[tuple[dict[str, np.ndarray], dict]])
     head, tail = _split(graph.model, tail_nodes, swapped, types)
     fed = FedGraph(graph, head, tail, frozenset(swapped))
     for seed_weights, seed_inputs in seeds:
-        expected = OrtRunner(graph, seed_weights, intra_op_threads=1).run(seed_inputs)
-        got = fed.runner(seed_weights, intra_op_threads=1).run(seed_inputs)
+        expected = OrtRunner(graph, seed_weights, **VERIFIED_OPTIONS).run(seed_inputs)
+        got = fed.runner(seed_weights, **VERIFIED_OPTIONS).run(seed_inputs)
         wrong = [n for n in expected if not np.array_equal(expected[n], got[n], equal_nan=True)]
         if wrong:
             raise FedError(f"{len(wrong)} values differ from a per-seed session (first: {wrong[0]!r})")

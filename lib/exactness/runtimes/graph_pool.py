@@ -67,7 +67,8 @@ class GraphPool:
         Asking for both views of one fresh seed exports it once."""
         if self.plan is not None:
             initializers = self.plan.initializers(built)
-            if self.fed is not None and defect is None and (not all_values or self.exposed is None):
+            if (self.fed is not None and defect is None and (not all_values or self.exposed is None)
+                    and fed_graph.verified_for(session_options)):
                 return self.fed.runner(initializers, **session_options), "swapped, one session"
             return onnx_graph.OrtRunner(self._view(self.template[0], all_values), initializers, defect=defect,
                                         **session_options), "swapped"
