@@ -103,8 +103,7 @@ class FedGraph:
 
     graph: ExportedGraph  # the template: its output names are what a run returns
     head: onnx.ModelProto
-    tail: onnx.ModelProto | None
-    swapped: frozenset[str]
+    tail: onnx.ModelProto | None  # None: every node rounds alike fed
     _sessions: dict = field(default_factory=dict, repr=False)
 
     def __getstate__(self) -> dict:
@@ -119,7 +118,7 @@ class FedGraph:
         tail = None
         if self.tail is not None:
             tail = _session(with_initializers(self.tail, weights), options)
-        return FedRunner(self.graph, self._sessions[key], tail, {k: v for k, v in weights.items()})
+        return FedRunner(self.graph, self._sessions[key], tail, dict(weights))
 
 
 class FedRunner:
@@ -140,6 +139,8 @@ class FedRunner:
 
 def _split(model: onnx.ModelProto, tail_nodes: list[int], swapped: set[str],
            types: dict[str, int]) -> tuple[onnx.ModelProto, onnx.ModelProto | None]:
+    """(head, tail): the head takes the swapped weights it reads as inputs and also returns the values the
+    tail reads (`boundary`); the tail keeps its weights as initializers, to be replaced per seed."""
     if not tail_nodes:
         return _as_inputs(model, swapped), None
     graph = model.graph
@@ -198,7 +199,7 @@ def learn(graph: ExportedGraph, seeds: list[tuple[dict[str, np.ndarray], dict]])
     types.update({name: helper.np_dtype_to_tensor_dtype(value.dtype) for name, value in arrays.items()})
     tail_nodes = _downstream(graph.model, _rounding_differently(graph.model, weights, arrays))
     head, tail = _split(graph.model, tail_nodes, swapped, types)
-    fed = FedGraph(graph, head, tail, frozenset(swapped))
+    fed = FedGraph(graph, head, tail)
     for seed_weights, seed_inputs in seeds:
         expected = OrtRunner(graph, seed_weights, **VERIFIED_OPTIONS).run(seed_inputs)
         got = fed.runner(seed_weights, **VERIFIED_OPTIONS).run(seed_inputs)
