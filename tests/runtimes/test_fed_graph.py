@@ -63,7 +63,7 @@ def test_fed_weights_give_what_a_session_per_seed_gives():
 
 def test_a_split_graph_runs_its_tail_with_constant_weights(monkeypatch):
     # whatever this CPU's kernels do, the long MatMul is made to start the tail
-    monkeypatch.setattr(fed_graph, "_rounding_differently", lambda model, weights, inputs: {0})
+    monkeypatch.setattr(fed_graph, "_rounding_differently", lambda *args: {0})
     graph = _graph()
     fed = fed_graph.learn(graph, [_seed(1), _seed(2)])
     assert [n.op_type for n in fed.tail.graph.node] == ["MatMul", "Add", "Relu", "MatMul"]
@@ -93,7 +93,7 @@ def test_sessions_are_rebuilt_after_pickling():
     graph = _graph()
     fed = fed_graph.learn(graph, [_seed(1), _seed(2)])
     copy = pickle.loads(pickle.dumps(fed))
-    assert copy._sessions == {}
+    assert copy._head_session is None
     _assert_like_per_seed_sessions(copy, graph, [9])
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import torch
 
 from exactness.models import wav2vec2_family as family
-from exactness.models.rng_replay import make_plan
+from exactness.models.seed_rebuild import Rebuilder
 
 
 def plain_logits(model: str, seed: int) -> torch.Tensor:
@@ -32,24 +32,18 @@ class FastLogits:
 
     def __init__(self, model: str):
         self.model = model
-        self.config = family.tester_config(model)
-        self.template = family.build_model(model, 0, self.config)
-        body = family.base_model(self.template)
-        prefix = self.template.base_model_prefix
-        self.modules = (body.feature_extractor, body.feature_projection.layer_norm, self.template.quantizer.weight_proj)
-        needed = [f"{prefix}.feature_extractor.{n}" for n, _ in body.feature_extractor.named_parameters()]
-        needed += [f"{prefix}.feature_projection.layer_norm.{n}" for n, _ in
-                   body.feature_projection.layer_norm.named_parameters()]
-        needed += [f"quantizer.weight_proj.{n}" for n, _ in self.template.quantizer.weight_proj.named_parameters()]
-        self.plan = make_plan(lambda: family.construct(model, self.config), needed)
-        self._targets = dict(self.template.named_parameters())
+        modules = family.argmax_inputs(model)  # feature extractor, its layer norm, weight_proj
+        self.rebuild = Rebuilder(model, modules)
+        self.template, self.plan = self.rebuild.template, self.rebuild.plan
+        found = dict(self.template.named_modules())
+        self.modules = tuple(found[path] for path in modules)
+        self.codes_per_row = self.template.config.num_codevectors_per_group
 
     @torch.no_grad()
     def __call__(self, seed: int) -> torch.Tensor:
-        for name, value in self.plan.tensors(seed).items():
-            self._targets[name].copy_(value)
+        self.rebuild(seed)
         inputs = family.tester_input_values(self.model, seed)
         extractor, layer_norm, weight_proj = self.modules
         features = extractor(inputs).transpose(1, 2)
         logits = weight_proj(layer_norm(features))
-        return logits.reshape(-1, self.config.num_codevectors_per_group)
+        return logits.reshape(-1, self.codes_per_row)

@@ -42,13 +42,16 @@ def _state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 class Rebuilder:
     """Returns the same template module for every seed, holding that seed's weights: use it before the
-    next call, and never keep it as a seed's own model."""
+    next call, and never keep it as a seed's own model. `modules`: only the parameters and buffers under
+    these module paths get the seed's values (the rest keep the template's); None: all of them."""
 
-    def __init__(self, model: str):
+    def __init__(self, model: str, modules: list[str] | None = None):
         self.model = model
         config = family.tester_config(model)
         self.template = family.build_model(model, 0, config)
-        self._targets = _state(self.template)
+        state = _state(self.template)
+        self._targets = {name: tensor for name, tensor in state.items()
+                         if modules is None or any(name.startswith(f"{m}.") for m in modules)}
         self.plan = make_plan(lambda: family.construct(model, config), list(self._targets),
                               derived=weight_norm_magnitudes(self.template))
 

@@ -214,11 +214,17 @@ def named_tensors(model: torch.nn.Module) -> dict[str, str]:
     return {path.format(base=model.base_model_prefix): label for label, path in NAMED_TENSORS.items()}
 
 
+def argmax_inputs(model: str) -> list[str]:
+    """The module paths of the seed's three named tensors, in forward order: all the argmax depends on
+    (the feature extractor, the feature projection's layer norm, `quantizer.weight_proj`)."""
+    prefix = getattr(transformers, spec(model).model_class).base_model_prefix
+    return [path.format(base=prefix) for path in NAMED_TENSORS.values()]
+
+
 def check_exposed(model: str) -> frozenset[str]:
     """The intermediates a near-tie check reads from ORT: the seed's three named tensors (the logits among
     them) and the argmax's choices."""
-    prefix = getattr(transformers, spec(model).model_class).base_model_prefix
-    return frozenset([path.format(base=prefix) for path in NAMED_TENSORS.values()] + ["quantizer.argmax"])
+    return frozenset([*argmax_inputs(model), "quantizer.argmax"])
 
 
 def quantizer_is_called(model: str) -> bool:
