@@ -73,11 +73,12 @@ def check_paths(repeats: int, swapped_checks: int = 10) -> list[dict]:
     from exactness.models import wav2vec2_family as family
     from exactness.models.seed_rebuild import Rebuilder
     from exactness.runtimes.graph_pool import GraphPool
+    from exactness.studies import near_tie
     from exactness.studies.near_tie_check import check_seed
 
     torch.set_num_threads(1)
     exposed = family.check_exposed(CONFORMER)
-    pool = GraphPool(CONFORMER, "dynamic", exposed=exposed)
+    pool = near_tie.check_pool(CONFORMER, "dynamic")
     one_thread = {"intra_op_threads": 1}  # as the study's workers run ORT (and what one fed session is verified for)
     for seed in (0, 1):  # the template export, then the export the swap is verified on
         check_seed(pool, seed, what_if=False, session_options=one_thread)

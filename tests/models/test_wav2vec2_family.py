@@ -13,6 +13,17 @@ def test_vectorised_inputs_equal_the_testers_own_loops(model, seed):
     assert torch.equal(family.tester_input_values(model, seed), plain["input_values"])  # the screen's: no mask
 
 
+def test_the_twister_state_is_written_in_place_and_through_numpy_alike(monkeypatch):
+    reusable = family._reusable_twister()
+    assert reusable.state is not None  # numpy read back what was written into its C struct
+    through_numpy = family._Twister(reusable.bit_generator, reusable.doubles, None)
+    monkeypatch.setattr(family, "_reusable_twister", lambda: through_numpy)
+    for seed in (5, 2**40 + 3):
+        plain = family.tester_inputs_plain("UniSpeechForPreTraining", seed)
+        fast = family.tester_inputs("UniSpeechForPreTraining", seed)
+        assert all(torch.equal(fast[k], plain[k]) for k in plain)
+
+
 def test_inputs_follow_the_tester_shapes_scales_and_mask_rule():
     inputs = family.tester_inputs("Wav2Vec2ConformerForPreTraining", 3)
     values, mask = inputs["input_values"], inputs["attention_mask"]

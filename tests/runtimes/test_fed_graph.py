@@ -106,3 +106,27 @@ def test_only_the_verified_session_options_are_fed():
         assert not fed_graph.verified_for(options)
         with pytest.raises(fed_graph.FedError, match="not verified"):
             fed.runner(weights, **options)
+
+
+def _relu_as(op_type: str):
+    def rewrite(model):
+        import onnx
+
+        changed = onnx.ModelProto()
+        changed.CopyFrom(model)
+        for node in changed.graph.node:
+            if node.op_type == "Relu":
+                node.op_type = op_type
+        return changed
+
+    return rewrite
+
+
+def test_a_rewrite_is_split_instead_of_the_graph_only_if_it_gives_the_graphs_values():
+    graph = _graph()
+    same = fed_graph.learn(graph, [_seed(1), _seed(2)], rewrite=_relu_as("Relu"))  # a copy: the same values
+    assert same.rewritten
+    _assert_like_per_seed_sessions(same, graph, range(3, 5))
+    assert not fed_graph.learn(graph, [_seed(1), _seed(2)], rewrite=lambda model: None).rewritten
+    with pytest.raises(fed_graph.FedError, match="differ from a per-seed session"):
+        fed_graph.learn(graph, [_seed(1), _seed(2)], rewrite=_relu_as("Sigmoid"))

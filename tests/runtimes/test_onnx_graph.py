@@ -102,7 +102,7 @@ def test_exposing_values_that_move_an_output_is_refused(monkeypatch):
 
     monkeypatch.setattr(onnx_graph.OrtRunner, "run", observed)
     pool = GraphPool("toy", "static", exposed=frozenset({"relu"}))
-    monkeypatch.setattr(pool, "fresh", lambda built, inputs: _graph())
+    monkeypatch.setattr(pool, "fresh", lambda seed, built, inputs: _graph())
     with pytest.raises(ExposureError, match=r"moves the output\(s\) \['Y'\]"):
         pool.runner(1, None, _seed(1)[1], all_values=False)
 

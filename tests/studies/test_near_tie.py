@@ -1,7 +1,7 @@
 import pandas as pd
 
 from exactness.models import wav2vec2_family as family
-from exactness.runtimes.graph_pool import GraphPool
+from exactness.runtimes import onnx_graph
 from exactness.shards import ShardStore
 from exactness.studies import near_tie
 
@@ -25,11 +25,14 @@ def test_checks_are_the_same_on_one_or_two_workers_and_resume_from_shards_withou
     assert one.pools[(MODEL, "static")].plan is not None and one.graphs().exports.tolist() == [2]
     assert one.checks.graph.tolist() == ["fresh", "fresh", "swapped, one session", "swapped, one session"]
     assert one.graphs().one_session[0].startswith("verified on seeds 8 and 3")
+    # the exported quantizer's codevector product was found and replaced by a gather, and gave the same values
+    assert one.graphs().one_session[0].endswith("rewritten by gathered_graph)")
+    assert set(one.checks.eager_codevectors) == {"gathered"}
 
     def no_exports(*args, **kwargs):
         raise AssertionError("a resumed check exported")
 
-    monkeypatch.setattr(GraphPool, "fresh", no_exports)
+    monkeypatch.setattr(onnx_graph, "export", no_exports)
     again = near_tie.run_checks(screen, 1.5e-5, ["static"], what_if_checks=2, workers=1, shards=store)
     pd.testing.assert_frame_equal(again.checks, one.checks)
     assert {m: d.tolist() for m, d in again.deltas.items()} == {m: d.tolist() for m, d in one.deltas.items()}
@@ -66,5 +69,5 @@ def test_a_replay_seed_rides_on_the_pools_second_export_and_equals_a_fresh_repla
     def no_exports(*args, **kwargs):
         raise AssertionError("a replay that was done exported again")
 
-    monkeypatch.setattr(GraphPool, "fresh", no_exports)
+    monkeypatch.setattr(onnx_graph, "export", no_exports)
     pd.testing.assert_frame_equal(near_tie.replay([40], [MODEL], ["static"], done=result.replayed), fresh)

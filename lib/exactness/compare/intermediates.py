@@ -11,10 +11,11 @@ from exactness.compare.per_output import tensor_difference
 
 def intermediate_table(eager_modules: dict[str, list[torch.Tensor]], produced: dict[str, np.ndarray],
                        intermediates: dict[str, str], named: dict[str, str] | None = None,
-                       all_tensors: bool = True) -> pd.DataFrame:
+                       all_tensors: bool = True, labels: dict | None = None) -> pd.DataFrame:
     """One row per module output present on both sides, in graph order (`depth`). A module that returns
     several tensors is matched with the one of the same shape as the graph value. `named` labels tensors of
-    interest; with `all_tensors=False` only those are compared."""
+    interest; with `all_tensors=False` only those are compared. `labels`: columns of the same value on
+    every row, last."""
     named = named or {}
     rows = []
     for depth, (path, value_name) in enumerate(intermediates.items()):
@@ -25,5 +26,5 @@ def intermediate_table(eager_modules: dict[str, list[torch.Tensor]], produced: d
         if not candidates:
             continue
         difference = tensor_difference(ort_value.to(candidates[0].dtype), candidates[0])
-        rows.append({"tensor": path, "label": named.get(path, ""), "depth": depth, **difference})
+        rows.append({"tensor": path, "label": named.get(path, ""), "depth": depth, **difference, **(labels or {})})
     return pd.DataFrame(rows)

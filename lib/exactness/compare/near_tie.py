@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import torch
 
 from exactness.compare.ulp import ulp
@@ -29,15 +30,20 @@ class Gaps:
 
 
 def top_two(logits: torch.Tensor) -> Gaps:
-    """On an exact tie `topk` may list the tied codes in either order, while the model's `argmax` takes the
-    first: the top-1 index is argmax's (the model's own choice), the runner-up the other of topk's two."""
-    values, indices = logits.topk(2, dim=-1)
-    chosen = indices[:, 0].clone()  # the unique maximum, except on exact ties
-    tied = values[:, 0] == values[:, 1]
-    if bool(tied.any()):
-        chosen[tied] = logits[tied].argmax(dim=-1)
-    runner_up = torch.where(indices[:, 0] == chosen, indices[:, 1], indices[:, 0])
-    return Gaps(values[:, 0] - values[:, 1], values[:, 0], chosen, runner_up)
+    """Per row the model's choice (argmax: the first maximum, as the model's own `argmax` takes it), the
+    runner-up (the first maximum of the rest: on an exact tie, the next tied code) and the gap between
+    their logits. numpy's argmax and max are 3-4x faster on one thread than `topk(2)`, which on exact ties
+    may also list the later code first."""
+    values = logits.detach()
+    values = (values if values.dtype in (torch.float32, torch.float64) else values.float()).numpy()
+    rows = np.arange(values.shape[0])
+    first = values.argmax(axis=-1)
+    top1 = values[rows, first]
+    rest = values.copy()
+    rest[rows, first] = -np.inf
+    second = rest.argmax(axis=-1)
+    return Gaps(torch.from_numpy(top1 - rest[rows, second]), torch.from_numpy(top1), torch.from_numpy(first),
+                torch.from_numpy(second))
 
 
 def flipped_rows(eager_codes: torch.Tensor, other_codes: torch.Tensor) -> list[int]:

@@ -76,11 +76,13 @@ def linear_quantiles(values: np.ndarray, qs, cap: int = 1 << 16) -> list[float]:
 
 
 def per_output_report(actual: dict[str, torch.Tensor], expected: dict[str, torch.Tensor],
-                      atol: float = 1e-3, rtol: float = 1e-3) -> pd.DataFrame:
+                      atol: float = 1e-3, rtol: float = 1e-3, labels: dict | None = None) -> pd.DataFrame:
+    """One row per expected output; `labels`: columns of the same value on every row, last (cheaper than
+    `DataFrame.assign` afterwards, which costs milliseconds per call with pandas' string columns)."""
     rows = []
     for name in sorted(expected):
         row = {"output": name}
         row.update(tensor_difference(actual[name], expected[name], atol, rtol) if name in actual
                    else {"missing": True})
-        rows.append(row)
+        rows.append({**row, **(labels or {})})
     return pd.DataFrame(rows)

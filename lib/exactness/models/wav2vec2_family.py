@@ -14,6 +14,7 @@ recipe, which any user can run with transformers alone:
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import random
 from dataclasses import dataclass, field
@@ -135,18 +136,19 @@ def tester_inputs(model: str, seed: int) -> dict[str, torch.Tensor]:
     """The same tensors as `tester_inputs_plain`, drawn with numpy from a copy of the generator's state.
 
     CPython's `random()` takes two 32-bit Mersenne Twister words (a >> 5, b >> 6) and returns
-    (a * 2**26 + b) / 2**53; `randint(0, 1)` takes one word per try, keeps its top two bits and retries
-    when they are 2 or 3. numpy's MT19937 produces the same words from the same state.
+    (a * 2**26 + b) / 2**53, which is how numpy's legacy `random_sample` makes its doubles; `randint(0, 1)`
+    takes one word per try, keeps its top two bits and retries when they are 2 or 3. numpy's MT19937
+    produces the same words from the same state.
     """
     s = spec(model)
     n = s.batch_size * s.seq_length
-    generator = _numpy_twister(random.Random(seed))
-    values = _input_values(s, generator)
+    twister = _numpy_twister(random.Random(seed))
+    values = _input_values(s, twister)
     # Rejection sampling keeps about half the words. Nothing is drawn after the mask, so words drawn past
     # the n-th kept one need not be given back.
     mask = np.empty(0, dtype=np.int64)
     while mask.size < n:
-        tries = generator.random_raw(2 * (n - mask.size) + 64) >> np.uint64(30)
+        tries = twister.bit_generator.random_raw(2 * (n - mask.size) + 64) >> np.uint64(30)
         mask = np.concatenate([mask, tries[tries < 2].astype(np.int64)[: n - mask.size]])
     return _as_inputs(s, values, torch.from_numpy(mask))
 
@@ -157,25 +159,42 @@ def tester_input_values(model: str, seed: int) -> torch.Tensor:
     return _input_values(s, _numpy_twister(random.Random(seed))).view(s.batch_size, s.seq_length)
 
 
-def _input_values(s: TesterSpec, generator: np.random.MT19937) -> torch.Tensor:
-    words = generator.random_raw(2 * s.batch_size * s.seq_length)
-    a, b = words[0::2] >> np.uint64(5), words[1::2] >> np.uint64(6)
-    values = (a.astype(np.float64) * 67108864.0 + b.astype(np.float64)) * (1.0 / 9007199254740992.0)
+def _input_values(s: TesterSpec, twister: _Twister) -> torch.Tensor:
+    values = twister.doubles.random_sample(s.batch_size * s.seq_length)
     return torch.from_numpy((values * s.input_scale).astype(np.float32))
 
 
+@dataclass(frozen=True)
+class _Twister:
+    bit_generator: np.random.MT19937
+    doubles: np.random.RandomState  # legacy doubles from `bit_generator`: CPython's `random()` formula
+    state: np.ndarray | None  # the C state (624 key words, then the position), written in place; None: unknown
+
+
 @functools.cache
-def _reusable_twister() -> np.random.MT19937:
-    """One per process: building one (seeding) costs more than the draws it serves."""
-    return np.random.MT19937(0)
+def _reusable_twister() -> _Twister:
+    """One per process: building one (seeding) costs more than the draws it serves. Setting the state
+    through numpy's `state` dict costs ~50 us a seed, a third of the draws; writing the C struct that
+    `ctypes.state_address` points at costs ~2 us, and is used only if numpy reads back what was written."""
+    bit_generator = np.random.MT19937(0)
+    words = (ctypes.c_uint32 * 625).from_address(bit_generator.ctypes.state_address)
+    state = np.ctypeslib.as_array(words)
+    probe = np.arange(1, 625, dtype=np.uint32) * np.uint32(2654435761)
+    state[:624], state[624] = probe, 17
+    written = bit_generator.state["state"]
+    ok = np.array_equal(written["key"], probe) and written["pos"] == 17
+    return _Twister(bit_generator, np.random.RandomState(bit_generator), state if ok else None)
 
 
-def _numpy_twister(rng: random.Random) -> np.random.MT19937:
+def _numpy_twister(rng: random.Random) -> _Twister:
     """numpy's Mersenne Twister put in `rng`'s exact state (used at once: the instance is reused)."""
-    version, internal, gauss = rng.getstate()
+    internal = rng.getstate()[1]
     twister = _reusable_twister()
-    twister.state = {"bit_generator": "MT19937", "state": {"key": np.array(internal[:-1], dtype=np.uint32),
-                                                              "pos": internal[-1]}}
+    if twister.state is not None:
+        twister.state[:] = internal
+    else:
+        twister.bit_generator.state = {"bit_generator": "MT19937", "state": {
+            "key": np.array(internal[:-1], dtype=np.uint32), "pos": internal[-1]}}
     return twister
 
 

@@ -16,6 +16,7 @@ EXPORT_TEST_FORWARD_SEED = 1234
 class EagerRun:
     outputs: dict[str, torch.Tensor]  # the model's own outputs (non-None tensors), by name
     modules: dict[str, list[torch.Tensor]]  # module path -> the tensors it returned
+    gathered: bool = False  # the quantizer's codevectors were gathered (codevector_lookup), not multiplied out
 
 
 def _tensors(value) -> list[torch.Tensor]:

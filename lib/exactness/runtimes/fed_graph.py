@@ -15,6 +15,7 @@ verified bit for bit against the per-seed session on two seeds; anything it cann
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -103,6 +104,7 @@ class FedGraph:
     graph: ExportedGraph  # the template: its output names are what a run returns
     head: onnx.ModelProto
     tail: onnx.ModelProto | None  # None: every node rounds alike fed
+    rewritten: bool = False  # head and tail come from `learn`'s rewrite of the graph, not the graph itself
     _head_session: ort.InferenceSession | None = field(default=None, repr=False)
 
     def __getstate__(self) -> dict:
@@ -182,19 +184,21 @@ def _subgraph(model: onnx.ModelProto, nodes: list[onnx.NodeProto]) -> onnx.Model
     return part
 
 
-def learn(graph: ExportedGraph, seeds: list[tuple[dict[str, np.ndarray], dict]]) -> FedGraph:
+def learn(graph: ExportedGraph, seeds: list[tuple[dict[str, np.ndarray], dict]],
+          rewrite: Callable[[onnx.ModelProto], onnx.ModelProto | None] | None = None) -> FedGraph:
     """`seeds`: (swapped weights, inputs as torch tensors) for two seeds; the first also finds the nodes
-    that round differently when fed. Raises FedError unless every output of both is bit-identical to the
-    per-seed session's (`OrtRunner` with the weights swapped in)."""
+    that round differently when fed. `rewrite`: a graph that computes the same values faster (None: no
+    such rewrite), split instead of the graph itself. Raises FedError unless every output of both seeds is
+    bit-identical to the per-seed session's of the graph as exported (`OrtRunner` with the weights swapped in)."""
     weights, inputs = seeds[0]
     swapped = set(weights)
     arrays = {k: v.numpy() for k, v in inputs.items()}
-    everything = _run(_session(with_initializers(_all_values_exposed(graph.model), weights), VERIFIED_OPTIONS),
-                      arrays)
+    source = (rewrite(graph.model) if rewrite is not None else None) or graph.model
+    everything = _run(_session(with_initializers(_all_values_exposed(source), weights), VERIFIED_OPTIONS), arrays)
     types = {name: helper.np_dtype_to_tensor_dtype(value.dtype) for name, value in {**everything, **arrays}.items()}
-    tail_nodes = _downstream(graph.model, _rounding_differently(graph.model, weights, arrays, everything))
-    head, tail = _split(graph.model, tail_nodes, swapped, types)
-    fed = FedGraph(graph, head, tail)
+    tail_nodes = _downstream(source, _rounding_differently(source, weights, arrays, everything))
+    head, tail = _split(source, tail_nodes, swapped, types)
+    fed = FedGraph(graph, head, tail, rewritten=source is not graph.model)
     for seed_weights, seed_inputs in seeds:
         expected = OrtRunner(graph, seed_weights, **VERIFIED_OPTIONS).run(seed_inputs)
         got = fed.runner(seed_weights, **VERIFIED_OPTIONS).run(seed_inputs)

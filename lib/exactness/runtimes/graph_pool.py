@@ -17,6 +17,10 @@ class ExposureError(RuntimeError):
     pass
 
 
+def export_fresh(built: torch.nn.Module, inputs: dict, shape_mode: str) -> onnx_graph.ExportedGraph:
+    return onnx_graph.export(built, inputs, dynamic=shape_mode == "dynamic")
+
+
 class GraphPool:
     """Exports for one (model, shape mode): fresh at first, then one template reused by swapping weights.
 
@@ -24,10 +28,17 @@ class GraphPool:
     run with `all_values` exposes everything; a plain one exposes only `exposed`, checked on the first
     export to leave every output bit-identical to the bare graph the export test runs."""
 
-    def __init__(self, model: str, shape_mode: str, swap: bool = True, exposed: frozenset[str] | None = None):
+    def __init__(self, model: str, shape_mode: str, swap: bool = True, exposed: frozenset[str] | None = None,
+                 exported: dict[int, onnx_graph.ExportedGraph] | None = None, rewrite=None):
+        """`exported`: fresh exports already made elsewhere (`export_fresh`, on another process), by seed:
+        the pool uses them instead of exporting those seeds again. `rewrite`: graph -> a graph computing the
+        same values faster, or None (`codevector_lookup.gathered_graph`); used for the one fed session
+        only, after `fed_graph.learn` has compared it with the graph as exported."""
         if shape_mode not in SHAPE_MODES:
             raise ValueError(f"unknown shape mode {shape_mode!r}; use one of {SHAPE_MODES}")
         self.model, self.shape_mode, self.swap, self.exposed = model, shape_mode, swap, exposed
+        self.rewrite = rewrite
+        self.exported = dict(exported or {})
         self.template: tuple[onnx_graph.ExportedGraph, torch.nn.Module] | None = None
         self.template_seed: int | None = None
         self.template_inputs: dict | None = None
@@ -46,8 +57,8 @@ class GraphPool:
         state["_last_fresh"] = None
         return state
 
-    def fresh(self, built: torch.nn.Module, inputs: dict) -> onnx_graph.ExportedGraph:
-        graph = onnx_graph.export(built, inputs, dynamic=self.shape_mode == "dynamic")
+    def fresh(self, seed: int, built: torch.nn.Module, inputs: dict) -> onnx_graph.ExportedGraph:
+        graph = self.exported.pop(seed, None) or export_fresh(built, inputs, self.shape_mode)
         self.exports += 1
         self.export_seconds += graph.export_seconds
         return graph
@@ -77,7 +88,7 @@ class GraphPool:
                                         **session_options), "fresh"
         if self._last_fresh is not None and self._last_fresh[0] == seed:
             return onnx_graph.OrtRunner(self._view(self._last_fresh[1], all_values), **session_options), "fresh"
-        graph = self.fresh(built, inputs)
+        graph = self.fresh(seed, built, inputs)
         self._last_fresh = (seed, graph)
         if self.template is None:
             self._check_exposure(graph, inputs)
@@ -107,8 +118,9 @@ class GraphPool:
         seeds = [(self.plan.initializers(built), inputs),
                  (self.plan.initializers(self.template[1]), self.template_inputs)]
         try:
-            self.fed = fed_graph.learn(self._view(self.template[0], False), seeds)
+            self.fed = fed_graph.learn(self._view(self.template[0], False), seeds, self.rewrite)
             tail = "no tail" if self.fed.tail is None else f"a tail of {len(self.fed.tail.graph.node)} nodes"
-            self.fed_status = f"verified on seeds {seed} and {self.template_seed} ({tail})"
+            rewritten = f", rewritten by {self.rewrite.__name__}" if self.fed.rewritten else ""
+            self.fed_status = f"verified on seeds {seed} and {self.template_seed} ({tail}{rewritten})"
         except fed_graph.FedError as error:
             self.fed_status = f"disabled: {error}"

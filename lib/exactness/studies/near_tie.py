@@ -14,7 +14,8 @@ import pandas as pd
 from exactness import reference, sweep
 from exactness.models import wav2vec2_family as family
 from exactness.models.seed_rebuild import Rebuilder
-from exactness.runtimes.graph_pool import SHAPE_MODES, GraphPool
+from exactness.runtimes import codevector_lookup
+from exactness.runtimes.graph_pool import SHAPE_MODES, GraphPool, export_fresh
 from exactness.studies import near_tie_check as check
 
 
@@ -103,22 +104,45 @@ class _CheckChunk:
 _rebuilder = functools.cache(Rebuilder)  # one per model class and process
 
 
-class _Warm:
-    """Picklable `["model/mode", ...] -> [(pool, _Batch)]`: the first two seeds of each pool, which export (the
-    template, then the fresh export the weight swap is learnt and verified on). Pools of different models
-    export side by side on worker processes."""
+def check_pool(model: str, mode: str, exported: dict | None = None) -> GraphPool:
+    """A pool as the checks use it: its plain runs expose what a check reads, and its one fed session runs
+    the graph with the codevector product as a gather (both verified against the graph as exported)."""
+    return GraphPool(model, mode, exposed=family.check_exposed(model), exported=exported,
+                     rewrite=codevector_lookup.gathered_graph)
 
-    def __init__(self, first: dict[str, tuple[list[int], _CheckChunk]]):
-        self.first = first
+
+class _Export:
+    """Picklable `["model/mode/seed", ...] -> [(key, graph)]`: fresh exports, each a task of its own so that
+    the six exports of three pools share the workers evenly (an export is 15-40 s; a pool needs two)."""
+
+    def __call__(self, keys) -> list:
+        out = []
+        for key in keys:
+            model, mode, seed = key.split("/")
+            out.append((key, export_fresh(family.build_model(model, int(seed)),
+                                          family.tester_inputs(model, int(seed)), mode)))
+        return out
+
+
+class _Warm:
+    """Picklable `["model/mode", ...] -> [(pool, _Batch)]`: the first two seeds of each pool, from their fresh
+    exports (the template, then the one the weight swap is learnt and verified on)."""
+
+    def __init__(self, first: dict[str, tuple[list[int], _CheckChunk]], exported: dict[str, dict]):
+        self.first, self.exported = first, exported
 
     def __call__(self, keys) -> list:
         out = []
         for key in keys:
             model, mode = key.split("/")
             seeds, chunk = self.first[key]
-            chunk.pool = GraphPool(model, mode, exposed=family.check_exposed(model))
+            chunk.pool = check_pool(model, mode, self.exported[key])
             out.append((chunk.pool, chunk(seeds)))
         return out
+
+
+def _flatten(parts: list[list]) -> list:
+    return [x for part in parts for x in part]
 
 
 def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, max_checks: int = 0, atol: float = 1e-3,
@@ -128,7 +152,8 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, max_checks: 
     """Check every seed below `threshold` (the smallest gaps first when `max_checks` caps them). The first
     `full_tensor_checks` seeds of each model and mode compare every intermediate, the rest the named three;
     the `what_if_checks` smallest gaps also measure what flipping their smallest-gap row would do (one more
-    eager forward; larger gaps almost never flip). Exports run first, one pool per process; then the checks
+    eager forward; larger gaps almost never flip). The exports run first, each a task of its own; then each
+    pool checks its first two seeds from them (learning its weight swap), one pool per process; then the checks
     run in chunks on `workers` processes (or the Dask cluster at `scheduler`), saved to `shards` as they
     finish. `replay_seed`: the second fresh export of each pool (the one its weight swap is verified on) is
     this seed's, so its replay (`Checks.replayed`) costs no export of its own; it is a check only if it is
@@ -143,9 +168,13 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, max_checks: 
                                 mode == shape_modes[0])
             first = seeds[:2] if replay_seed is None or replay_seed in seeds[:1] else [seeds[0], int(replay_seed)]
             plans[f"{model}/{mode}"] = (seeds, first, chunk)
-    warm = sweep.map_chunks(_Warm({key: (first, chunk) for key, (_, first, chunk) in plans.items()}), list(plans),
-                            workers, 1, "exports", progress_every, scheduler, shards,
-                            combine=lambda parts: [x for part in parts for x in part])
+    keys = [f"{key}/{seed}" for key, (_, first, _) in plans.items() for seed in first]
+    graphs = dict(sweep.map_chunks(_Export(), keys, workers, 1, "exports", progress_every, scheduler, shards,
+                                   combine=_flatten))
+    exported = {key: {seed: graphs[f"{key}/{seed}"] for seed in first} for key, (_, first, _) in plans.items()}
+    warm = sweep.map_chunks(_Warm({key: (first, chunk) for key, (_, first, chunk) in plans.items()}, exported),
+                            list(plans), workers, 1, "first checks", progress_every, scheduler, shards,
+                            combine=_flatten)
     pools, batches, deltas, replayed = {}, [], {}, []
     for (key, (seeds, first, chunk)), (pool, warm_batch) in zip(plans.items(), warm, strict=True):
         model, mode = key.split("/")
@@ -264,7 +293,8 @@ def defects(pools: dict, seeds_by_model: dict[str, list[int]], bound: float, ato
             built = family.build_model(model, int(seed))  # the template's own weights when seed is its seed
             for kind in DEFECTS:
                 defect = {"kind": kind, **(_confident_flip(model, int(seed), bound) if kind == "biased_code" else {})}
-                row = check.check_seed(pool, int(seed), atol, rtol, defect=defect, built=built).row
+                row = check.check_seed(pool, int(seed), atol, rtol, defect=defect, built=built, all_tensors=False,
+                                       what_if=False).row  # the verdicts need neither
                 caught = not (row["aligned_ok"] and row["max_flip_margin"] <= bound)
                 rows.append({"model": model, "shape_mode": mode, "seed": seed, "defect": row["defect"], "kind": kind,
                              "caught_by_tie_aware": caught, "caught_by_test_rule": not row["test_rule_passed"],

@@ -10,6 +10,7 @@ import torch
 
 from exactness import sweep
 from exactness.compare.near_tie import top_two
+from exactness.compare.ulp import ulp
 from exactness.models import wav2vec2_family as family
 from exactness.models.quantizer_logits import FastLogits
 
@@ -25,8 +26,9 @@ def screen_seeds(model: str, seeds: Sequence[int]) -> pd.DataFrame:
         row = gaps.min_row
         frame_index, group = divmod(row, groups)
         b, f = divmod(frame_index, frames)
-        rows.append((model, int(seed), float(gaps.gap[row]), float(gaps.gap_ulps[row]), b, f, group,
-                     float(gaps.top1[row]), int(torch.count_nonzero(gaps.gap == 0))))
+        gap, top = gaps.gap[row], gaps.top1[row]
+        rows.append((model, int(seed), float(gap), float(gap / ulp(top)), b, f, group, float(top),
+                     int(torch.count_nonzero(gaps.gap == 0))))
     return pd.DataFrame(rows, columns=["model", "seed", "min_gap", "min_gap_ulps", "batch", "frame", "group",
                                        "top_logit", "n_exact_ties"])
 
