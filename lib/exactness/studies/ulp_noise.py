@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -17,14 +18,31 @@ import torch
 from exactness import sweep
 from exactness.compare.intermediates import intermediate_table
 from exactness.models import subjects
-from exactness.runtimes import eager_capture
+from exactness.runtimes import eager_capture, onnx_graph
 from exactness.runtimes.graph_pool import GraphPool
 
 OPTIMIZATION_LEVELS = ("disabled", "basic", "extended", "all")
 NOISE_COLUMNS = ["seed", "tensor", "label", "depth", "max_abs_diff", "max_ulp", "p99_ulp", "median_ulp", "rel_rms"]
 
 
-def _draw(pool: GraphPool, seed: int, threads: int | None = None, **ort_options):
+def noise_pool(model: str, shape_mode: str) -> GraphPool:
+    """The study's exports. Exposing every module's output as a graph output can keep ORT from fusing nodes
+    and move the model's own outputs by an ulp (measured: `projected_states` of Wav2Vec2 and UniSpeech), so
+    the outputs are read from a run of the graph as exported, and the intermediates from a second run that
+    exposes them all."""
+    return GraphPool(model, shape_mode, exposed=frozenset())
+
+
+@dataclass
+class _Draw:
+    built: torch.nn.Module
+    inputs: dict
+    eager: eager_capture.EagerRun
+    everything: onnx_graph.OrtRunner  # every module's output exposed
+    bare: onnx_graph.OrtRunner  # the graph as exported: the outputs the export test sees
+
+
+def _draw(pool: GraphPool, seed: int, threads: int | None = None, **ort_options) -> _Draw:
     built, inputs = subjects.build(pool.model, seed), subjects.inputs(pool.model, seed)
     previous = torch.get_num_threads()
     if threads:
@@ -33,16 +51,23 @@ def _draw(pool: GraphPool, seed: int, threads: int | None = None, **ort_options)
         eager = eager_capture.run(built, inputs)
     finally:
         torch.set_num_threads(previous)
-    runner, _ = pool.runner(seed, built, inputs, **ort_options)
-    return built, inputs, eager, runner
+    everything, _ = pool.runner(seed, built, inputs, **ort_options)
+    bare = pool.runner(seed, built, inputs, all_values=False, **ort_options)[0] if pool.exposed is not None \
+        else everything
+    return _Draw(built, inputs, eager, everything, bare)
 
 
-def _table(name: str, built, eager, runner, produced) -> pd.DataFrame:
-    graph = runner.graph
-    table = intermediate_table(eager.modules, produced, graph.intermediates, subjects.named_tensors(name, built))
-    outputs = {name: name for name in graph.outputs if name in eager.outputs}  # the model's outputs come last
-    last = {name: [eager.outputs[name]] for name in outputs}
-    finals = intermediate_table(last, produced, outputs).assign(depth=lambda f: f.depth + len(graph.intermediates))
+def _table(name: str, draw: _Draw, produced: dict | None = None) -> pd.DataFrame:
+    """Every module's output (`produced`: the exposing run's values, when already made), then the model's
+    outputs from the graph as exported."""
+    graph = draw.everything.graph
+    produced = produced if produced is not None else draw.everything.run(draw.inputs)
+    table = intermediate_table(draw.eager.modules, produced, graph.intermediates,
+                               subjects.named_tensors(name, draw.built))
+    outputs = {name: name for name in graph.outputs if name in draw.eager.outputs}  # the model's outputs come last
+    last = {name: [draw.eager.outputs[name]] for name in outputs}
+    finals = intermediate_table(last, draw.bare.run(draw.inputs), outputs).assign(
+        depth=lambda f: f.depth + len(graph.intermediates))
     return pd.concat([table, finals], ignore_index=True)
 
 
@@ -57,8 +82,8 @@ class _NoiseChunk:
     def __call__(self, seeds) -> pd.DataFrame:
         frames = []
         for seed in seeds:
-            built, inputs, eager, runner = _draw(self.pool, int(seed), intra_op_threads=1)
-            frames.append(_table(self.pool.model, built, eager, runner, runner.run(inputs)).assign(seed=int(seed)))
+            draw = _draw(self.pool, int(seed), intra_op_threads=1)
+            frames.append(_table(self.pool.model, draw).assign(seed=int(seed)))
         return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"]]
 
 
@@ -97,7 +122,8 @@ def float64_reference(pool: GraphPool, seeds) -> pd.DataFrame:
     """Per tensor, which side is closer to a float64 eager run of the same weights: eager float32 or ORT."""
     rows = []
     for seed in seeds:
-        built, inputs, eager, runner = _draw(pool, int(seed))
+        draw = _draw(pool, int(seed))
+        built, inputs, eager, runner = draw.built, draw.inputs, draw.eager, draw.everything
         produced = runner.run(inputs)
         wide = copy.deepcopy(built).double()
         reference = eager_capture.run(wide, {k: v.double() if v.is_floating_point() else v for k, v in inputs.items()})
@@ -128,9 +154,9 @@ def settings(pool: GraphPool, seeds) -> pd.DataFrame:
                 + [("eager_threads", n, {}, n) for n in (1, 2)])
     for kind, value, options, threads in variants:
         for seed in seeds:
-            built, inputs, eager, runner = _draw(pool, int(seed), threads=threads, **options)
-            first, second = runner.run(inputs), runner.run(inputs)
-            table = _table(pool.model, built, eager, runner, first)
+            draw = _draw(pool, int(seed), threads=threads, **options)
+            first, second = draw.everything.run(draw.inputs), draw.everything.run(draw.inputs)
+            table = _table(pool.model, draw, first)
             repeatable = all(np.array_equal(first[k], second[k]) for k in first)
             for row in table[table.label != ""].itertuples():
                 rows.append({"setting": kind, "value": str(value), "seed": int(seed), "label": row.label,
@@ -191,11 +217,9 @@ def cuda_draws(pool: GraphPool, seeds) -> pd.DataFrame:
     """Eager on the first CUDA device against ORT on the CPU: the same table as `noise_draws`."""
     frames = []
     for seed in seeds:
-        built, inputs = subjects.build(pool.model, int(seed)), subjects.inputs(pool.model, int(seed))
-        runner, _ = pool.runner(int(seed), built, inputs)
-        produced = runner.run(inputs)
-        on_gpu = eager_capture.run(copy.deepcopy(built).cuda(), {k: v.cuda() for k, v in inputs.items()})
-        eager = eager_capture.EagerRun({k: v.cpu() for k, v in on_gpu.outputs.items()},
-                                       {k: [t.cpu() for t in v] for k, v in on_gpu.modules.items()})
-        frames.append(_table(pool.model, built, eager, runner, produced).assign(seed=int(seed)))
+        draw = _draw(pool, int(seed))
+        on_gpu = eager_capture.run(copy.deepcopy(draw.built).cuda(), {k: v.cuda() for k, v in draw.inputs.items()})
+        draw.eager = eager_capture.EagerRun({k: v.cpu() for k, v in on_gpu.outputs.items()},
+                                            {k: [t.cpu() for t in v] for k, v in on_gpu.modules.items()})
+        frames.append(_table(pool.model, draw).assign(seed=int(seed)))
     return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"]]
