@@ -5,8 +5,9 @@ In eval mode the quantizer turns its argmax into a one-hot `probs` and computes
 rows x 640 x dim floats (37 million, 150 MB, for UniSpeech's 455 rows) summed over the codes, to pick one
 codevector per row and group. Every term but the chosen one is 0 * x, a zero (the codebook is finite),
 and adding zeros to a float leaves its value unchanged in any order, so the sum is exactly the chosen
-codevector: the gather gives the same values (a chosen -0.0 may come out +0.0, the same value). Measured here on one thread, the eager forward of a check takes 53 -> 12 ms
-(UniSpeech), 25 -> 11 ms (Wav2Vec2), 31 -> 15 ms (conformer).
+codevector: the gather gives the same values (a chosen -0.0 may come out +0.0, the same value). Measured
+here on one thread, the eager forward of a check takes 53 -> 12 ms (UniSpeech), 25 -> 11 ms (Wav2Vec2),
+31 -> 15 ms (conformer).
 
 The lookup replaces nothing else: the argmax, the one-hot, the perplexity are the model's own code, run the
 same way. It is only ever used for eager runs (`run`), never while exporting: the exported graph is the
