@@ -87,22 +87,21 @@ def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], **options) -> e
 # give the chosen codevector exactly for the same reason as torch's; the rewritten graph is only used
 # after a run compares it bit for bit with the graph as exported (fed_graph.learn).
 
-def _constant_int64(model: onnx.ModelProto, name: str) -> list[int] | None:
-    for tensor in model.graph.initializer:
-        if tensor.name == name and tensor.data_type == onnx.TensorProto.INT64:
-            return onnx.numpy_helper.to_array(tensor).tolist()
-    return None
+def _int64_constants(model: onnx.ModelProto) -> dict[str, list[int]]:
+    """The graph's int64 initializers (shapes, axes) as lists, by name."""
+    return {t.name: onnx.numpy_helper.to_array(t).tolist() for t in model.graph.initializer
+            if t.data_type == onnx.TensorProto.INT64}
 
 
 def _attribute(node: onnx.NodeProto, name: str, default=None):
     return next((onnx.helper.get_attribute_value(a) for a in node.attribute if a.name == name), default)
 
 
-def _one_hot_of(name: str, producers: dict, model: onnx.ModelProto) -> onnx.NodeProto | None:
+def _one_hot_of(name: str, producers: dict, ints: dict[str, list[int]]) -> onnx.NodeProto | None:
     """The ArgMax whose one-hot `name` is (through Reshape and a last-axis Unsqueeze), or None."""
     node = producers.get(name)
     while node is not None and node.op_type in ("Reshape", "Unsqueeze"):
-        if node.op_type == "Unsqueeze" and _constant_int64(model, node.input[1]) not in ([-1], [2]):
+        if node.op_type == "Unsqueeze" and ints.get(node.input[1]) not in ([-1], [2]):
             return None
         node = producers.get(node.input[0])
     if node is None or node.op_type != "ScatterElements" or _attribute(node, "axis") not in (-1, 1):
@@ -119,7 +118,7 @@ def _one_hot_of(name: str, producers: dict, model: onnx.ModelProto) -> onnx.Node
     return indices
 
 
-def _fill(node: onnx.NodeProto) -> float | None:
+def _fill(node: onnx.NodeProto) -> float:
     value = _attribute(node, "value")
     return 0.0 if value is None else float(onnx.numpy_helper.to_array(value).reshape(-1)[0])
 
@@ -134,6 +133,7 @@ def gathered_graph(model: onnx.ModelProto) -> onnx.ModelProto | None:
         for name in node.input:
             readers.setdefault(name, []).append(node)
     outputs = {o.name for o in graph.output}
+    ints = _int64_constants(model)
     position = {id(n): i for i, n in enumerate(graph.node)}
     for mul in (n for n in graph.node if n.op_type == "Mul"):
         reshape = readers.get(mul.output[0], [])
@@ -141,16 +141,16 @@ def gathered_graph(model: onnx.ModelProto) -> onnx.ModelProto | None:
             continue
         reshape = reshape[0]
         reduce = readers.get(reshape.output[0], [])
-        shape = _constant_int64(model, reshape.input[1])
+        shape = ints.get(reshape.input[1])
         if len(reduce) != 1 or reduce[0].op_type != "ReduceSum" or shape is None or len(shape) != 4 \
                 or reshape.output[0] in outputs:
             continue
         reduce = reduce[0]
         if _attribute(reduce, "keepdims", 1) != 0 or len(reduce.input) < 2 \
-                or _constant_int64(model, reduce.input[1]) not in ([-2], [2]):
+                or ints.get(reduce.input[1]) not in ([-2], [2]):
             continue
         for one_hot, book in (mul.input, mul.input[::-1]):
-            argmax = _one_hot_of(one_hot, producers, model)
+            argmax = _one_hot_of(one_hot, producers, ints)
             if argmax is not None and producers.get(book) is None:  # the codebook: a weight, not computed
                 removed = tuple(position[id(n)] for n in (mul, reshape, reduce))
                 return _rewritten(model, removed, argmax.output[0], book, *shape[1:])

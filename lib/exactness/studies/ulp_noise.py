@@ -42,13 +42,15 @@ class _Draw:
     bare: onnx_graph.OrtRunner  # the graph as exported: the outputs the export test sees
 
 
-def _draw(pool: GraphPool, seed: int, threads: int | None = None, **ort_options) -> _Draw:
+def _draw(pool: GraphPool, seed: int, threads: int | None = None, eager_run=eager_capture.run,
+          **ort_options) -> _Draw:
+    """`eager_run(built, inputs)`: the eager side (on the CPU with `threads` torch threads by default)."""
     built, inputs = subjects.build(pool.model, seed), subjects.inputs(pool.model, seed)
     previous = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)
     try:
-        eager = eager_capture.run(built, inputs)
+        eager = eager_run(built, inputs)
     finally:
         torch.set_num_threads(previous)
     everything, _ = pool.runner(seed, built, inputs, **ort_options)
@@ -215,11 +217,12 @@ def newest_run(outputs: Path, study: str) -> Path | None:
 
 def cuda_draws(pool: GraphPool, seeds) -> pd.DataFrame:
     """Eager on the first CUDA device against ORT on the CPU: the same table as `noise_draws`."""
+    def on_gpu(built, inputs) -> eager_capture.EagerRun:
+        run = eager_capture.run(copy.deepcopy(built).cuda(), {k: v.cuda() for k, v in inputs.items()})
+        return eager_capture.EagerRun({k: v.cpu() for k, v in run.outputs.items()},
+                                      {k: [t.cpu() for t in v] for k, v in run.modules.items()})
+
     frames = []
     for seed in seeds:
-        draw = _draw(pool, int(seed))
-        on_gpu = eager_capture.run(copy.deepcopy(draw.built).cuda(), {k: v.cuda() for k, v in draw.inputs.items()})
-        draw.eager = eager_capture.EagerRun({k: v.cpu() for k, v in on_gpu.outputs.items()},
-                                            {k: [t.cpu() for t in v] for k, v in on_gpu.modules.items()})
-        frames.append(_table(pool.model, draw).assign(seed=int(seed)))
+        frames.append(_table(pool.model, _draw(pool, int(seed), eager_run=on_gpu)).assign(seed=int(seed)))
     return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"]]
