@@ -134,3 +134,64 @@ def test_resume_refuses_a_passed_run_and_changed_parameters(tiny_project):
     assert exactness("run", "sweepy", "--resume", folder.name, project=tiny_project).returncode == 0
     again = exactness("run", "sweepy", "--resume", folder.name, project=tiny_project)
     assert again.returncode == 2 and "passed; there is nothing to resume" in again.stderr
+
+
+def test_invalid_yaml_in_an_override_is_one_line_and_creates_nothing(tiny_project):
+    result = exactness("run", "ok", "-p", "models", "[1, 2", project=tiny_project)
+    assert result.returncode == 2
+    assert result.stderr.startswith("exactness: error: -p models: '[1, 2' is not valid YAML: ")
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr
+    assert not (tiny_project / "outputs").exists()
+
+
+def test_an_unusable_out_folder_is_one_line_and_creates_nothing(tiny_project, tmp_path):
+    a_file = tmp_path / "a-file"
+    a_file.write_text("x")
+    for out in (a_file, a_file / "below"):
+        result = exactness("--out", str(out), "run", "ok", project=tiny_project)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr.strip().splitlines() == [f"exactness: error: --out {out}: {a_file} is not a folder"]
+    assert a_file.read_text() == "x" and not (tiny_project / "outputs").exists()
+
+
+def test_resuming_a_folder_outside_outputs_keeps_everything_in_its_own_outputs(tiny_project, tmp_path):
+    from exactness.manifest import Manifest
+
+    _sweeping_study(tiny_project)
+    elsewhere = tmp_path / "elsewhere"
+    assert exactness("--out", str(elsewhere), "run", "sweepy", project=tiny_project).returncode == 1
+    (folder,) = (elsewhere / "sweepy").iterdir()
+    (env_run,) = (elsewhere / "environment").iterdir()
+    result = exactness("run", "sweepy", "--resume", str(folder), project=tiny_project)
+    assert result.returncode == 0, result.stderr
+    assert not (tiny_project / "outputs").exists()
+    assert Manifest.read(folder).status == "passed"
+    assert 'class="passed"' in (elsewhere / "index.html").read_text()
+    page = (folder / "report.html").read_text()
+    assert "../../index.html" in page and f"../../environment/{env_run.name}/report.html" in page
+
+
+def test_index_and_show_survive_an_ill_typed_manifest_and_show_a_killed_run_as_died(tiny_project):
+    import socket
+
+    from exactness.manifest import Manifest
+
+    outputs = tiny_project / "outputs"
+    bad = outputs / "ok" / "bad"
+    bad.mkdir(parents=True)
+    (bad / "manifest.json").write_text('{"study": "ok", "run_id": "bad", "param_set": "p", "params": {},'
+                                       ' "batch": "b", "duration_s": "abc"}')
+    killed = outputs / "ok" / "killed"
+    killed.mkdir()
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    Manifest(study="ok", run_id="killed", param_set="p", params={}, batch="b", started="2026-11-30T01:00:00",
+             pid=dead.pid, host=socket.gethostname()).write(killed)
+    indexed = exactness("index", project=tiny_project)
+    assert indexed.returncode == 0, indexed.stderr
+    assert "unreadable" in (outputs / "index.html").read_text()
+    shown = exactness("show", str(bad), project=tiny_project)
+    assert shown.returncode == 2 and shown.stderr.strip().splitlines() == [
+        f"exactness: error: {bad / 'manifest.json'} is unreadable: field 'duration_s' is str 'abc', "
+        "expected int or float or null"]
+    assert "killed: died" in exactness("show", str(killed), project=tiny_project).stdout

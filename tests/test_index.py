@@ -28,17 +28,58 @@ def test_index_lists_every_run_newest_first_with_status_and_headlines(tmp_path):
     assert "<script" not in page and "http" not in page  # opens from disk, offline
 
 
-def test_a_damaged_manifest_shows_as_failed_instead_of_breaking_the_index(tmp_path):
+def test_a_damaged_or_ill_typed_manifest_is_an_unreadable_row_named_with_its_path(tmp_path):
     project = Project.at(tmp_path, tmp_path / "outputs")
     _fake_run(project.outputs, "a", "good", "2026-11-30T01:00:00")
-    broken = project.outputs / "a" / "broken"
-    broken.mkdir()
-    (broken / "manifest.json").write_text("{not json")
+    for name, text in {"broken": "{not json", "null": "null", "list": "[]",
+                       "nostart": '{"study": "a", "run_id": "x", "param_set": "p", "params": {}, "batch": "b",'
+                                  ' "started": null}'}.items():
+        (project.outputs / "a" / name).mkdir()
+        (project.outputs / "a" / name / "manifest.json").write_text(text)
     entries = index.collect(project)
-    assert {e.manifest.run_id: e.manifest.status for e in entries} == {"good": "passed", "broken": "failed"}
+    assert {e.manifest.run_id: e.manifest.status for e in entries} == {
+        "good": "passed", "broken": "unreadable", "null": "unreadable", "list": "unreadable",
+        "nostart": "unreadable"}
+    unreadable = next(e for e in entries if e.manifest.run_id == "nostart")
+    assert str(project.outputs / "a" / "nostart" / "manifest.json") in unreadable.manifest.error
+    assert "started" in unreadable.manifest.error
+    assert "unreadable" in index.write(project).read_text()
+
+
+def test_concurrent_index_writers_do_not_collide(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    _fake_run(project.outputs, "a", "good", "2026-11-30T01:00:00")
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: index.write(project), range(100)))
+    assert not list(project.outputs.glob("*.tmp*"))
 
 
 def test_headline_values_are_shortened():
     assert index.short(0.123456789) == "0.1235"
     assert index.short({"ours": 1.0, "seed": 2.5}) == "ours 1, seed 2.5"
     assert index.short(list(range(10))) == "0, 1, 2, 3, 4, 5 ..."
+
+
+def _dead_pid():
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_a_running_run_whose_process_is_gone_shows_as_died_unless_on_another_host(tmp_path):
+    import socket
+
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    for run_id, host in (("here", socket.gethostname()), ("there", "another-machine")):
+        folder = _fake_run(project.outputs, "a", run_id, "2026-11-30T01:00:00", status="running")
+        manifest = Manifest.read(folder)
+        manifest.pid, manifest.host = _dead_pid(), host
+        manifest.write(folder)
+    assert {e.manifest.run_id: e.manifest.status for e in index.collect(project)} == {
+        "here": "died", "there": "running"}
+    assert Manifest.read(project.outputs / "a" / "here").observed_status() == "died"

@@ -11,3 +11,31 @@ def test_manifest_round_trips_and_ignores_unknown_fields(tmp_path):
     (tmp_path / "manifest.json").write_text(json.dumps(data))
     assert Manifest.read(tmp_path) == manifest
     assert not list(tmp_path.glob("*.tmp"))
+
+
+import pytest  # noqa: E402
+
+from exactness.manifest import ManifestError  # noqa: E402
+
+
+@pytest.mark.parametrize("text, field", [
+    ("null", "manifest"), ("[1, 2]", "manifest"),
+    ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}, "batch": "b", "started": null}', "started"),
+    ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}, "batch": "b", "status": 3}', "status"),
+    ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}, "batch": "b", "duration_s": "abc"}', "duration_s"),
+    ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}}', "batch"),
+])
+def test_an_ill_typed_manifest_raises_one_error_naming_path_and_field(tmp_path, text, field):
+    (tmp_path / "manifest.json").write_text(text)
+    with pytest.raises(ManifestError, match=field) as caught:
+        Manifest.read(tmp_path)
+    assert str(tmp_path / "manifest.json") in str(caught.value)
+
+
+def test_concurrent_writers_never_collide_on_the_temporary_file(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    manifest = Manifest(study="s", run_id="r", param_set="p", params={}, batch="b")
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: manifest.write(tmp_path), range(200)))
+    assert Manifest.read(tmp_path) == manifest and not list(tmp_path.glob("*.tmp*"))

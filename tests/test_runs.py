@@ -87,3 +87,35 @@ def test_a_missing_kernel_is_named(monkeypatch):
     monkeypatch.setattr(KernelSpecManager, "find_kernel_specs", lambda self: {"python3": "/x"})
     with pytest.raises(runs.KernelMissingError, match="make install"):
         runs.ensure_kernel()
+
+
+def test_a_run_kernel_uses_ipc_sockets_inside_the_project_and_no_tcp_warning(tiny_project):
+    import subprocess
+    import sys
+
+    from conftest import cli_env, write_notebook
+
+    write_notebook(tiny_project / "notebooks" / "conn.ipynb", "x = 1",
+                   "from ipykernel.connect import get_connection_info\n"
+                   "open('connection.json', 'w').write(get_connection_info())")
+    (tiny_project / "params" / "conn").mkdir()
+    (tiny_project / "params" / "conn" / "default.yaml").write_text("{}\n")
+    result = subprocess.run([sys.executable, "-m", "exactness.cli", "run", "conn", "--log-output"],
+                            capture_output=True, text=True, env=cli_env(tiny_project), timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "without encryption" not in result.stdout + result.stderr
+    (folder,) = (tiny_project / "outputs" / "conn").iterdir()
+    connection = json.loads((folder / "connection.json").read_text())
+    state = tiny_project / ".state" / "k"
+    assert connection["transport"] == "ipc" and connection["ip"].startswith(str(state))
+    assert not list(state.iterdir())  # the kernels' socket files are removed when they shut down
+    assert oct(state.stat().st_mode & 0o777) == "0o700"
+
+
+def test_ipc_socket_prefix_falls_back_to_a_private_tmp_folder_for_long_paths(tmp_path):
+    import os
+
+    project = Project.at(tmp_path / ("x" * 120), tmp_path / "out")
+    prefix = runs.ipc_prefix(project)
+    assert len(prefix) < 100 and prefix.startswith("/tmp/")
+    assert oct(os.stat(os.path.dirname(prefix)).st_mode & 0o777) == "0o700"

@@ -76,3 +76,27 @@ def test_a_killed_sweep_resumes_without_losing_or_repeating_a_seed(tmp_path):
     assert resumed.seed.tolist() == list(range(n))
     whole = near_tie_screen.screen(["Wav2Vec2ForPreTraining"], 0, n, workers=2, chunk_size=size)
     pd.testing.assert_frame_equal(resumed, whole)
+
+
+def test_workers_restart_when_the_code_they_run_was_edited_between_sweeps(tmp_path, monkeypatch, capsys):
+    package = tmp_path / "edited_pkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    source = "import pandas as pd\n\n\ndef work(chunk):\n    return pd.DataFrame({{'v': [{v}] * len(chunk)}})\n"
+    (package / "work.py").write_text(source.format(v=1))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from edited_pkg.work import work
+
+    first = sweep.map_chunks(work, range(4), workers=2, chunk_size=1)
+    (package / "work.py").write_text(source.format(v=222))  # another size: no stale .pyc either
+    second = sweep.map_chunks(work, range(4), workers=2, chunk_size=1)
+    assert first.v.tolist() == [1] * 4 and second.v.tolist() == [222] * 4
+    assert "restarting them" in capsys.readouterr().err
+
+
+def test_the_code_fingerprint_is_cheap():
+    roots = sweep._code_roots(_squares)
+    began = time.perf_counter()
+    for _ in range(20):
+        sweep._fingerprint(roots)
+    assert (time.perf_counter() - began) / 20 < 0.02  # generous: shared CI cores; measured ~0.3 ms

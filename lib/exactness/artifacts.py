@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,14 @@ class RunArtifacts:
 
     @classmethod
     def current(cls, study: str) -> RunArtifacts:
-        folder = os.environ.get(RUN_DIR_VARIABLE) or Project.at().outputs / "scratch" / study
-        return cls(folder)
+        """The run folder under `exactness run`; interactively, outputs/scratch/<study>/, emptied first so
+        that a re-run in JupyterLab never leaves an earlier execution's tables or figures beside its own."""
+        if os.environ.get(RUN_DIR_VARIABLE):
+            return cls(os.environ[RUN_DIR_VARIABLE])
+        scratch = Project.at().outputs / "scratch" / study
+        if scratch.is_dir():
+            shutil.rmtree(scratch)
+        return cls(scratch)
 
     @property
     def interactive(self) -> bool:
@@ -45,6 +52,7 @@ class RunArtifacts:
     def table(self, name: str, frame) -> Path:
         path = self._path("tables", name, ".parquet")
         frame.to_parquet(path, index=False)
+        frame.to_csv(path.with_suffix(".csv"), index=False)  # for readers without a parquet reader
         return path
 
     def figure(self, name: str, figure) -> Path:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import os
 import secrets
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import yaml
 
 from exactness import catalog, index, parameters
 from exactness.manifest import MANIFEST, Manifest
@@ -80,6 +83,31 @@ def _has_set(study: catalog.Study, name: str) -> bool:
     return found.resolve().parent == study.params_dir.resolve()
 
 
+def check_overrides(overrides: list[tuple[str, str]]) -> None:
+    """Each `-p` value must be YAML; said in one line (the parser's own message spans several)."""
+    for name, text in overrides:
+        try:
+            yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            where = f" at column {mark.column + 1}" if mark is not None else ""
+            problem = getattr(error, "problem", None) or _first_line(str(error))
+            raise parameters.ParameterError(f"-p {name}: {text!r} is not valid YAML: {problem}{where}") from None
+
+
+def check_outputs(outputs: Path) -> None:
+    """`--out` must be, or be creatable as, a writable folder; checked before anything is created."""
+    existing = next(p for p in (outputs, *outputs.parents) if p.exists())
+    if not existing.is_dir():
+        raise ValueError(f"--out {outputs}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):  # also false on a read-only mount
+        raise ValueError(f"--out {outputs}: {existing} is not writable")
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), text)
+
+
 def cmd_list(project: Project) -> int:
     for name, study in catalog.discover(project).items():
         print(f"{name:<20} {' '.join(study.param_sets) or '(no parameter sets)'}")
@@ -89,7 +117,10 @@ def cmd_list(project: Project) -> int:
 def cmd_resume(project: Project, args) -> int:
     from exactness import runs
 
-    folder = find_run(project, args.resume)
+    folder = find_run(project, args.resume).resolve()
+    # A run folder is <outputs>/<study>/<run-id>: its index, environment link and report links belong to
+    # its own outputs root, wherever --out points now.
+    project = Project(root=project.root, outputs=folder.parent.parent)
     manifest = Manifest.read(folder)
     study = catalog.get(project, args.study)
     if args.file or args.param:
@@ -103,7 +134,7 @@ def cmd_resume(project: Project, args) -> int:
                                                for k in changed))
     runs.ensure_kernel()
     shards = len(list((folder / "shards").glob("*.pkl")))
-    print(f"resuming {folder} ({manifest.status}; {shards} finished shards kept) ...", flush=True)
+    print(f"resuming {folder} ({manifest.observed_status()}; {shards} finished shards kept) ...", flush=True)
     try:
         result = runs.resume(project, study, folder, with_code=args.with_code, log_output=args.log_output)
     except KeyboardInterrupt:
@@ -119,6 +150,7 @@ def cmd_resume(project: Project, args) -> int:
 def cmd_run(project: Project, args) -> int:
     from exactness import runs
 
+    check_overrides([tuple(p) for p in args.param])
     if args.resume:
         return cmd_resume(project, args)
     batch_plan = plan(project, args.study, args.file, [tuple(p) for p in args.param])
@@ -161,7 +193,7 @@ def find_run(project: Project, reference: str) -> Path:
 def cmd_show(project: Project, reference: str) -> int:
     folder = find_run(project, reference)
     manifest = Manifest.read(folder)
-    print(f"{manifest.study} {manifest.run_id}: {manifest.status} ({manifest.param_set}), "
+    print(f"{manifest.study} {manifest.run_id}: {manifest.observed_status()} ({manifest.param_set}), "
           f"{manifest.duration_s} s, started {manifest.started}")
     if manifest.error:
         print(f"  error in cell {manifest.failed_cell}: {manifest.error}")
@@ -174,6 +206,12 @@ def cmd_show(project: Project, reference: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     project = Project.at(outputs=args.out)
+    try:
+        if args.command in ("run", "index"):
+            check_outputs(project.outputs)
+    except ValueError as error:
+        print(f"exactness: error: {error}", file=sys.stderr)
+        return 2
     keep_state_inside(project)
     try:
         if args.command == "list":

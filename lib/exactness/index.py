@@ -9,7 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from exactness.manifest import MANIFEST, Manifest
+from exactness.manifest import MANIFEST, Manifest, ManifestError, write_atomically
 from exactness.project import Project
 
 HEADLINES_SHOWN = 8
@@ -44,16 +44,17 @@ def collect(project: Project) -> list[RunEntry]:
         folder = manifest_path.parent
         try:
             manifest = Manifest.read(folder)
-        except (ValueError, TypeError):  # a damaged manifest shows up as such instead of breaking the index
+            manifest.status = manifest.observed_status()  # a killed run shows "died", not "running" forever
+        except (ManifestError, OSError) as error:  # shown as such (with its path), never breaking the index
             manifest = Manifest(study=folder.parent.name, run_id=folder.name, param_set="?", params={},
-                                batch="?", status="failed", error="manifest.json is unreadable")
+                                batch="?", status="unreadable", error=str(error))
         summary_path = folder / "summary.json"
         try:
             summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
         except ValueError:
             summary = {"summary.json": "unreadable"}
         entries.append(RunEntry(folder, manifest, summary))
-    return sorted(entries, key=lambda e: (e.manifest.started, e.manifest.run_id), reverse=True)
+    return sorted(entries, key=lambda e: (e.manifest.started or "", e.manifest.run_id or ""), reverse=True)
 
 
 def short(value) -> str:
@@ -103,7 +104,5 @@ def render(project: Project) -> str:
 def write(project: Project) -> Path:
     project.outputs.mkdir(parents=True, exist_ok=True)
     path = project.outputs / "index.html"
-    temporary = path.with_suffix(".html.tmp")
-    temporary.write_text(render(project))
-    os.replace(temporary, path)
+    write_atomically(path, render(project))  # a temporary file per writer: concurrent runs never collide
     return path

@@ -1,8 +1,39 @@
-"""Small helpers for notebook answers: a sentence rendered as Markdown, a dict shown as a table."""
+"""What a reader sees of a result: computed sentences, tables for people and figures with captions.
+
+Tables show a few named columns with 2-3 significant digits and exact counts, no index, and link to the
+full table (parquet and CSV); long ones show their first rows and fold the rest away. Figures are shown
+as an image with alt text and a caption that says what is plotted and what to take from it.
+"""
 
 from __future__ import annotations
 
+import base64
+import html
+import math
+import numbers
+
 import pandas as pd
+
+MAX_COLUMNS = 8
+_TEXT = ' class="text"'  # left-aligned: names and words, not numbers
+TABLE_STYLE = """
+.exactness-table { border-collapse: collapse; font-family: sans-serif; font-size: 0.9em; margin: 4px 0; }
+.exactness-table th, .exactness-table td { border-bottom: 1px solid #ddd; padding: 3px 10px; text-align: right; }
+.exactness-table th { background: #f5f5f5; }
+.exactness-table td.text, .exactness-table th.text { text-align: left; }
+.exactness-caption { font-family: sans-serif; font-size: 0.88em; color: #444; margin: 2px 0 12px 0; }
+figure.exactness-figure { margin: 8px 0 16px 0; }
+figure.exactness-figure img { max-width: 100%; }
+"""
+
+
+def _display_html(text: str) -> None:
+    try:
+        from IPython.display import HTML, display
+
+        display(HTML(text))
+    except ImportError:
+        print(text)
 
 
 def say(text: str) -> None:
@@ -18,3 +49,94 @@ def say(text: str) -> None:
 def facts_table(facts: dict, key: str = "fact", value: str = "value") -> pd.DataFrame:
     rows = [(k, ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v) for k, v in facts.items()]
     return pd.DataFrame(rows, columns=[key, value]).astype({value: str})
+
+
+def cell(value, digits: int = 3) -> str:
+    """One value as a person reads it: exact integers with separators, floats to `digits` significant
+    digits, yes/no for booleans, lists joined, missing values as a dash."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "–"
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return "yes" if value else "no"
+    if isinstance(value, numbers.Integral):
+        return f"{int(value):,}"
+    if isinstance(value, numbers.Real):
+        x = float(value)
+        if x == 0 or math.isinf(x):
+            return "0" if x == 0 else ("∞" if x > 0 else "−∞")
+        if 1e-3 <= abs(x) < 1e5:
+            decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
+            return f"{x:,.{decimals}f}"
+        return f"{x:.{digits - 1}e}"
+    if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
+        return ", ".join(cell(v, digits) for v in value) or "–"
+    return str(value)
+
+
+def _rows_html(frame: pd.DataFrame, digits: int) -> str:
+    numeric = [pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
+               for c in frame.columns]
+    rows = []
+    for values in frame.itertuples(index=False, name=None):
+        cells = "".join(f"<td{'' if num else _TEXT}>{html.escape(cell(v, digits))}</td>"
+                        for v, num in zip(values, numeric, strict=True))
+        rows.append(f"<tr>{cells}</tr>")
+    return "".join(rows)
+
+
+def table_html(frame: pd.DataFrame, columns: dict[str, str] | list[str] | None = None, digits: int = 3,
+               caption: str = "", full: str | None = None, max_rows: int = 12) -> str:
+    """A table for people: `columns` picks (and, as a dict, renames) at most MAX_COLUMNS columns; rows past
+    `max_rows` fold into a <details>; `full` names the complete table under tables/ (parquet and CSV)."""
+    if columns is None:
+        columns = list(frame.columns)
+    names = columns if isinstance(columns, dict) else {c: c for c in columns}
+    if len(names) > MAX_COLUMNS:
+        raise ValueError(f"a table for people shows at most {MAX_COLUMNS} columns, got {len(names)}: {list(names)}"
+                         " (the full table is one link away)")
+    missing = [c for c in names if c not in frame.columns]
+    if missing:
+        raise KeyError(f"columns {missing} are not in the table (it has {list(frame.columns)})")
+    shown = frame[list(names)].rename(columns=names)
+    numeric = [pd.api.types.is_numeric_dtype(shown[c]) and not pd.api.types.is_bool_dtype(shown[c])
+               for c in shown.columns]
+    head = "".join(f"<th{'' if num else _TEXT}>{html.escape(str(c))}</th>"
+                   for c, num in zip(shown.columns, numeric, strict=True))
+    first = _rows_html(shown[:max_rows], digits)
+    body = f"<table class=\"exactness-table\"><thead><tr>{head}</tr></thead><tbody>{first}</tbody></table>"
+    if len(shown) > max_rows:
+        rest = (f"<table class=\"exactness-table\"><thead><tr>{head}</tr></thead>"
+                f"<tbody>{_rows_html(shown[max_rows:], digits)}</tbody></table>")
+        body += f"<details><summary>{len(shown) - max_rows:,} more rows</summary>{rest}</details>"
+    notes = [html.escape(caption)] if caption else []
+    if full:
+        notes.append(f"Full table ({len(frame):,} rows, {len(frame.columns)} columns): "
+                     f"<a href=\"tables/{html.escape(full)}.parquet\">parquet</a>, "
+                     f"<a href=\"tables/{html.escape(full)}.csv\">CSV</a>.")
+    caption_html = f"<p class=\"exactness-caption\">{' '.join(notes)}</p>" if notes else ""
+    return f"<style>{TABLE_STYLE}</style>{body}{caption_html}"
+
+
+def table(frame: pd.DataFrame, columns: dict[str, str] | list[str] | None = None, digits: int = 3,
+          caption: str = "", full: str | None = None, max_rows: int = 12) -> None:
+    """Show `table_html(...)` in the notebook."""
+    _display_html(table_html(frame, columns, digits, caption, full, max_rows))
+
+
+def figure_html(png: bytes, alt: str, caption: str) -> str:
+    if not alt.strip() or not caption.strip():
+        raise ValueError("a figure needs alt text and a caption (what is plotted, units, how to read it, takeaway)")
+    data = base64.b64encode(png).decode("ascii")
+    return (f"<style>{TABLE_STYLE}</style><figure class=\"exactness-figure\"><img src=\"data:image/png;base64,{data}\" "
+            f"alt=\"{html.escape(alt, quote=True)}\"><figcaption class=\"exactness-caption\">{html.escape(caption)}"
+            "</figcaption></figure>")
+
+
+def figure(artifacts, name: str, fig, caption: str, alt: str) -> None:
+    """Save `fig` as figures/<name>.png, show it with its alt text and caption, and close it (so that the
+    inline backend does not show it a second time without them)."""
+    import matplotlib.pyplot as plt
+
+    path = artifacts.figure(name, fig)
+    plt.close(fig)
+    _display_html(figure_html(path.read_bytes(), alt, caption))

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import secrets
+import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -96,8 +97,12 @@ def resume(project: Project, study: Study, folder: Path, with_code: bool = False
         raise ResumeError(f"{folder} is a run of {manifest.study!r}, not of {study.name!r}")
     if manifest.status == "passed":
         raise ResumeError(f"{folder} passed; there is nothing to resume (start a new run instead)")
+    if manifest.status == "running" and manifest.host not in (None, socket.gethostname()):
+        raise ResumeError(f"{folder} is running on {manifest.host} (process {manifest.pid}), which this "
+                          f"machine cannot check; resume it there, or stop it first")
     if manifest.status == "running" and _alive(manifest.pid):
         raise ResumeError(f"{folder} is still running (process {manifest.pid}); stop it first")
+    manifest.status = manifest.observed_status()  # a killed attempt is recorded as "died"
     number = len(manifest.attempts) + 1
     keep = folder / "attempts" / str(number)
     keep.mkdir(parents=True, exist_ok=False)
@@ -114,13 +119,39 @@ def resume(project: Project, study: Study, folder: Path, with_code: bool = False
     return _execute_into(project, study, folder, manifest, with_code, log_output)
 
 
+_SOCKET_PATH_LIMIT = 100  # sun_path holds 107 bytes; jupyter_client appends "-<port>" to the prefix
+
+
+def ipc_prefix(project: Project) -> str:
+    """Where a run's kernel puts its unix sockets: in .state/ (0700), so no other local user can connect
+    to a running study; under a fresh 0700 folder in /tmp when the project path is too long for a socket."""
+    folder = project.state / "k"
+    folder.mkdir(parents=True, exist_ok=True)
+    folder.chmod(0o700)
+    prefix = str(folder / secrets.token_hex(3))
+    if len(prefix) + len("-65535") > _SOCKET_PATH_LIMIT:
+        import tempfile
+
+        prefix = str(Path(tempfile.mkdtemp(prefix="exactness-")) / "k")  # mkdtemp makes it 0700
+    return prefix
+
+
+def _ipc_kernel_manager(prefix: str):
+    """A kernel manager class whose kernel listens on unix sockets (no TCP, so no "running over TCP
+    without encryption" warning); nbclient takes it as `kernel_manager_class` through papermill."""
+    from jupyter_client.manager import AsyncKernelManager
+    from traitlets import Unicode
+
+    return type("IpcKernelManager", (AsyncKernelManager,), {"transport": Unicode("ipc"), "ip": Unicode(prefix)})
+
+
 def _execute_into(project: Project, study: Study, folder: Path, manifest: Manifest, with_code: bool,
                   log_output: bool) -> RunResult:
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
     params = manifest.params
-    manifest.pid = os.getpid()
+    manifest.pid, manifest.host = os.getpid(), socket.gethostname()
     manifest.write(folder)
     executed = folder / study.notebook.name
     began = time.monotonic()
@@ -130,6 +161,7 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
         papermill.execute_notebook(
             str(study.notebook), str(executed), parameters=params, kernel_name=KERNEL_NAME, cwd=str(folder),
             progress_bar=False, log_output=log_output,
+            kernel_manager_class=_ipc_kernel_manager(ipc_prefix(project)),
         )
         manifest.status = "passed"
     except PapermillExecutionError as error:

@@ -82,30 +82,88 @@ class Progress:
                   file=self.stream, flush=True)
 
 
-_EXECUTORS: dict[int, ProcessPoolExecutor] = {}
+_EXECUTORS: dict[int, tuple[ProcessPoolExecutor, tuple, tuple]] = {}  # workers -> pool, roots, fingerprint
+_LIBRARY = os.path.dirname(os.path.abspath(__file__))
 
 
-def _executor(workers: int) -> ProcessPoolExecutor:
+def _code_roots(function) -> tuple[str, ...]:
+    """Where the code the workers run lives: this library, and the package of `function` unless it is
+    installed under the interpreter's prefix (site-packages are not edited between sweeps)."""
+    roots = {_LIBRARY}
+    target = getattr(function, "func", function)  # functools.partial
+    name = getattr(target, "__module__", None) or ""
+    top = sys.modules.get(name.split(".")[0])
+    path = getattr(top, "__file__", None)
+    if path and not os.path.abspath(path).startswith((sys.prefix, sys.base_prefix)):
+        roots.add(os.path.dirname(os.path.abspath(path)) if os.path.basename(path) == "__init__.py" else path)
+    return tuple(sorted(roots))
+
+
+def _fingerprint(roots) -> tuple:
+    """sys.path (fixed in a worker when it starts) and (path, mtime, size) of every .py file under `roots`:
+    a few stat calls, well under a millisecond for this library."""
+    entries = []
+    stack = list(roots)
+    while stack:
+        root = stack.pop()
+        if os.path.isfile(root):
+            st = os.stat(root)
+            entries.append((root, st.st_mtime_ns, st.st_size))
+            continue
+        with os.scandir(root) as found:
+            for entry in found:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        stack.append(entry.path)
+                elif entry.name.endswith(".py"):
+                    st = entry.stat()
+                    entries.append((entry.path, st.st_mtime_ns, st.st_size))
+    return tuple(sys.path), tuple(entries)  # scandir order is stable for an unchanged folder
+
+
+def _changed(before: tuple, after: tuple) -> str:
+    if before[0] != after[0]:
+        return "sys.path"
+    old, new = set(before[1]), set(after[1])
+    return ", ".join(sorted({path for path, *_ in old ^ new}))
+
+
+def _executor(workers: int, function=None) -> ProcessPoolExecutor:
     """One pool of `workers` processes, kept for the life of this process: workers start once (torch
     imported once, per-process caches such as the screen's template models kept) however many sweeps
     follow. Workers come from a fork server, never forked from this process: a Jupyter kernel that has run
     torch and ONNX Runtime holds thread pools that a forked child inherits half-alive (a replay after
-    the checks hung that way)."""
-    pool = _EXECUTORS.get(workers)
-    if pool is None:
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(["torch", "exactness.sweep"])
-        pool = _EXECUTORS[workers] = ProcessPoolExecutor(max_workers=workers, mp_context=context,
-                                                         initializer=_init_pool_worker)
+    the checks hung that way). Workers keep the code they imported, so when a .py file of the library (or
+    of the swept function's package) changed since they started, e.g. edited in JupyterLab, the pool is
+    replaced. The fork server preloads only third-party modules, so new workers import the library afresh.
+    Dask workers are not covered: restart them yourself after an edit."""
+    roots = _code_roots(function)
+    held = _EXECUTORS.get(workers)
+    if held is not None:
+        pool, old_roots, before = held
+        roots = tuple(sorted(set(roots) | set(old_roots)))
+        after = _fingerprint(roots)
+        if roots != old_roots and after[0] == before[0]:  # a package first used now: loaded from now on
+            _EXECUTORS[workers] = (pool, roots, after)
+            return pool
+        if after == before:
+            return pool
+        print(f"sweep: code changed since the {workers} worker processes started ({_changed(before, after)}): "
+              "restarting them", file=sys.stderr, flush=True)
+        pool.shutdown(wait=False, cancel_futures=True)
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["torch", "pandas"])
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_pool_worker)
+    _EXECUTORS[workers] = (pool, roots, _fingerprint(roots))
     return pool
 
 
 def _in_processes(function, parts, todo, workers: int, finished) -> None:
     try:
-        futures = {_executor(workers).submit(function, parts[i]): i for i in todo}
+        futures = {_executor(workers, function).submit(function, parts[i]): i for i in todo}
     except BrokenProcessPool:  # a worker died in an earlier sweep: start a fresh pool
         _EXECUTORS.pop(workers, None)
-        futures = {_executor(workers).submit(function, parts[i]): i for i in todo}
+        futures = {_executor(workers, function).submit(function, parts[i]): i for i in todo}
     try:
         for future in as_completed(futures):
             finished(futures[future], future.result())

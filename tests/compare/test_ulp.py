@@ -1,3 +1,5 @@
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -88,3 +90,61 @@ def test_the_numpy_path_counts_exactly_what_the_torch_path_counts(dtype):
     assert fast.dtype == torch.int64 and (fast == -1).any() and (fast > 1000).any()
     assert torch.equal(fast, _distance_torch(a, b))
     assert torch.equal(ulp_distance(a[0], b[0]), _distance_torch(a[0], b[0]))  # 0-d stays 0-d
+
+
+@pytest.mark.parametrize("actual_shape,expected_shape", [
+    ((3,), (2, 3)),     # broadcasts: was an IndexError when an element failed, "all 3 elements" when none did
+    ((3, 1), (1, 3)),   # broadcasts both ways: 9 pairs compared, reported as 3
+    ((2, 3), (3,)),
+    ((6,), (2, 3)),     # same size, different shape
+    ((3,), (2,)),       # not even broadcastable
+])
+def test_check_refuses_tensors_of_different_shapes_and_names_both(actual_shape, expected_shape):
+    actual, expected = torch.zeros(actual_shape), torch.zeros(expected_shape)
+    message = f"logits: actual has shape {list(actual_shape)}, expected has shape {list(expected_shape)}"
+    with pytest.raises(ValueError, match=re.escape(message)):
+        check_ulp_close(actual, expected, max_ulp=0, name="logits")
+
+
+def test_a_failing_check_after_the_shape_check_still_reports_where():
+    expected = torch.zeros(2, 3)
+    actual = expected.clone()
+    actual[1, 2] = 1.0
+    result = check_ulp_close(actual, expected, max_ulp=0)
+    assert result.n_failed == 1 and "1 of 6 elements" in result.message and "at [1, 2]" in result.message
+
+
+def test_distance_broadcasts_to_one_count_per_compared_pair():
+    row = torch.tensor([1.0, 2.0, 4.0])
+    column = torch.nextafter(row, torch.tensor(9.0)).reshape(3, 1)
+    distance = ulp_distance(row, column)
+    assert distance.shape == (3, 3)
+    assert distance.diagonal().tolist() == [1, 1, 1]
+    assert torch.equal(distance, ulp_distance(row.expand(3, 3), column.expand(3, 3)))
+
+
+def test_distance_names_both_shapes_when_they_do_not_broadcast():
+    with pytest.raises(ValueError, match=r"shapes \[3\] and \[2\] do not broadcast"):
+        ulp_distance(torch.zeros(3), torch.zeros(2))
+
+
+@pytest.mark.parametrize("max_ulp,atol", [(0, 0.0), (4, 0.0), (4, 1e-6), (-1, 0.0), (2**40, 0.0)])
+def test_check_counts_the_same_failures_as_the_plain_element_wise_rule(max_ulp, atol):
+    # the check looks at the absolute difference only where the ulp count fails: same verdict as the rule
+    # applied to every element
+    generator = torch.Generator().manual_seed(1)
+    expected = torch.randn(5000, generator=generator) * torch.logspace(-9, 3, 5000)
+    step = torch.randint(0, 8, (5000,), generator=generator).to(torch.float32)
+    actual = expected + step * torch.finfo(torch.float32).eps * expected.abs()
+    specials = torch.tensor([float("nan"), float("inf"), float("-inf"), 0.0, float("nan"), float("inf")])
+    actual = torch.cat([actual, specials])
+    expected = torch.cat([expected, specials.roll(1)])
+    distance = ulp_distance(actual, expected)
+    absolute = (actual.double() - expected.double()).abs()
+    bad = (distance < 0) | ((distance > max_ulp) & ~(absolute <= atol))
+    result = check_ulp_close(actual, expected, max_ulp=max_ulp, atol=atol)
+    assert result.n_failed == int(bad.sum()) and result.max_ulp == int(distance.max())
+    assert bool(result) == (not bool(bad.any()))
+    if not result:
+        first = bad.nonzero()[0].item()
+        assert f"at [{first}]:" in result.message

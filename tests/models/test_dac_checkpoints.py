@@ -1,7 +1,12 @@
 """Checkpoints written here, in both formats, from a tiny DAC; then loaded back."""
 
+import re
+import subprocess
+import sys
+
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
 from exactness.models import dac, dac_checkpoints
 
@@ -105,4 +110,139 @@ def test_broken_files_and_metadata_are_named(tmp_path, plain):
         dac_checkpoints.load_original(tmp_path / "absent.pth")
     torch.save({"state_dict": {}, "metadata": {"kwargs": {"encoder_dim": 8}}}, tmp_path / "kwargs.pth")
     with pytest.raises(dac_checkpoints.CheckpointError, match="metadata.kwargs lacks"):
+        dac_checkpoints.load_original(tmp_path / "kwargs.pth")
+
+
+def _broken_original(tmp_path, plain, label, change):
+    """A copy of a good original checkpoint with `change` applied to its state_dict."""
+    state = dict(write_original(tmp_path / "good.pth", plain))
+    checkpoint = torch.load(tmp_path / "good.pth", weights_only=True)
+    change(state)
+    torch.save({**checkpoint, "state_dict": state}, tmp_path / f"{label}.pth")
+    return tmp_path / f"{label}.pth"
+
+
+def test_weight_g_far_too_small_is_named_instead_of_aborting_the_interpreter(tmp_path, plain):
+    # (1,1,1) for (8,1,1) once freed memory it did not own (glibc abort, exit 134): run it where a crash
+    # shows up as a return code rather than taking pytest down
+    path = _broken_original(tmp_path, plain, "g111",
+                            lambda s: s.__setitem__("encoder.block.0.weight_g", torch.ones(1, 1, 1)))
+    script = (f"from exactness.models import dac_checkpoints as c\nfor fold in (True, False):\n"
+              f"    try:\n        c.load_original({str(path)!r}, fold=fold)\n    except c.CheckpointError as e:\n"
+              f"        print(e)\n    else:\n        print('loaded')\n")
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, f"exit {run.returncode}: {run.stderr[-500:]}"
+    lines = run.stdout.strip().splitlines()
+    assert len(lines) == 2 and all("encoder.block.0.weight_g" in line and "(1, 1, 1)" in line
+                                   and "(8, 1, 1)" in line for line in lines), run.stdout
+
+
+@pytest.mark.parametrize("fold", [True, False])
+@pytest.mark.parametrize("key, shape, expected", [
+    ("encoder.block.0.weight_g", (9, 1, 1), (8, 1, 1)),
+    ("encoder.block.0.weight_g", (8, 1), (8, 1, 1)),
+    ("encoder.block.0.weight_v", (8, 1, 6), (8, 1, 7)),
+])
+def test_weight_norm_pair_of_wrong_shape_is_named_with_found_and_expected_shapes(tmp_path, plain, fold, key, shape,
+                                                                                 expected):
+    path = _broken_original(tmp_path, plain, "pair", lambda s: s.__setitem__(key, torch.ones(shape)))
+    with pytest.raises(dac_checkpoints.CheckpointError) as error:
+        dac_checkpoints.load_original(path, fold=fold)
+    assert key in str(error.value) and str(shape) in str(error.value) and str(expected) in str(error.value)
+
+
+def test_empty_and_text_files_say_what_they_are_and_what_was_expected(tmp_path):
+    (tmp_path / "empty.pth").write_bytes(b"")
+    with pytest.raises(dac_checkpoints.CheckpointError, match=r"is empty \(0 bytes\); expected a PyTorch checkpoint"):
+        dac_checkpoints.load_original(tmp_path / "empty.pth")
+    (tmp_path / "text.pth").write_text("encoder_dim: 64\n")
+    with pytest.raises(dac_checkpoints.CheckpointError) as error:
+        dac_checkpoints.load_original(tmp_path / "text.pth")
+    assert "16 bytes" in str(error.value) and "b'encoder_dim: 64" in str(error.value)
+    assert "expected a PyTorch checkpoint (.pth) holding {'state_dict'" in str(error.value)
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("encoder.block.0.bias", "hello", "encoder.block.0.bias holds a str, expected a floating-point tensor"),
+    ("encoder.block.0.bias", torch.zeros(8, dtype=torch.int32),
+     "encoder.block.0.bias holds torch.int32, expected a floating-point tensor"),
+    ("encoder.block.0.weight_v", torch.zeros(8, 1, 7, dtype=torch.int64),
+     "encoder.block.0.weight_v holds torch.int64, expected a floating-point tensor"),
+    ("encoder.block.0.weight_g", 3.0, "encoder.block.0.weight_g holds a float, expected a floating-point tensor"),
+])
+def test_values_that_are_not_float_tensors_are_named_with_their_type(tmp_path, plain, key, value, message):
+    path = _broken_original(tmp_path, plain, "value", lambda s: s.__setitem__(key, value))
+    for fold in (True, False):
+        with pytest.raises(dac_checkpoints.CheckpointError, match=re.escape(message)):
+            dac_checkpoints.load_original(path, fold=fold)
+
+
+def test_state_dict_and_metadata_that_are_not_dicts_are_named(tmp_path, plain):
+    write_original(tmp_path / "good.pth", plain)
+    checkpoint = torch.load(tmp_path / "good.pth", weights_only=True)
+    for label, broken in [("list", [1, 2]), ("state", {**checkpoint, "state_dict": [1]}),
+                          ("metadata", {**checkpoint, "metadata": "kwargs"})]:
+        torch.save(broken, tmp_path / f"{label}.pth")
+        with pytest.raises(dac_checkpoints.CheckpointError, match="not an original DAC checkpoint"):
+            dac_checkpoints.load_original(tmp_path / f"{label}.pth")
+
+
+def _broken_directory(tmp_path, plain, change):
+    plain.save_pretrained(tmp_path / "model")
+    state = load_file(tmp_path / "model" / "model.safetensors")
+    change(state)
+    save_file(state, tmp_path / "model" / "model.safetensors", metadata={"format": "pt"})
+    return tmp_path / "model"
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda s: s.pop("encoder.conv1.bias"), "missing keys ['encoder.conv1.bias']"),
+    (lambda s: s.__setitem__("encoder.extra", torch.zeros(2)), "unexpected keys ['encoder.extra']"),
+    (lambda s: s.__setitem__("encoder.conv1.bias", torch.zeros(3)), "encoder.conv1.bias: checkpoint (3,), model (8,)"),
+    (lambda s: s.__setitem__("encoder.conv1.bias", torch.zeros(8, dtype=torch.int32)),
+     "encoder.conv1.bias holds torch.int32, expected a floating-point tensor"),
+])
+def test_transformers_directory_loads_strictly_against_the_models_keys(tmp_path, plain, change, message):
+    # from_pretrained filled a missing key with fresh random weights and ignored an extra one
+    path = _broken_directory(tmp_path, plain, change)
+    with pytest.raises(dac_checkpoints.CheckpointError, match=re.escape(message)):
+        dac_checkpoints.load_transformers_dir(path)
+
+
+def test_transformers_directory_keeps_the_saved_dtype(tmp_path, plain):
+    plain.double().save_pretrained(tmp_path / "model")
+    loaded = dac_checkpoints.load_transformers_dir(tmp_path / "model")
+    assert loaded.dtype == torch.float64
+    assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), loaded.state_dict().values(),
+                                                  strict=True))
+
+
+def test_empty_weights_file_in_a_transformers_directory_is_named(tmp_path, plain):
+    plain.save_pretrained(tmp_path / "model")
+    (tmp_path / "model" / "model.safetensors").write_bytes(b"")
+    with pytest.raises(dac_checkpoints.CheckpointError, match=r"model.safetensors is empty \(0 bytes\); expected"):
+        dac_checkpoints.load_transformers_dir(tmp_path / "model")
+
+
+def test_weight_norm_pair_of_mixed_float_dtypes_folds_in_the_wider_one(tmp_path, plain):
+    path = _broken_original(tmp_path, plain, "mixed", lambda s: s.__setitem__(
+        "encoder.block.0.weight_g", s["encoder.block.0.weight_g"].half()))
+    state = torch.load(path, weights_only=True)["state_dict"]
+    g, v = state["encoder.block.0.weight_g"], state["encoder.block.0.weight_v"]
+    loaded = dac_checkpoints.load_original(path, fold=True)
+    assert torch.equal(loaded.encoder.conv1.weight, torch._weight_norm(v, g.float(), 0))
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("encoder_rates", None, "encoder_rates is None, expected a list of positive ints"),
+    ("encoder_dim", "8", "encoder_dim is '8' (str), expected a positive int"),
+    ("encoder_dim", 8.0, "encoder_dim is 8.0 (float), expected a positive int"),
+    ("codebook_size", 0, "codebook_size is 0 (int), expected a positive int"),
+])
+def test_architecture_kwargs_of_the_wrong_type_are_named(tmp_path, plain, key, value, message):
+    write_original(tmp_path / "good.pth", plain)
+    checkpoint = torch.load(tmp_path / "good.pth", weights_only=True)
+    kwargs = {**checkpoint["metadata"]["kwargs"], key: value}
+    torch.save({**checkpoint, "metadata": {"kwargs": kwargs}}, tmp_path / "kwargs.pth")
+    with pytest.raises(dac_checkpoints.CheckpointError, match=re.escape(f"metadata.kwargs: {message}")):
         dac_checkpoints.load_original(tmp_path / "kwargs.pth")

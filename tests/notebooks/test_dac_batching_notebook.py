@@ -14,5 +14,11 @@ def test_dac_batching_smoke_run(tmp_path):
     assert {"clip", "stage", "first_diff_from_end", "receptive_field", "bit_identical_before"} <= set(table.columns)
     summary = json.loads((folder / "summary.json").read_text())
     assert 0 < summary["padding_tail_latent_frames"] <= summary["receptive_field_frames"] + 1
+    claims = [f["claim"] for f in summary["findings"]]
+    assert 3 <= len(claims) <= 7 and "not broken" in claims[0]
+    assert f"last {summary['padding_tail_latent_frames']} latent frames" in claims[0]
     page = inspect_page(folder / "report.html")
     assert page["errors"] == [] and page["error_outputs"] == 0 and len(page["images"]) >= 2
+    html = (folder / "report.html").read_text()
+    assert html.index("Findings") < html.index("How much context") and "Not computed yet" not in html
+    assert "PosixPath" not in html and "<Axes" not in html

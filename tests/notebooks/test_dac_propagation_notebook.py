@@ -17,5 +17,12 @@ def test_dac_propagation_smoke_run(tmp_path):
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["fold_fp32_bit_identical"] is True
     assert summary["default_encoder_error"]["seed"] == 2.75e-2
+    verdicts = [f["verdict"] for f in summary["findings"]]
+    assert 3 <= len(verdicts) <= 7 and verdicts[0] == "new"
+    # the tiny model is never set against the seed's 44.1 kHz figures; the configuration check is variant-free
+    assert verdicts[1:6] == ["not comparable"] * 5
     page = inspect_page(folder / "report.html")
     assert page["errors"] == [] and page["error_outputs"] == 0 and len(page["images"]) >= 2
+    html = (folder / "report.html").read_text()
+    assert html.index("Findings") < html.index("The runs.") and "Not computed yet" not in html
+    assert "PosixPath" not in html and "<Axes" not in html

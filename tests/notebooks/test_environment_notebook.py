@@ -50,3 +50,21 @@ def test_index_renders_and_links_the_report(environment_run):
     page = inspect_page(outputs / "index.html")
     assert page["errors"] == []
     assert folder.name in page["text"] and "passed" in page["text"]
+
+
+def test_report_opens_with_computed_findings(environment_run):
+    folder, _, _ = environment_run
+    found = json.loads((folder / "summary.json").read_text())["findings"]
+    assert 3 <= len(found) <= 7 and all(f["verdict"] == "new" for f in found)  # smoke has no magnitude 10
+    assert any("IEEE 754" in f["claim"] for f in found) and any("subnormal" in f["claim"].lower() for f in found)
+    page = (folder / "report.html").read_text()
+    assert page.index("exactness-findings") < page.index("Which software versions ran?")
+    assert "exactness-pending" not in page and "PosixPath" not in page and "<figcaption" in page
+
+
+def test_parameters_cell_is_smoke_sized_and_default_yaml_keeps_the_main_jobs_magnitudes():
+    from exactness import parameters
+
+    notebook, default = REPO / "notebooks" / "environment.ipynb", REPO / "params" / "environment" / "default.yaml"
+    assert parameters.resolve(notebook, [], [])["magnitudes"] == [0.001, 1.0, 1000.0]
+    assert parameters.resolve(notebook, [default], [])["magnitudes"] == [0.001, 0.01, 0.1, 1.0, 10.0, 100.0, 1000.0]

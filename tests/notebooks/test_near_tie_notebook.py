@@ -1,6 +1,7 @@
 """End to end: the near-tie study on its smoke parameters through the real CLI."""
 
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -31,6 +32,24 @@ def test_summary_sets_the_seed_beside_ours(near_tie_run):
     assert summary["seeds_screened"] == 200 and summary["never_argmax"] == ["UniSpeechSatForPreTraining"]
     rate = summary["failure_rate"]["Wav2Vec2ConformerForPreTraining"]
     assert rate["seed"] == 15 / 40000 and 0 <= rate["ours"] <= 1
+
+
+def test_summary_carries_computed_findings_led_by_the_seeds_class(near_tie_run):
+    summary = json.loads((near_tie_run / "summary.json").read_text())
+    found = summary["findings"]
+    assert 3 <= len(found) <= 7
+    assert found[0]["claim"].startswith("Wav2Vec2ConformerForPreTraining") and "section 5" in found[0]["seed"]
+    # the smoke threshold is not the seed's: its candidate count is not set against the seed's 273
+    candidates = next(f for f in found if f["claim"].startswith("Seeds whose smallest gap"))
+    assert candidates["verdict"] == "not comparable" and "other threshold" in candidates["why"]
+
+
+def test_report_opens_with_findings_and_hides_nothing_for_the_reader(near_tie_run):
+    page = (near_tie_run / "report.html").read_text()
+    assert page.index("exactness-findings") < page.index("What is measured")
+    block = page[page.index('<section class="exactness-findings"'):]
+    block = block[:block.index("</section>")]
+    assert "exactness-pending" not in page and "PosixPath" not in page and not re.search(r"\binf\b", block)
 
 
 def test_report_renders_with_figures_and_no_errors(near_tie_run):

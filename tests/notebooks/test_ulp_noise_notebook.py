@@ -1,12 +1,13 @@
 """End to end: the ulp-noise study on its smoke parameters through the real CLI."""
 
 import json
+import re
 
 import pandas as pd
 import pytest
 
 from browser import inspect_page
-from conftest import run_study
+from conftest import REPO, run_study
 
 
 @pytest.fixture(scope="module")
@@ -36,3 +37,37 @@ def test_summary_and_report(ulp_run):
     assert 0 < summary["logits_median_max_abs_diff"]["ours"] < 1e-3
     page = inspect_page(ulp_run / "report.html")
     assert page["errors"] == [] and page["error_outputs"] == 0 and len(page["images"]) >= 3
+
+
+def test_summary_carries_computed_findings_that_do_not_compare_a_static_export_with_the_seed(ulp_run):
+    found = json.loads((ulp_run / "summary.json").read_text())["findings"]
+    assert 3 <= len(found) <= 7
+    medians = found[0]
+    # the smoke set exports statically, the seed measured the dynamic export: its medians sit beside, unjudged
+    assert medians["verdict"] == "not comparable" and "dynamic" in medians["why"] and "section 3" in medians["seed"]
+    assert "range of 4 draws" in medians["ours"]  # 4 draws are too few for a 95% interval of the median
+    assert all(f["verdict"] in ("new", "not comparable") for f in found)
+
+
+def test_report_opens_with_findings_and_hides_nothing_for_the_reader(ulp_run):
+    page = (ulp_run / "report.html").read_text()
+    assert page.index("exactness-findings") < page.index("What is measured")
+    block = page[page.index('<section class="exactness-findings"'):]
+    block = block[:block.index("</section>")]
+    assert "exactness-pending" not in page and "PosixPath" not in page and not re.search(r"\binf\b", block)
+    assert "IProgress" not in page and "Warning" not in page
+    assert page.count("<figcaption") >= 3 and 'alt=""' not in page
+
+
+def test_parameters_cell_is_smoke_sized_and_default_yaml_keeps_the_main_job():
+    from exactness import parameters
+
+    notebook, params = REPO / "notebooks" / "ulp_noise.ipynb", REPO / "params" / "ulp_noise"
+    plain = parameters.resolve(notebook, [], [])
+    assert plain == parameters.resolve(notebook, [params / "smoke.yaml"], [])  # "Run All" runs the smoke set
+    default = parameters.resolve(notebook, [params / "default.yaml"], [])
+    assert (default["n_draws"], default["shape_mode"], default["reference_draws"], default["settings_draws"]) == \
+        (100, "dynamic", 3, 3)
+    paper = parameters.resolve(notebook, [params / "paper.yaml"], [])
+    assert (paper["n_draws"], paper["shape_mode"], paper["reference_draws"], paper["settings_draws"]) == \
+        (300, "dynamic", 5, 5)

@@ -32,3 +32,91 @@ def test_samples_past_a_hop_multiple_are_dropped(tiny):
     model = dac.build_variant(tiny, "folded_fp32")
     table = batching.hop_drop(model, [800, 803, 808])
     assert table.dropped_samples.tolist() == [0, 3, 0] and table.hop.iloc[0] == 8
+
+
+def test_decoder_reach_is_measured_on_both_sides_of_a_frame(tiny):
+    reach = batching.measured_decoder_reach(dac.build_variant(tiny, "float64"), 81, 40)
+    assert reach["left_samples"] > 0 and reach["right_samples"] > 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Findings: fed tables that contradict each claim, the verdict and the wording follow the data
+
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+
+from exactness.studies import dac_batching_findings as found  # noqa: E402
+
+
+def _table(latent_tail: int, audio_tail: int = 100, before: float = 1e-7, codes_clean: bool = True,
+           size_diff: float = 0.0) -> pd.DataFrame:
+    rows = []
+    for stage, tail, length in (("latent", latent_tail, 50), ("codes", latent_tail, 50), ("audio", audio_tail, 400)):
+        rows.append({"clip": 1, "stage": stage, "cause": "padding", "length": length, "first_diff_from_end": tail,
+                     "bit_identical_before": codes_clean if stage == "codes" else before == 0,
+                     "max_diff_before": before, "max_diff_in_tail": 3.0 if tail else 0.0})
+        rows.append({"clip": 1, "stage": stage, "cause": "batch size", "length": length, "first_diff_from_end": 0,
+                     "bit_identical_before": size_diff == 0, "max_diff_before": size_diff, "max_diff_in_tail": 0.0})
+    return pd.DataFrame(rows)
+
+
+def test_padding_finding_answers_the_reviewers_from_the_tail_against_the_receptive_field():
+    within = found.padding_finding(_table(5), 1, 8)
+    assert within.verdict == "reproduced" and "not broken" in within.claim and "last 5 latent" in within.claim
+    beyond = found.padding_finding(_table(20), 1, 8)
+    assert beyond.verdict == "differs" and "unexplained" in beyond.why and "not broken" not in beyond.claim
+    none = found.padding_finding(_table(0), 1, 8)
+    assert none.verdict == "differs" and "changes no latent frame" in none.claim
+
+
+def _curves(latent_early: float = 0.0, audio_early: float = 0.0) -> dict:
+    latent, audio = torch.zeros(50), torch.zeros(400)
+    latent[-5:], audio[-40:] = 3.0, 1.0
+    latent[10], audio[20] = latent_early, audio_early
+    return {(1, "latent", "padding"): latent, (1, "audio", "padding"): audio}
+
+
+def test_before_tail_finding_counts_code_frames_and_says_when_codes_differ_early():
+    clean = found.before_tail_finding(_table(5), _curves(), 1, 8, 4)
+    assert "codes are identical" in clean.claim and "4 of 50 code frames" in clean.claim
+    assert "bit-identical outside the last 8 frames" in clean.claim
+    rounded = found.before_tail_finding(_table(5), _curves(latent_early=1e-7), 1, 8, 4)
+    assert "even outside the last 8 frames" in rounded.claim and "bit-identical" not in rounded.claim
+    early = found.before_tail_finding(_table(5, codes_clean=False), _curves(), 1, 8, 9)
+    assert "before the padding's tail as well" in early.claim
+
+
+def test_batch_size_finding_says_nothing_changes_only_when_nothing_does():
+    assert "changes nothing" in found.batch_size_finding(_table(5), 0).claim
+    moved = found.batch_size_finding(_table(5, size_diff=1e-6), 2)
+    assert "changes nothing" not in moved.claim and "2 code frames" in moved.claim and "rounding" not in moved.claim
+    assert "rounding only" in found.batch_size_finding(_table(5, size_diff=1e-6), 0).claim
+
+
+def test_audio_finding_explains_the_tail_by_the_decoders_reach_or_says_it_cannot():
+    curves = _curves()
+    above = found.audio_finding(_table(5, audio_tail=5 * 8 + 30), curves, 1, 8, 7, 30).claim
+    assert "unexplained" not in above and "spread back" in above
+    below_floor = found.audio_finding(_table(5, audio_tail=5 * 8 + 31), curves, 1, 8, 7, 30).claim
+    assert "less than the floor" in below_floor and "unexplained" not in below_floor
+    assert "unexplained" in found.audio_finding(_table(5, audio_tail=7 * 8 + 31), curves, 1, 8, 7, 30).claim
+    isolated = found.audio_finding(_table(5, audio_tail=70), _curves(audio_early=1e-6), 1, 8, 7, 30).claim
+    assert "isolated difference of up to 1.0e-06 at samples 20 to 20" in isolated and "unexplained" in isolated
+    carried = found.audio_finding(_table(5, audio_tail=70), _curves(latent_early=1e-7, audio_early=1e-6), 1, 8, 7,
+                                  30).claim
+    assert "carried from the latents' rounding" in carried and "unexplained" not in carried
+
+
+def test_hop_finding_states_the_rule_or_the_exception():
+    follows = pd.DataFrame({"hop": [512] * 3, "remainder": [0, 1, 7], "dropped_samples": [0, 1, 7]})
+    assert "up to 511 samples (hop - 1)" in found.hop_finding(follows).claim
+    assert "do not follow" in found.hop_finding(follows.assign(dropped_samples=[0, 0, 0])).claim
+
+
+def test_findings_count_code_frames_from_the_curves_not_index_differences():
+    curves = {**_curves(), (1, "codes", "padding"): torch.tensor([0.0, 0.0, 981.0, 3.0]),
+              (1, "codes", "batch size"): torch.zeros(4), (0, "codes", "batch size"): torch.zeros(4)}
+    dropped = pd.DataFrame({"hop": [8], "remainder": [3], "dropped_samples": [3]})
+    result = found.findings(_table(2), curves, 1, 8, 8, 30, dropped)
+    assert "2 of 50 code frames differ" in result[1].claim and "981" not in result[1].claim
+    assert len(result) == 5

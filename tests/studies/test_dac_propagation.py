@@ -54,3 +54,95 @@ def test_encoder_growth_and_the_seed_table(propagated):
     assert growth.amplification == pytest.approx(growth.encoder_error / chain.loc["encoder.Conv1", "max_abs_err"])
     beside = propagation.beside_seed(table)
     assert beside.loc["encoder.Conv2", "seed_002"] == 2.75e-2 and "variance_preserving" in beside.columns
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Findings: fed tables that contradict each claim, the verdict and the wording follow the data
+
+from exactness import reference  # noqa: E402
+from exactness.studies import dac_propagation_findings as found  # noqa: E402
+
+
+def _chain(errors: dict[str, float], init: str = "trained", rms: float = 1.0) -> pd.DataFrame:
+    """A folded_fp64-against-weight_norm chain with the given max error per layer, through _with_growth."""
+    rows = [{"variant": "folded_fp64", "against": "weight_norm", "layer": layer, "depth": d, "role": "main",
+             "max_abs_err": e, "mean_abs_err": e, "act_rms": rms, "rel_err": e / rms}
+            for d, (layer, e) in enumerate(errors.items())]
+    return propagation._with_growth(pd.DataFrame(rows)).assign(init=init)
+
+
+SEED_ERRORS = {k: reference.value(k) for k in ("encoder.Conv1", "encoder.Block0", "encoder.Block1", "encoder.Block2",
+                                              "encoder.Block3", "encoder.Snake1", "encoder.Conv2")}
+
+
+def test_fold_finding_says_whether_float32_folding_is_exact():
+    exact = pd.DataFrame({"variant": ["folded_fp32"], "max_abs_diff": [0.0]})
+    outputs = pd.DataFrame({"variant": ["folded_fp32"], "against": ["weight_norm"], "max_abs_err": [0.0]})
+    assert "causes no error" in found.fold_finding(outputs, exact).claim
+    inexact = found.fold_finding(outputs.assign(max_abs_err=1e-7), exact.assign(max_abs_diff=3e-8))
+    assert "does NOT" in inexact.claim and inexact.verdict == "new"
+
+
+def test_rounding_finding_is_beside_the_seed_only_on_44khz_and_follows_the_size():
+    seed_sized = pd.DataFrame({"variant": ["folded_fp64"], "init": ["trained"], "max_abs_diff": [3e-8]})
+    assert found.rounding_finding(seed_sized, "44khz").verdict == "reproduced"
+    assert found.rounding_finding(seed_sized.assign(max_abs_diff=1e-5), "44khz").verdict == "differs"
+    assert found.rounding_finding(seed_sized, "tiny").verdict == "not comparable"
+
+
+def test_growth_and_amplifier_findings_reproduce_the_seeds_chain_and_not_a_flat_one():
+    seed_like = _chain(SEED_ERRORS)
+    growth = propagation.encoder_growth(seed_like)
+    assert found.growth_finding(growth, "44khz").verdict == "reproduced"
+    amplifier = found.amplifier_finding(seed_like, "44khz")
+    assert amplifier.verdict == "reproduced" and "Block0 x1,899" in amplifier.claim
+    flat = _chain({k: 1e-7 * (1.1 ** i) for i, k in enumerate(SEED_ERRORS)})
+    assert found.growth_finding(propagation.encoder_growth(flat), "44khz").verdict == "differs"
+    flat_top = found.amplifier_finding(flat, "44khz")
+    assert flat_top.verdict == "differs" and "Block0 x1,899" not in flat_top.claim
+    assert found.amplifier_finding(seed_like, "tiny").verdict == "not comparable"
+
+
+def test_block_table_sets_the_seed_beside_ours_by_layer_name_only_on_44khz():
+    table = found.block_table(_chain(SEED_ERRORS), "44khz").set_index("layer")
+    assert table.loc["encoder.Block0", "seed_002"] == pytest.approx(table.loc["encoder.Block0", "trained"])
+    assert found.block_table(_chain(SEED_ERRORS), "tiny").seed_002.isna().all()
+
+
+def test_codes_finding_turns_when_a_code_flips():
+    chain = _chain(SEED_ERRORS)
+    codes = pd.DataFrame({"variant": ["folded_fp64"], "init": ["trained"], "codebook": [0],
+                          "fraction_differing": [0.0]})
+    margins = pd.DataFrame({"init": ["trained"], "min_margin": [1e-3]})
+    assert found.codes_finding(codes, margins, chain).verdict == "reproduced"
+    flipped = found.codes_finding(codes.assign(fraction_differing=0.02), margins, chain)
+    assert flipped.verdict == "differs" and "flip" in flipped.claim
+
+
+def test_codec_finding_turns_when_runs_differ_as_much_as_the_codec_error():
+    codec = pd.DataFrame({"codec_rms_err": [0.2, 0.2], "decoded_vs_float64": [0.0, 1e-6]})
+    assert found.codec_finding(codec).verdict == "reproduced"
+    assert found.codec_finding(codec.assign(decoded_vs_float64=[0.0, 0.1])).verdict == "differs"
+
+
+def test_config_finding_fails_when_a_published_configuration_does_not_pass():
+    good = pd.DataFrame(dac.config_checks())
+    assert found.config_finding(good).verdict == "reproduced"
+    broken = good.copy()
+    broken.loc[broken.case == "16khz", "result"] = "hop_length 512 != 320"
+    finding = found.config_finding(broken)
+    assert finding.verdict == "differs" and "16khz" in finding.claim and "pass" not in finding.claim
+
+
+def test_findings_on_another_variant_never_reproduce_the_seeds_44khz_figures(propagated):
+    table, extra = propagated
+    table = table.assign(init="variance_preserving")
+    weights = propagation.weight_table(extra["models"]).assign(init="variance_preserving")
+    codes = propagation.code_agreement({v: r["codes"] for v, r in extra["results"].items()}).assign(
+        init="variance_preserving")
+    margins = propagation.code_margins(extra["models"]["weight_norm"], dac.audio("tiny", 0.25, 0)).assign(
+        init="variance_preserving")
+    codec = propagation.codec_errors(extra, dac.audio("tiny", 0.25, 0))
+    result = propagation.findings(table, weights, propagation.encoder_growth(table), codes, margins, codec,
+                                  pd.DataFrame(dac.config_checks()), "tiny")
+    assert [f.verdict for f in result[1:6]] == ["not comparable"] * 5 and result[-1].verdict == "reproduced"

@@ -47,3 +47,22 @@ def test_seed_buckets_carry_the_seed_figures_in_our_columns():
     row = seed_buckets().iloc[0]
     assert (row.screened, row.below_threshold, row.failed, row.flipped) == (40000, 273, 15, 17)
     assert row.one_in == pytest.approx(2666.7, rel=1e-3)
+
+
+def test_screen_summary_counts_candidates_and_exact_ties_per_class():
+    from exactness.studies.near_tie_rate import screen_summary
+
+    screen, _ = _tables()
+    row = screen_summary(screen, 1e-5).iloc[0]
+    assert (row.seeds, row.candidates, row.exact_ties, row.smallest_gap) == (4, 2, 1, 0.0)
+    assert row.gap_median == pytest.approx(5.005e-4)
+
+
+def test_flip_curve_puts_each_checked_seed_on_its_predicted_probability():
+    from exactness.studies.near_tie_rate import flip_curve
+
+    _, checks = _tables()
+    checks = checks.assign(min_gap=[0.0, 1e-6], min_gap_ulps=[0.0, 2.0])
+    curve = flip_curve(checks, {"m": np.array([-2e-6, -5e-7, 0.0, 5e-7])})
+    assert curve.flipped.tolist() == [True, False] and curve.p_flip.tolist() == [0.5, 0.25]
+    assert flip_curve(checks, {}).empty  # no noise law measured: no curve

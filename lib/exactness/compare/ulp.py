@@ -35,10 +35,16 @@ def _ordered_numpy(x: np.ndarray, int_dtype) -> np.ndarray:
 
 def ulp_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """Element-wise ulp distance as int64; -1 where the pair is not comparable (NaN or infinity against
-    anything different). float64 distances saturate at the int64 maximum across the whole range."""
+    anything different). float64 distances saturate at the int64 maximum across the whole range.
+    Shapes broadcast as in numpy: the result holds one distance per compared pair (use check_ulp_close,
+    which requires equal shapes, to compare an output with its reference)."""
     if a.dtype != b.dtype or a.dtype not in _INT_VIEW:
         raise TypeError(f"ulp_distance needs two tensors of one float dtype, got {a.dtype} and {b.dtype}")
-    a, b = torch.broadcast_tensors(a, b)
+    if a.shape != b.shape:
+        try:
+            a, b = torch.broadcast_tensors(a, b)
+        except RuntimeError as error:  # torch's message names neither shape
+            raise ValueError(f"ulp_distance: shapes {list(a.shape)} and {list(b.shape)} do not broadcast") from error
     if a.dtype in _NUMPY_INT_VIEW and a.device.type == "cpu":
         # numpy runs these integer maps several times faster than torch on one thread (same integers, tested)
         return torch.from_numpy(_distance_numpy(a.detach().contiguous().numpy(), b.detach().contiguous().numpy(),
@@ -98,21 +104,36 @@ class UlpCheck:
 def check_ulp_close(actual: torch.Tensor, expected: torch.Tensor, max_ulp: int, atol: float = 0.0,
                     name: str = "tensor", shown: int = 5) -> UlpCheck:
     """Pass when every element is within `max_ulp` ulps, or within `atol` absolutely (near zero a few
-    ulps are a vanishing absolute difference); the message says which elements failed, where, and by how much."""
+    ulps are a vanishing absolute difference); the message says which elements failed, where, and by how much.
+    The shapes must be equal: broadcasting would compare pairs that were never meant to be compared, and
+    a shape that differs from the reference's is a defect of its own."""
+    if actual.shape != expected.shape:
+        raise ValueError(f"{name}: actual has shape {list(actual.shape)}, expected has shape "
+                         f"{list(expected.shape)}; check_ulp_close compares equal shapes only")
     distance = ulp_distance(actual, expected)
-    absolute = (actual.double() - expected.double()).abs()
-    bad = (distance < 0) | ((distance > max_ulp) & ~(absolute <= atol))
-    worst = int(distance.max()) if distance.numel() else 0
-    if not bool(bad.any()):
-        return UlpCheck(True, f"{name}: all {actual.numel()} elements within {max_ulp} ulps", worst, 0)
-    where = bad.nonzero()
-    lines = [f"{name}: {int(bad.sum())} of {actual.numel()} elements differ by more than {max_ulp} ulps "
+    numel = distance.numel()
+    worst = int(distance.max()) if numel else 0
+    if numel == 0 or (worst <= max_ulp and int(distance.min()) >= 0):
+        # the common case: nothing to look up, and no float64 copy of either tensor
+        return UlpCheck(True, f"{name}: all {numel} elements within {max_ulp} ulps", worst, 0)
+    # the absolute floor only matters where the ulp count fails, usually a handful of elements
+    flat = distance.reshape(-1)
+    candidates = ((flat < 0) | (flat > max_ulp)).nonzero().squeeze(1)
+    absolute = (actual.reshape(-1)[candidates].double() - expected.reshape(-1)[candidates].double()).abs()
+    failing = flat[candidates] < 0
+    failing |= ~(absolute <= atol)
+    where = candidates[failing]
+    absolute = absolute[failing]
+    n_failed = len(where)
+    if n_failed == 0:
+        return UlpCheck(True, f"{name}: all {numel} elements within {max_ulp} ulps or atol={atol:g}", worst, 0)
+    lines = [f"{name}: {n_failed} of {numel} elements differ by more than {max_ulp} ulps "
              f"(and more than atol={atol:g})"]
-    for index in where[:shown].tolist():
-        i = tuple(index)
-        d = int(distance[i])
+    for k, flat_index in enumerate(where[:shown].tolist()):
+        i = tuple(int(x) for x in np.unravel_index(flat_index, tuple(distance.shape)))
+        d = int(flat[flat_index])
         lines.append(f"  at {list(i)}: actual {actual[i].item()!r}, expected {expected[i].item()!r}, "
-                     + ("not comparable (NaN or infinity)" if d < 0 else f"{d} ulps, |diff| {absolute[i].item():.3g}"))
-    if len(where) > shown:
-        lines.append(f"  ... and {len(where) - shown} more")
-    return UlpCheck(False, "\n".join(lines), worst, int(bad.sum()))
+                     + ("not comparable (NaN or infinity)" if d < 0 else f"{d} ulps, |diff| {absolute[k].item():.3g}"))
+    if n_failed > shown:
+        lines.append(f"  ... and {n_failed - shown} more")
+    return UlpCheck(False, "\n".join(lines), worst, n_failed)

@@ -4,40 +4,41 @@ The original checkpoint is `{"state_dict": ..., "metadata": {"kwargs": {...archi
 like `encoder.block.{i}.block.{j}.block.{k}.weight_g` / `weight_v`. Keys are mapped to transformers names;
 each weight-norm pair is either folded into `weight` (what the transformers conversion does) or kept as
 weight norm (what the original computes). Anything missing, unexpected or mis-shaped is named before the
-model is touched.
+model is touched: shapes before any tensor operation (a weight_g of the wrong shape once crashed the
+interpreter inside `torch._weight_norm`), and a transformers directory strictly against the model's own keys
+(`from_pretrained` fills a missing key with fresh random weights).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file
+from torch.nn.utils import parametrize
 from transformers import DacConfig, DacModel
 
-from exactness.models.dac import check_config
+from exactness.models.dac import check_config, weight_normed_layers
 
 REQUIRED_KWARGS = ("encoder_dim", "encoder_rates", "latent_dim", "decoder_dim", "decoder_rates", "n_codebooks",
                    "codebook_size", "codebook_dim", "sample_rate")
+ORIGINAL = "a PyTorch checkpoint (.pth) holding {'state_dict': {...}, 'metadata': {'kwargs': {...}}}"
+NORMED = (".parametrizations.weight.original0", ".parametrizations.weight.original1")  # g, v
 
 
 class CheckpointError(ValueError):
     pass
 
 
-def load_transformers_dir(path: str | Path) -> DacModel:
-    path = Path(path)
-    if not (path / "config.json").exists():
-        raise CheckpointError(f"{path} is not a transformers model directory (no config.json)")
-    model = DacModel.from_pretrained(path, local_files_only=True).eval()
-    check_config(model.config)
-    return model
-
-
 def config_from_kwargs(kwargs: dict) -> DacConfig:
     missing = [k for k in REQUIRED_KWARGS if k not in kwargs]
     if missing:
         raise CheckpointError(f"metadata.kwargs lacks {missing}")
+    wrong = _kwarg_problems(kwargs)
+    if wrong:  # else DacConfig's validator, `list(None)` or `log2(0)` speak for it
+        raise CheckpointError("metadata.kwargs: " + "; ".join(wrong))
     if list(kwargs["decoder_rates"]) != list(kwargs["encoder_rates"])[::-1]:
         raise CheckpointError(f"decoder_rates {kwargs['decoder_rates']} are not encoder_rates "
                               f"{kwargs['encoder_rates']} reversed; transformers' DacModel cannot represent that")
@@ -51,6 +52,21 @@ def config_from_kwargs(kwargs: dict) -> DacConfig:
                               f"{config.hidden_size}")
     check_config(config)
     return config
+
+
+def _kwarg_problems(kwargs: dict) -> list[str]:
+    def positive(value: object) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+    problems = []
+    for key in REQUIRED_KWARGS:
+        value = kwargs[key]
+        if key.endswith("_rates"):
+            if not (isinstance(value, (list, tuple)) and value and all(map(positive, value))):
+                problems.append(f"{key} is {value!r}, expected a list of positive ints")
+        elif not positive(value):
+            problems.append(f"{key} is {value!r} ({type(value).__name__}), expected a positive int")
+    return problems
 
 
 def map_key(key: str, n_blocks: int) -> str | None:
@@ -85,55 +101,147 @@ def load_original(path: str | Path, fold: bool = True) -> DacModel:
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"no checkpoint at {path}")
-    try:
-        checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as error:  # a truncated or foreign file: say which file and why
-        raise CheckpointError(f"{path} is not a readable torch checkpoint: {error}") from error
-    if not isinstance(checkpoint, dict) or "state_dict" not in checkpoint or "kwargs" not in checkpoint.get(
-            "metadata", {}):
-        raise CheckpointError(f"{path} lacks 'state_dict' or 'metadata.kwargs': not an original DAC checkpoint")
-    config = config_from_kwargs(checkpoint["metadata"]["kwargs"])
+    checkpoint = _read_torch(path, ORIGINAL)
+    metadata = checkpoint.get("metadata") if isinstance(checkpoint, dict) else None
+    if not (isinstance(checkpoint, dict) and isinstance(checkpoint.get("state_dict"), dict)
+            and isinstance(metadata, dict) and isinstance(metadata.get("kwargs"), dict)):
+        raise CheckpointError(f"{path} lacks 'state_dict' or 'metadata.kwargs': not an original DAC checkpoint; "
+                              f"it holds {_outline(checkpoint)}, expected {ORIGINAL}")
+    config = config_from_kwargs(metadata["kwargs"])
     model = DacModel(config).eval()
-    if not fold:
-        model.apply_weight_norm()
-    mapped = _mapped_state(checkpoint["state_dict"], len(config.downsampling_ratios), fold)
-    _load_strict(model, mapped, path)
+    # checked in the checkpoint's own layout, (g, v) per layer, whether or not it is folded afterwards
+    model.apply_weight_norm()
+    mapped, sources, unmapped = _mapped_state(checkpoint["state_dict"], len(config.downsampling_ratios))
+    _check_state(model.state_dict(), mapped, path, sources, unmapped)
+    if fold:
+        for layer in weight_normed_layers(model):
+            parametrize.remove_parametrizations(layer, "weight", leave_parametrized=True)
+        mapped = _folded(mapped)
+    model.load_state_dict(mapped, strict=True)
     return model
 
 
-def _mapped_state(state: dict, n_blocks: int, fold: bool) -> dict[str, torch.Tensor]:
-    mapped, unexpected, pairs = {}, [], {}
+def load_transformers_dir(path: str | Path) -> DacModel:
+    path = Path(path)
+    if not (path / "config.json").exists():
+        raise CheckpointError(f"{path} is not a transformers model directory (no config.json)")
+    try:
+        config = DacConfig.from_pretrained(path, local_files_only=True)
+    except (OSError, ValueError, TypeError) as error:  # TypeError: JSON that is not an object
+        raise CheckpointError(_unreadable(path / "config.json", "a readable config", "a DacConfig as JSON",
+                                          error)) from error
+    check_config(config)
+    model = DacModel(config).eval()
+    if isinstance(config.dtype, torch.dtype) and config.dtype.is_floating_point:
+        model = model.to(config.dtype)  # as from_pretrained does: a float64 save loads as float64
+    state = _transformers_state(path)
+    _check_state(model.state_dict(), state, path)
+    model.load_state_dict(state, strict=True)
+    return model
+
+
+def _transformers_state(path: Path) -> dict:
+    """The tensors as saved (model.safetensors, its shards, or an older pytorch_model.bin), unrenamed, uncast."""
+    index = path / "model.safetensors.index.json"
+    names = sorted(set(json.loads(index.read_text())["weight_map"].values())) if index.exists() else [
+        "model.safetensors"]
+    if not index.exists() and not (path / names[0]).exists() and (path / "pytorch_model.bin").exists():
+        state = _read_torch(path / "pytorch_model.bin", "a state dict (name -> tensor)")
+        if not isinstance(state, dict):
+            raise CheckpointError(f"{path / 'pytorch_model.bin'} holds {_outline(state)}, expected a state dict")
+        return state
+    state = {}
+    for name in names:
+        if not (path / name).exists():
+            raise CheckpointError(f"{path} has config.json but no {name}")
+        try:
+            state.update(load_file(path / name))
+        except Exception as error:
+            raise CheckpointError(_unreadable(path / name, "a readable safetensors file", "DacModel weights",
+                                              error)) from error
+    return state
+
+
+def _read_torch(file: Path, expected: str) -> object:
+    try:
+        return torch.load(file, map_location="cpu", weights_only=True)
+    except Exception as error:  # a truncated or foreign file: say which file, what it holds and why
+        raise CheckpointError(_unreadable(file, "a readable torch checkpoint", expected, error)) from error
+
+
+def _unreadable(file: Path, kind: str, expected: str, error: Exception) -> str:
+    """Why `file` is not `kind`: the reader's own reason is often just `""` or `101`, so add its size and
+    first bytes (an empty file, a text file, an HTML error page saved as .pth tell themselves apart)."""
+    size = file.stat().st_size
+    if size == 0:
+        return f"{file} is empty (0 bytes); expected {expected}"
+    with file.open("rb") as handle:
+        start = handle.read(24)
+    return (f"{file} is not {kind} ({size} bytes starting {start!r}; the reader said "
+            f"{type(error).__name__}: {error}); expected {expected}")
+
+
+def _outline(value: object) -> str:
+    """One level of what a file holds, e.g. `a dict {'state_dict': list, 'metadata': dict}`."""
+    if not isinstance(value, dict):
+        return f"a {type(value).__name__}"
+    shown = ", ".join(f"{k!r}: {type(v).__name__}" for k, v in list(value.items())[:6])
+    return f"a dict {{{shown}{', ...' if len(value) > 6 else ''}}}"
+
+
+def _mapped_state(state: dict, n_blocks: int) -> tuple[dict, dict[str, str], list[str]]:
+    """The state under transformers' weight-norm names, the original key of each, and the keys with no place."""
+    mapped, sources, unmapped = {}, {}, []
     for key, value in state.items():
-        target = map_key(key, n_blocks)
+        target = map_key(str(key), n_blocks)
         if target is None:
-            unexpected.append(key)
-        elif target.endswith((".weight_g", ".weight_v")):
-            pairs.setdefault(target[: -len(".weight_g")], {})[target[-1]] = value
-        else:
-            mapped[target] = value
-    if unexpected:
-        raise CheckpointError(f"unexpected keys with no place in the model: {unexpected[:8]}"
-                              + (f" and {len(unexpected) - 8} more" if len(unexpected) > 8 else ""))
-    for layer, pair in pairs.items():
-        if set(pair) != {"g", "v"}:
-            raise CheckpointError(f"{layer}: weight_g and weight_v come in pairs; found only weight_{set(pair).pop()}")
-        if fold:
-            mapped[f"{layer}.weight"] = torch._weight_norm(pair["v"], pair["g"], 0)
-        else:
-            mapped[f"{layer}.parametrizations.weight.original0"] = pair["g"]
-            mapped[f"{layer}.parametrizations.weight.original1"] = pair["v"]
-    return mapped
+            unmapped.append(str(key))
+            continue
+        if target.endswith((".weight_g", ".weight_v")):
+            target = target[: -len(".weight_g")] + NORMED[target.endswith("_v")]
+        mapped[target], sources[target] = value, str(key)
+    return mapped, sources, unmapped
 
 
-def _load_strict(model: DacModel, mapped: dict, path: Path) -> None:
-    expected = model.state_dict()
-    missing = [k for k in expected if k not in mapped]
-    extra = [k for k in mapped if k not in expected]
-    shapes = [f"{k}: checkpoint {tuple(v.shape)} vs model {tuple(expected[k].shape)}" for k, v in mapped.items()
-              if k in expected and tuple(v.shape) != tuple(expected[k].shape)]
-    problems = [text for text, found in ((f"missing keys {missing[:8]}", missing),
-                                         (f"keys the model lacks {extra[:8]}", extra),
-                                         (f"shape mismatches {shapes[:4]}", shapes)) if found]
+def _folded(mapped: dict) -> dict:
+    """Each (g, v) pair as one `weight`, computed in the checkpoint's dtype (the wider of the two, as the
+    kernel takes only one) before the model casts it."""
+    folded = {}
+    for key, value in mapped.items():
+        if key.endswith(NORMED[0]):
+            layer = key[: -len(NORMED[0])]
+            v = mapped[layer + NORMED[1]]
+            dtype = torch.promote_types(value.dtype, v.dtype)
+            folded[f"{layer}.weight"] = torch._weight_norm(v.to(dtype), value.to(dtype), 0)
+        elif not key.endswith(NORMED[1]):
+            folded[key] = value
+    return folded
+
+
+def _check_state(expected: dict, found: dict, path: Path, sources: dict | None = None,
+                 unmapped: list[str] = ()) -> None:
+    """Every key, type and shape of `found` against the model's `expected`, before any tensor is touched;
+    one error naming all that differ (by the checkpoint's own key where it has one)."""
+    name = (sources or {}).get
+    missing = [k for k in expected if k not in found]
+    unexpected = list(unmapped) + [name(k, k) for k in found if k not in expected]
+    alone = [name(k, k) for k in found if k.endswith(NORMED) and
+             (k[: -len(NORMED[0])] + NORMED[k.endswith(NORMED[0])]) not in found]
+    kinds, shapes = [], []
+    for key, value in found.items():
+        if key not in expected:
+            continue
+        if not isinstance(value, torch.Tensor) or not value.is_floating_point():
+            held = value.dtype if isinstance(value, torch.Tensor) else f"a {type(value).__name__}"
+            kinds.append(f"{name(key, key)} holds {held}, expected a floating-point tensor")
+        elif value.shape != expected[key].shape:
+            shapes.append(f"{name(key, key)}: checkpoint {tuple(value.shape)}, model {tuple(expected[key].shape)}")
+    problems = [f"{label} {_first(items, 8)}" for label, items in (
+        ("weight_g and weight_v come in pairs; found only one of", alone), ("missing keys", missing),
+        ("unexpected keys", unexpected), ("shape mismatches", shapes)) if items] + kinds[:8]
     if problems:
         raise CheckpointError(f"{path}: " + "; ".join(problems))
-    model.load_state_dict(mapped, strict=True)
+
+
+def _first(items: list[str], n: int) -> str:
+    return f"{items[:n]}" + (f" and {len(items) - n} more" if len(items) > n else "")

@@ -7,29 +7,45 @@ import pandas as pd
 import seaborn as sns
 
 
+def _layer_ticks(ax, shown: pd.DataFrame) -> None:
+    """The seed's layer names (Conv1, Block0 ... Snake1, Conv2) on the main path, encoder then decoder."""
+    main = shown[shown.role == "main"].drop_duplicates("depth").sort_values("depth")
+    ax.set_xticks(main.depth.tolist(), [layer.replace("encoder.", "enc ").replace("decoder.", "dec ")
+                                        for layer in main.layer], rotation=60, ha="right")
+
+
 def error_against_depth(propagation: pd.DataFrame, against: str):
+    """Three panels on one layer axis: absolute error, error relative to the activation's RMS, and the
+    activation's RMS itself (absolute and relative quantities never share an axis)."""
     shown = propagation[(propagation.against == against) & (propagation.max_abs_err > 0)]
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4), sharex=True)
-    sns.lineplot(data=shown, x="depth", y="max_abs_err", hue="variant", style="init", marker="o", ax=axes[0])
-    sns.lineplot(data=shown, x="depth", y="rel_err", hue="variant", style="init", marker="o", ax=axes[1], legend=False)
-    axes[0].set(yscale="log", title=f"max |error| against {against}", ylabel="max abs error")
-    axes[1].set(yscale="log", title="relative to the activation's RMS", ylabel="max error / RMS")
-    boundary = shown[shown.layer == "decoder.Conv1"].depth
-    for ax in axes:
+    fig, axes = plt.subplots(3, 1, figsize=(12, 10), sharex=True)
+    panels = [("max_abs_err", "max |error| (absolute)"), ("rel_err", "max |error| / activation RMS"),
+              ("act_rms", "activation RMS (absolute)")]
+    for ax, (column, label) in zip(axes, panels, strict=True):
+        sns.lineplot(data=shown, x="depth", y=column, hue="variant", style="init", marker="o", ax=ax,
+                     legend=ax is axes[0])
+        ax.set(yscale="log", ylabel=label, xlabel="")
+        boundary = shown[shown.layer == "decoder.Conv1"].depth
         if len(boundary):
             ax.axvline(boundary.iloc[0] - 0.5, color="grey", linestyle=":")
-        ax.set_xlabel("layer (encoder, then decoder fed identical codes)")
+    axes[0].set_title(f"Error against {against}, layer by layer (dotted line: the decoder starts from identical codes)")
+    axes[0].legend(bbox_to_anchor=(1.01, 1), loc="upper left", fontsize=8)
+    _layer_ticks(axes[-1], shown)
+    axes[-1].set_xlabel("layer (main path; the points between are the blocks' residual units)")
+    fig.tight_layout()
     return fig
 
 
 def batching_differences(curves: dict, clip: int, stage: str, one_side: int, unit: str):
-    fig, ax = plt.subplots(figsize=(9, 3.5))
+    fig, ax = plt.subplots(figsize=(10, 3.5))
     for cause in ("padding", "batch size"):
         values = curves[(clip, stage, cause)].clamp(min=1e-12).numpy()
         ax.plot(range(len(values)), values, label=cause, linewidth=1)
     end = len(values)
     ax.axvspan(end - one_side, end, color="orange", alpha=0.2, label="receptive field reaching the padding")
-    ax.set(yscale="log", xlabel=f"position ({unit})", ylabel="|alone - other| (1e-12 floor)",
+    ax.set(yscale="log", xlabel=f"position in the shorter clip ({unit})",
+           ylabel="|alone - other| (floor 1e-12)",
            title=f"Clip {clip}, {stage}: where the padded and batched runs differ")
-    ax.legend(fontsize=8)
+    ax.legend(bbox_to_anchor=(1.01, 1), loc="upper left", fontsize=8)
+    fig.tight_layout()
     return fig

@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.ticker import FormatStrFormatter, MaxNLocator
 
 
 def gap_distribution(screen: pd.DataFrame, threshold: float):
@@ -14,9 +15,19 @@ def gap_distribution(screen: pd.DataFrame, threshold: float):
     bins = np.logspace(np.log10(max(positive.min_gap.min(), 1e-9)), np.log10(positive.min_gap.max()), 60)
     sns.histplot(data=positive, x="min_gap", hue="model", bins=bins, element="step", fill=False, ax=ax)
     ax.axvline(threshold, color="black", linestyle="--", label=f"threshold {threshold:g}")
-    ax.set(xscale="log", yscale="log", xlabel="smallest top-1/top-2 logit gap of a seed", ylabel="seeds",
-           title="Smallest gap per seed (exact ties, gap 0, not drawn)")
+    ax.set(xscale="log", yscale="log", xlabel="smallest top-1/top-2 logit gap of a seed (logit units)",
+           ylabel="seeds", title="Smallest gap per seed (exact ties, gap 0, not drawn)")
+    _legend_outside(ax)
     return fig
+
+
+def _legend_outside(ax, title: str | None = None) -> None:
+    """The legend right of the axes, where it covers no data."""
+    if ax.get_legend() is not None:  # seaborn drew one: move it, keeping its handles
+        sns.move_legend(ax, "upper left", bbox_to_anchor=(1.02, 1), frameon=False, fontsize=8, title=title)
+    else:
+        ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False, fontsize=8, title=title)
+    ax.figure.tight_layout()
 
 
 def flips_against_gap(checks: pd.DataFrame):
@@ -27,30 +38,66 @@ def flips_against_gap(checks: pd.DataFrame):
     sns.stripplot(data=shown, x="gap", y="model", hue="outcome", ax=ax, jitter=0.25, size=4,
                   hue_order=["no flip", "flip, test passes", "flip, test fails"],
                   palette={"no flip": "#9e9e9e", "flip, test passes": "#1e88e5", "flip, test fails": "#d81b60"})
-    ax.set(xscale="log", xlabel="smallest eager gap (exact ties drawn at 1e-8)", ylabel="",
+    ax.set(xscale="log", xlabel="smallest eager gap (logit units; exact ties drawn at 1e-8)", ylabel="",
            title="Which checked seeds flipped, by their eager gap")
+    _legend_outside(ax)
     return fig
 
 
 def perplexity_against_allowance(checks: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(6, 5))
     shown = checks.assign(shift=checks.perplexity_shift.abs().clip(lower=1e-7),
-                          flipped=np.where(checks.n_flipped_rows > 0, "flipped", "no flip"))
-    sns.scatterplot(data=shown, x="perplexity_allowed", y="shift", hue="flipped", style="model", ax=ax)
+                          outcome=np.where(checks.n_flipped_rows > 0, "a code flipped", "no flip"))
+    sns.scatterplot(data=shown, x="perplexity_allowed", y="shift", hue="outcome", style="model", ax=ax)
     low, high = shown.perplexity_allowed.min(), shown.perplexity_allowed.max()
     ax.plot([low, high], [low, high], color="black", linestyle="--", label="shift = allowance")
-    ax.set(yscale="log", xlabel="allowed difference (atol + rtol |expected|)", ylabel="|perplexity ORT - eager|",
+    ax.xaxis.set_major_locator(MaxNLocator(4))  # allowances span a narrow range: few ticks, no overlap
+    ax.set(yscale="log", xlabel="allowed difference, atol + rtol |expected| (perplexity units)",
+           ylabel="|perplexity ORT - eager| (perplexity units; 0 at 1e-7)",
            title="Perplexity shift against its allowance")
-    ax.legend(fontsize=7)
+    _legend_outside(ax)
     return fig
 
 
-def predicted_against_measured(prediction: pd.DataFrame):
-    long = prediction.melt(id_vars="model", value_vars=["predicted_flips", "measured_flips", "predicted_failures",
-                                                        "measured_failures"], var_name="what", value_name="seeds")
+def predicted_against_measured(checked: pd.DataFrame):
+    """Per class, flips and failures: the predicted count with its 95% Poisson interval (bar) and the
+    measured count (dot). `checked`: `near_tie_findings.prediction_check(prediction)`."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 0.9 + 0.7 * max(len(checked), 1)), sharey=True)
+    y = np.arange(len(checked))
+    for ax, what in zip(axes, ("flips", "failures"), strict=True):
+        predicted = checked[f"predicted_{what}"].to_numpy(float)
+        low, high = checked[f"{what}_low"].to_numpy(float), checked[f"{what}_high"].to_numpy(float)
+        ax.hlines(y, low, high, color="#90caf9", linewidth=8, label="predicted, 95% Poisson interval")
+        ax.plot(predicted, y, "|", color="#0d47a1", markersize=14, label="predicted count")
+        ax.plot(checked[f"measured_{what}"], y, "o", color="#d81b60", label="measured count")
+        ax.set(xlabel=f"{what} (seeds)", title=what.capitalize())
+        right = max(float(np.nanmax(high, initial=0)), float(checked[f"measured_{what}"].max()), 1.0)
+        ax.set_xlim(-0.5, right + 0.5)  # a zero count stays visible
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    fig.suptitle("Predicted from the gap noise, against measured")
+    axes[0].set_yticks(y, checked.model)
+    axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False, fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def flip_probability_against_ulps(curve: pd.DataFrame):
+    """Each checked seed at its eager gap in ulps of the top logit: flipped (1) or not (0), jittered, over
+    its predicted P(flip) from its class's gap noise. `curve`: `near_tie_rate.flip_curve(...)`."""
     fig, ax = plt.subplots(figsize=(8, 4))
-    sns.barplot(data=long, y="model", x="seeds", hue="what", ax=ax)
-    ax.set(title="Predicted from the gap law and the noise, against measured", ylabel="")
+    rng = np.random.default_rng(0)  # jitter only: the same picture on every run
+    palette = dict(zip(sorted(curve.model.unique()), sns.color_palette(n_colors=curve.model.nunique()), strict=True))
+    for model, group in curve.groupby("model", sort=True):
+        group = group.sort_values("min_gap_ulps")
+        x = group.min_gap_ulps.clip(lower=0.1)  # exact ties (0 ulps) drawn at 0.1
+        # P(flip) follows the gap in logit units, not in ulps: each seed's own prediction, not a line
+        ax.scatter(x, group.p_flip, color=palette[model], marker="x", s=18, label=f"{model}: predicted P(flip)")
+        jitter = rng.uniform(-0.04, 0.04, len(group))
+        ax.scatter(x, group.flipped.astype(float) + jitter, color=palette[model], s=12, alpha=0.6,
+                   edgecolor="none", label=f"{model}: flipped (1) or not (0)")
+    ax.set(xscale="log", ylim=(-0.1, 1.1), xlabel="smallest eager gap (ulps of the top logit; exact ties at 0.1)",
+           ylabel="P(flip), or flipped (1) / not (0)", title="Flip probability against the eager gap")
+    _legend_outside(ax)
     return fig
 
 
@@ -58,7 +105,9 @@ def noise_histogram(deltas: dict[str, np.ndarray]):
     fig, ax = plt.subplots(figsize=(7, 4))
     for model, values in deltas.items():
         ax.hist(values, bins=80, histtype="step", label=model, density=True)
-    ax.set(yscale="log", xlabel="ORT gap minus eager gap, per row (the noise a near-tie must beat)",
-           ylabel="density", title="Gap noise between eager and ONNX Runtime")
-    ax.legend(fontsize=7)
+    ax.xaxis.set_major_formatter(FormatStrFormatter("%.0e"))  # no offset text over the axis label
+    ax.tick_params(axis="x", labelsize=8)
+    ax.set(yscale="log", xlabel="ORT gap minus eager gap, per row (logit units)",
+           ylabel="density (per logit unit)", title="Gap noise between eager and ONNX Runtime")
+    _legend_outside(ax)
     return fig

@@ -95,3 +95,26 @@ def hop_drop(model, lengths: list[int], seed: int = 0) -> pd.DataFrame:
         rows.append({"input_samples": n, "hop": hop, "remainder": n % hop, "frames": encoded.audio_codes.shape[-1],
                      "output_samples": out.shape[-1], "dropped_samples": n - out.shape[-1]})
     return pd.DataFrame(rows)
+
+
+@torch.no_grad()
+def measured_decoder_reach(model64, frames: int, frame: int) -> dict[str, int]:
+    """Output samples that change when one latent frame of a float64 decoder changes: how far a latent
+    difference spreads into the decoded audio (left and right of the frame's own hop of samples)."""
+    hidden = model64.config.hidden_size
+    latent = torch.randn(1, hidden, frames, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    nudged = latent.clone()
+    nudged[0, :, frame] += 1.0
+    changed = (model64.decoder(latent) - model64.decoder(nudged))[0].abs().amax(dim=0) != 0
+    touched = changed.nonzero().flatten()
+    hop = int(np.prod(model64.config.downsampling_ratios))
+    return {"frame": frame, "left_samples": frame * hop - int(touched.min()),
+            "right_samples": int(touched.max()) - ((frame + 1) * hop - 1)}
+
+
+def changed_frames(curve: torch.Tensor) -> int:
+    """How many positions differ at all (for codes: how many code frames differ, whatever the indices)."""
+    return int((curve > 0).sum())
+
+
+from exactness.studies.dac_batching_findings import findings  # noqa: E402,F401  (the report's claims)

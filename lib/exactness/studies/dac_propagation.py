@@ -216,3 +216,6 @@ def codec_errors(extra: dict, audio: torch.Tensor) -> pd.DataFrame:
                      "codes_vs_quantized_decode": float((from_codes - own).abs().max()),
                      "samples_in": audio.shape[-1], "samples_out": own.shape[-1]})
     return pd.DataFrame(rows)
+
+
+from exactness.studies.dac_propagation_findings import block_table, findings, seed_chain  # noqa: E402,F401

@@ -330,3 +330,6 @@ def seed_example(replayed: pd.DataFrame) -> pd.DataFrame:
         "perplexity_ort": r.perplexity_ort, "seed_000_ort": reference.value("example_perplexity_ort"),
         "test_rule_passed": r.test_rule_passed,
     } for r in ours.itertuples()])
+
+
+from exactness.studies.near_tie_findings import findings  # noqa: E402,F401  (the notebook calls near_tie.findings)

@@ -3,20 +3,10 @@ distribution and the measured noise."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
-
-def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """95% Wilson score interval for k successes in n trials (sensible at k = 0, unlike k/n +- ...)."""
-    if n == 0:
-        return float("nan"), float("nan")
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
+from exactness.compare.rates import wilson_interval
 
 
 def buckets(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float) -> pd.DataFrame:
@@ -43,12 +33,13 @@ def seed_buckets() -> pd.DataFrame:
     """Seed 000's bucket table (section 5), labelled, in the columns of `buckets` (to set beside ours)."""
     from exactness import reference
 
-    screened, failed = reference.value("seeds_screened"), reference.value("failures")
+    screened, failed = int(reference.value("seeds_screened")), int(reference.value("failures"))
     return pd.DataFrame([{
         "model": "seed 000 (Wav2Vec2ConformerForPreTraining, CPU)", "screened": screened,
-        "below_threshold": reference.value("candidates"), "checked": reference.value("candidates"),
-        "flipped": reference.value("flips"), "failed": failed, "flipped_but_passed": reference.value("flips_passing"),
-        "exact_ties_failed": reference.value("exact_ties"), "failure_rate": reference.value("failure_rate"),
+        "below_threshold": int(reference.value("candidates")), "checked": int(reference.value("candidates")),
+        "flipped": int(reference.value("flips")), "failed": failed,
+        "flipped_but_passed": int(reference.value("flips_passing")),
+        "exact_ties_failed": int(reference.value("exact_ties")), "failure_rate": reference.value("failure_rate"),
         "one_in": screened / failed}])
 
 
@@ -90,3 +81,33 @@ def predict(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.nda
             "fail_given_flip": fail_mean,
         })
     return pd.DataFrame(rows)
+
+
+def screen_summary(screen: pd.DataFrame, threshold: float) -> pd.DataFrame:
+    """Per class, for people: seeds screened, candidates below the threshold, exact ties, the smallest gap
+    and the 0.1%, 1% and 50% quantiles of the smallest gap per seed."""
+    rows = []
+    for model, group in screen.groupby("model", sort=True):
+        gaps = group.min_gap
+        rows.append({"model": model, "seeds": len(group), "candidates": int((gaps < threshold).sum()),
+                     "exact_ties": int((gaps == 0).sum()), "smallest_gap": float(gaps.min()),
+                     "gap_q001": float(gaps.quantile(0.001)), "gap_q01": float(gaps.quantile(0.01)),
+                     "gap_median": float(gaps.median())})
+    return pd.DataFrame(rows)
+
+
+def flip_curve(checks: pd.DataFrame, deltas: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Each checked seed (first shape mode's noise law) with its eager gap in ulps of the top logit, whether
+    it flipped, and the predicted P(flip) from its class's gap noise: the points and curve of one figure."""
+    rows = []
+    for model, group in checks.groupby("model", sort=True):
+        d = deltas.get(model)
+        if d is None or not len(d):
+            continue
+        first = group.drop_duplicates("seed")
+        rows.append(pd.DataFrame({"model": model, "seed": first.seed.to_numpy(),
+                                  "min_gap_ulps": first.min_gap_ulps.to_numpy(),
+                                  "flipped": (first.n_flipped_rows > 0).to_numpy(),
+                                  "p_flip": flip_probability(first.min_gap.to_numpy(), d)}))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
+        columns=["model", "seed", "min_gap_ulps", "flipped", "p_flip"])

@@ -20,6 +20,8 @@ from exactness.compare.intermediates import intermediate_table
 from exactness.models import subjects
 from exactness.runtimes import eager_capture, onnx_graph
 from exactness.runtimes.graph_pool import GraphPool
+from exactness.studies.ulp_noise_findings import findings as findings  # re-exported: ulp_noise.findings
+from exactness.studies.ulp_noise_findings import scale_profile as scale_profile  # re-exported as well
 
 OPTIMIZATION_LEVELS = ("disabled", "basic", "extended", "all")
 NOISE_COLUMNS = ["seed", "tensor", "label", "depth", "max_abs_diff", "max_ulp", "p99_ulp", "median_ulp", "rel_rms"]

@@ -1,0 +1,217 @@
+"""The DAC propagation study's findings: whether weight norm itself causes error, how a differently rounded
+fold grows through the encoder (activation growth times relative-error growth), where it grows most
+beside the seed's per-block table, whether the codes and the codec survive, and whether the published
+configurations pass the hop-length check. Every verdict and every claim's wording comes from the tables.
+
+Seed 002 measured the 44.1 kHz model with trained weights: its figures are set beside the 44khz variant
+only; for the other variants they are "not comparable".
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pandas as pd
+
+from exactness import reference
+from exactness.findings import Finding, count, significant
+
+SEED_VARIANT = "44khz"
+SEED_BLOCKS = ("encoder.Block0", "encoder.Block1", "encoder.Block2", "encoder.Block3")
+SAME_SIZE_FACTOR = 2.0  # one of our figures "reproduces" the seed's when within this factor (about one binade)
+CODEC_SAME = 1e-2  # runs are "the same codec" when they differ by less than this fraction of the codec's own error
+
+
+def _seed(what: str, section: str) -> str:
+    return f"{what} (seed 002, {section}, DAC 44.1 kHz, trained weights)"
+
+
+def _x(factor: float) -> str:
+    return f"x{significant(factor, 3)}"
+
+
+def _within(ours: float, seed: float, factor: float = SAME_SIZE_FACTOR) -> bool:
+    return ours > 0 and seed / factor <= ours <= seed * factor
+
+
+def seed_chain(propagated: pd.DataFrame) -> pd.DataFrame:
+    """The seed's comparison: weights folded in float64 (rounded differently) against weight norm recomputed."""
+    return propagated[(propagated.variant == "folded_fp64") & (propagated.against == "weight_norm")]
+
+
+def _on_seed_variant(finding: Finding, variant: str) -> Finding:
+    """The seed measured the 44.1 kHz model: on another variant its figure is context, not a verdict."""
+    if variant == SEED_VARIANT or finding.verdict not in ("reproduced", "differs"):
+        return finding
+    return replace(finding, verdict="not comparable",
+                   why=f"the seed measured the 44.1 kHz model; this run is {variant}")
+
+
+def fold_finding(propagated: pd.DataFrame, weights: pd.DataFrame) -> Finding:
+    """Does folding in float32 from (g, v) give exactly the recomputed weights, and outputs, on this CPU?"""
+    fp32 = weights[weights.variant == "folded_fp32"].max_abs_diff.max()
+    outputs = propagated[(propagated.variant == "folded_fp32") & (propagated.against == "weight_norm")]
+    worst = outputs.max_abs_err.max()
+    if fp32 == 0 and worst == 0:
+        claim = ("Folding weight norm once in float32 from (g, v) gives exactly the weights the original recomputes at "
+                 "every forward, and bit-identical layer outputs: weight norm itself causes no error on this CPU.")
+    else:
+        claim = (f"Folding weight norm in float32 does NOT reproduce the recomputed weights exactly on this CPU "
+                 f"(weights up to {significant(fp32)} apart, layer outputs up to {significant(worst)}): the fold "
+                 "itself rounds differently here.")
+    return Finding(claim=claim, ours=f"largest weight difference {significant(fp32)}, largest layer-output difference "
+                   f"{significant(worst)} over {count(len(outputs))} layer outputs", verdict="new",
+                   evidence="tables/weights.parquet, tables/propagation.parquet")
+
+
+def rounding_finding(weights: pd.DataFrame, variant: str) -> Finding:
+    """A fold that rounds differently (float64, as another device or kernel would) against the seed's weight
+    differences."""
+    fp64 = weights[weights.variant == "folded_fp64"].groupby("init").max_abs_diff.max()
+    low, high = reference.value("weight_diff_min"), reference.value("weight_diff_max")
+    parts = ", ".join(f"{init} {significant(v)}" for init, v in fp64.items())
+    claim = (f"Error appears only when the fold rounds differently: folding in float64 and casting moves the weights "
+             f"by up to {parts}.")
+    seed = _seed(f"per-layer weight differences {significant(low)} to {significant(high)}", "weight-differences list")
+    ours = f"largest per-layer weight difference per init: {parts}"
+    if variant != SEED_VARIANT:
+        return Finding(claim=claim, ours=ours, verdict="not comparable", seed=seed,
+                       why=f"the seed measured the 44.1 kHz model; this run is {variant}",
+                       evidence="tables/weights.parquet")
+    inside = [init for init, v in fp64.items() if low / SAME_SIZE_FACTOR <= v <= high * SAME_SIZE_FACTOR]
+    if inside:
+        return Finding(claim=claim + f" Under {', '.join(inside)} that is the seed's size.", ours=ours,
+                       verdict="reproduced", seed=seed, evidence="tables/weights.parquet")
+    return Finding(claim=claim, ours=ours, verdict="differs", seed=seed,
+                   why="no init's largest difference lies within a factor 2 of the seed's range: the weights' "
+                   "magnitudes (and so one ulp of them) differ from the trained checkpoint's",
+                   evidence="tables/weights.parquet")
+
+
+def growth_finding(growth: pd.DataFrame, variant: str) -> Finding:
+    """Raw growth from Conv1 to the encoder output = activation growth x relative-error growth, per init."""
+    parts = [f"{init}: {significant(g.conv1_error)} -> {significant(g.encoder_error)}, {_x(g.amplification)} = "
+             f"activations {_x(g.activation_growth)} x relative error {_x(g.relative_error_growth)}"
+             for init, g in growth.iterrows()]
+    claim = ("The raw growth of the error from Conv1 to the encoder output is activation growth times relative-error "
+             "growth: " + "; ".join(parts) + ".")
+    seed_total, seed_out = reference.value("total_amplification"), reference.value("encoder.Conv2")
+    seed = _seed(f"encoder output error {significant(seed_out)}, x{count(seed_total)} from Conv1",
+                 "error propagation table")
+    ours = "; ".join(f"{init} {_x(g.amplification)}" for init, g in growth.iterrows())
+    if variant != SEED_VARIANT:
+        return Finding(claim=claim, ours=ours, verdict="not comparable", seed=seed,
+                       why=f"the seed measured the 44.1 kHz model; this run is {variant}",
+                       evidence="tables/propagation.parquet")
+    close = [init for init, g in growth.iterrows() if _within(g.amplification, seed_total)]
+    if close:
+        return Finding(claim=claim, ours=ours, verdict="reproduced", seed=seed, evidence="tables/propagation.parquet")
+    most = growth.activation_growth.idxmax()
+    return Finding(claim=claim, ours=ours, verdict="differs", seed=seed,
+                   why=f"random weights, not the trained checkpoint: activations grow at most "
+                   f"{_x(growth.activation_growth.max())} here ({most}), the relative error at most "
+                   f"{_x(growth.relative_error_growth.max())}; the seed's total needs far larger growth, which its "
+                   "trained weights have (not measured here: no trained weights can be downloaded)",
+                   evidence="tables/propagation.parquet")
+
+
+def block_table(propagated: pd.DataFrame, variant: str) -> pd.DataFrame:
+    """Growth per encoder block under each init, with the seed's figure for the same block (44.1 kHz only)."""
+    chain = seed_chain(propagated)
+    chain = chain[chain.layer.isin(SEED_BLOCKS)]
+    present = [b for b in SEED_BLOCKS if b in set(chain.layer)]  # the tiny model has two blocks
+    table = chain.pivot_table(index="layer", columns="init", values="growth", sort=False).reindex(present)
+    seed = pd.Series({b: reference.value(b) for b in ("encoder.Conv1",) + SEED_BLOCKS})
+    table["seed_002"] = (seed / seed.shift(1)).reindex(table.index) if variant == SEED_VARIANT else float("nan")
+    return table.reset_index()
+
+
+def amplifier_finding(propagated: pd.DataFrame, variant: str) -> Finding:
+    """The largest amplifier among the encoder blocks, per init, beside the seed's (Block0, x1897)."""
+    table = block_table(propagated, variant).set_index("layer")
+    inits = [c for c in table.columns if c != "seed_002"]
+    tops = {init: (table[init].idxmax(), table[init].max()) for init in inits}
+    parts = "; ".join(f"{init}: {layer.split('.')[-1]} {_x(g)}" for init, (layer, g) in tops.items())
+    claim = (f"The encoder block that multiplies the error most: {parts} (the error after the block over the error "
+             "at its input; below x1 it shrinks).")
+    seed_growth = (reference.value("encoder.Block0") / reference.value("encoder.Conv1"))
+    seed_text = ", ".join(f"{b.split('.')[-1]} {_x(reference.value(b) / reference.value(a))}"
+                          for a, b in zip(("encoder.Conv1",) + SEED_BLOCKS[:-1], SEED_BLOCKS, strict=True))
+    seed = _seed(seed_text, "error propagation table")
+    if variant != SEED_VARIANT:
+        return Finding(claim=claim, ours=parts, verdict="not comparable", seed=seed,
+                       why=f"the seed measured the 44.1 kHz model; this run is {variant}",
+                       evidence="block growth table, tables/propagation.parquet")
+    same = [init for init, (layer, g) in tops.items() if layer == "encoder.Block0" and _within(g, seed_growth)]
+    if same:
+        return Finding(claim=claim, ours=parts, verdict="reproduced", seed=seed,
+                       evidence="block growth table, tables/propagation.parquet")
+    return Finding(claim=claim, ours=parts, verdict="differs", seed=seed,
+                   why=f"random weights, not the trained checkpoint: no block here multiplies the error by more "
+                   f"than {_x(table[inits].max().max())}, the seed's Block0 by {_x(seed_growth)}",
+                   evidence="block growth table, tables/propagation.parquet")
+
+
+def codes_finding(codes: pd.DataFrame, margins: pd.DataFrame, propagated: pd.DataFrame) -> Finding:
+    """Do the discrete codes survive, and how do the smallest margins compare with the error reaching them?"""
+    float32 = codes[~codes.variant.isin(["weight_norm", "float64"])]
+    differing = {init: g.fraction_differing.max() for init, g in float32.groupby("init", sort=False)}
+    error = seed_chain(propagated)
+    error = error[error.layer == "encoder.Conv2"].set_index("init").max_abs_err
+    parts = "; ".join(f"{init}: {significant(100 * differing[init])}% of code frames differ, smallest winning margin "
+                      f"{significant(margins[margins.init == init].min_margin.min())}, encoder output error up to "
+                      f"{significant(error[init])}" for init in differing)
+    seed = _seed("the quantizer's codes unaffected (test tolerance kept at 1e-6)", "closing notes")
+    if max(differing.values()) == 0:
+        claim = ("The codes survive: no float32 run changes a code; the error that reaches the quantizer's normalised "
+                 f"distances stays below every frame's winning margin ({parts}).")
+        return Finding(claim=claim, ours=parts, verdict="reproduced", seed=seed, evidence="tables/codes.parquet")
+    claim = f"Some codes flip between runs ({parts}): a near-tie whose margin is below the error reaching it."
+    return Finding(claim=claim, ours=parts, verdict="differs", seed=seed,
+                   why="frames whose winning margin is smaller than the encoder error flip",
+                   evidence="tables/codes.parquet")
+
+
+def codec_finding(codec: pd.DataFrame) -> Finding:
+    """Is the codec error the same for every run (the seed: 'very similar')?"""
+    between = codec.decoded_vs_float64.max()
+    own = codec.codec_rms_err.min()
+    ratio = between / own
+    ours = (f"codec RMS error {significant(codec.codec_rms_err.min())} to {significant(codec.codec_rms_err.max())}; "
+            f"runs differ by at most {significant(between)} against float64 ({significant(ratio)} of it)")
+    seed = _seed("codec error very similar for both implementations (tolerance kept at 1e-6)", "closing notes")
+    if ratio < CODEC_SAME:
+        return Finding(claim=f"For the codec every run is the same: the run-to-run difference is {significant(ratio)} "
+                       "of the codec's own error (random weights: the codec error is large).", ours=ours,
+                       verdict="reproduced", seed=seed, evidence="tables/codec.parquet")
+    return Finding(claim=f"The runs differ by {significant(ratio)} of the codec's own error: not negligible.",
+                   ours=ours, verdict="differs", seed=seed,
+                   why="the run-to-run difference reaches the codec error's size",
+                   evidence="tables/codec.parquet")
+
+
+def config_finding(configs: pd.DataFrame) -> Finding:
+    """Do the published configurations pass the hop-length check, and is the seed's stale one caught?"""
+    published = configs[configs.case.isin(["16khz", "24khz", "44khz"])]
+    failing = published[published.result != "consistent"]
+    stale = configs[~configs.case.isin(["16khz", "24khz", "44khz"])]
+    caught = (stale.result != "consistent").all() and len(stale) > 0
+    ours = (f"{count(len(published) - len(failing))} of {count(len(published))} published configurations consistent; "
+            f"stale configuration {'caught' if caught else 'NOT caught'}")
+    seed = "hop length 512 instead of 320 for 16 and 24 kHz failed 3 of 6 integration tests (seed 002, hop-length note)"
+    if failing.empty and caught:
+        return Finding(claim="The published 16, 24 and 44.1 kHz configurations pass the hop-length check, and the "
+                       "seed's bug (ratios set after construction, hop_length left at 512) is caught.", ours=ours,
+                       verdict="reproduced", seed=seed, evidence="configuration check table")
+    return Finding(claim=f"The hop-length check does not behave as expected: failing published configurations: "
+                   f"{', '.join(failing.case) or 'none'}; stale configuration {'caught' if caught else 'missed'}.",
+                   ours=ours, verdict="differs", seed=seed, why="see the configuration check table",
+                   evidence="configuration check table")
+
+
+def findings(propagated: pd.DataFrame, weights: pd.DataFrame, growth: pd.DataFrame, codes: pd.DataFrame,
+             margins: pd.DataFrame, codec: pd.DataFrame, configs: pd.DataFrame, variant: str) -> list[Finding]:
+    return [fold_finding(propagated, weights), rounding_finding(weights, variant), growth_finding(growth, variant),
+            amplifier_finding(propagated, variant),
+            _on_seed_variant(codes_finding(codes, margins, propagated), variant),
+            _on_seed_variant(codec_finding(codec), variant), config_finding(configs)]

@@ -1,0 +1,124 @@
+"""The environment study: the machine and software facts that decide how floats round in every other report
+of the batch, measured in the run, and the findings the report opens with.
+
+Everything here takes seconds: the environment study is the first run of every batch.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from exactness import machine, reference
+from exactness.findings import Finding, significant
+
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+# Explicit mantissa bits: 1 ulp at a magnitude m is 2 ** (floor(log2 m) - bits) for a normal m (IEEE 754;
+# bfloat16 keeps float32's exponent with 7 bits).
+MANTISSA_BITS = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}
+SEED_ULP_MAGNITUDE = 10.0  # seed 000, section 3: "with logits around 10, 1 ulp is 9.5e-7"
+
+
+def hardware_facts() -> dict[str, object]:
+    """CPU, vector extensions, the kernels torch dispatches and the thread counts, as one flat record."""
+    return {**machine.cpu_facts(), "torch_cpu_capability": machine.torch_cpu_capability(), **machine.thread_counts()}
+
+
+def float_behaviour() -> dict[str, object]:
+    return {**machine.denormal_behaviour(), **machine.ort_settings()}
+
+
+def ieee_ulp(magnitude: float, dtype: str) -> float:
+    """The spacing IEEE 754 prescribes just above a normal `magnitude` in `dtype`."""
+    return 2.0 ** (math.floor(math.log2(abs(magnitude))) - MANTISSA_BITS[dtype])
+
+
+def spacing_against_ieee(spacing: pd.DataFrame) -> pd.DataFrame:
+    """One row per magnitude and dtype: the measured spacing, the IEEE expectation and whether they agree
+    exactly (both are powers of two, so equality is the right test)."""
+    rows = []
+    for row in spacing.itertuples(index=False):
+        for dtype in FLOAT_DTYPES:
+            measured, expected = float(getattr(row, dtype)), ieee_ulp(row.magnitude, dtype)
+            rows.append({"magnitude": float(row.magnitude), "dtype": dtype, "measured_ulp": measured,
+                         "ieee_ulp": expected, "agrees": measured == expected})
+    return pd.DataFrame(rows, columns=["magnitude", "dtype", "measured_ulp", "ieee_ulp", "agrees"])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Findings: every sentence is computed from the facts measured in this run
+
+
+def kernels_finding(hardware: dict) -> Finding:
+    extensions = list(hardware.get("vector_extensions") or [])
+    widest = next((x for x in ("avx512f", "avx2", "avx", "sve", "asimd", "sse4_2") if x in extensions), None)
+    capability = str(hardware.get("torch_cpu_capability", "unknown"))
+    claim = (f"torch dispatches {capability} kernels on {hardware.get('cpu_model', 'an unknown CPU')}"
+             + (f" (widest vector extension: {widest})" if widest else " (no vector extension found)")
+             + "; other CPUs pick other kernels and round differently, so absolute noise figures hold for this "
+               "kind of machine.")
+    return Finding(claim, f"{capability}; extensions: {', '.join(extensions) or 'none'}", "new",
+                   evidence="hardware table")
+
+
+def threads_finding(hardware: dict) -> Finding:
+    torch_threads, usable = int(hardware["torch_intra_op_threads"]), int(hardware["usable_cpus"])
+    ort_setting = int(hardware["ort_intra_op_threads_setting"])
+    ort_words = ("ORT's default (0) uses one thread per physical core" if ort_setting == 0
+                 else f"ORT's default is {ort_setting} intra-op threads")
+    split = ("a reduction may be split over several threads, so its summation order depends on the thread count"
+             if torch_threads > 1 or ort_setting != 1 else "reductions run on one thread")
+    claim = f"torch uses {torch_threads} intra-op threads of {usable} usable CPUs and {ort_words}: {split}."
+    return Finding(claim, f"torch {torch_threads} threads, ORT setting {ort_setting}, {usable} usable CPUs", "new",
+                   evidence="hardware table")
+
+
+def subnormals_finding(behaviour: dict) -> Finding:
+    probes = {k.removesuffix("_keeps_subnormals"): bool(v) for k, v in behaviour.items()
+              if k.endswith("_keeps_subnormals")}
+    flushed = [name for name, kept in probes.items() if not kept]
+    claim = ("Every runtime keeps float32 subnormals (1e-38 halved stays non-zero), so results near zero are not "
+             "flushed differently on the two sides." if not flushed
+             else f"Subnormal float32 values are flushed to zero by {', '.join(flushed)}: results near zero can "
+                  "differ by that between runtimes.")
+    ours = ", ".join(f"{name} {'keeps' if kept else 'flushes'}" for name, kept in probes.items())
+    return Finding(claim, ours, "new", evidence="float behaviour table")
+
+
+def spacing_finding(checked: pd.DataFrame) -> Finding:
+    """The seed's own spacing figure (1 ulp near 10) where this run tabulated it, else the IEEE check alone."""
+    wrong = checked[~checked.agrees]
+    ieee_words = (f"every one of the {len(checked)} tabulated spacings ({len(checked.magnitude.unique())} magnitudes, "
+                  f"{len(FLOAT_DTYPES)} dtypes) is the IEEE 754 value" if not len(wrong)
+                  else f"{len(wrong)} of {len(checked)} tabulated spacings differ from IEEE 754 (first: "
+                       f"{wrong.dtype.iloc[0]} at {significant(wrong.magnitude.iloc[0])})")
+    at_seed = checked[(checked.dtype == "float32") & (checked.magnitude == SEED_ULP_MAGNITUDE)]
+    if not len(at_seed):
+        return Finding(f"Float spacing: {ieee_words}.", ieee_words, "new", evidence="float spacing table")
+    ours_ulp, seed_ulp = float(at_seed.measured_ulp.iloc[0]), reference.value("ulp_at_logit_10")
+    same = significant(ours_ulp) == significant(seed_ulp)  # the seed quotes two significant digits
+    claim = (f"One float32 ulp near a logit of 10 is {significant(ours_ulp, 3)}, "
+             f"{'matching' if same else 'unlike'} the seed's figure; {ieee_words}.")
+    return Finding(claim, f"{significant(ours_ulp, 3)} at magnitude 10 (float32)",
+                   "reproduced" if same else "differs",
+                   seed=f"{significant(seed_ulp)} (seed 000, section 3, logits of Wav2Vec2ConformerForPreTraining)",
+                   why="" if same else "unexplained: IEEE 754 fixes this spacing", evidence="float spacing table")
+
+
+def versions_finding(versions: dict) -> Finding:
+    claim = (f"The batch ran torch {versions.get('torch')} against onnxruntime {versions.get('onnxruntime')} "
+             f"(transformers {versions.get('transformers')}, Python {versions.get('python')}); another version can "
+             "change kernels and so the noise.")
+    return Finding(claim, ", ".join(f"{k} {v}" for k, v in versions.items()), "new", evidence="versions table")
+
+
+def findings(versions: dict, hardware: dict, behaviour: dict, spacing: pd.DataFrame) -> list[Finding]:
+    return [kernels_finding(hardware), threads_finding(hardware), subnormals_finding(behaviour),
+            spacing_finding(spacing_against_ieee(spacing)), versions_finding(versions)]
+
+
+def relative_spacing_range(spacing: pd.DataFrame) -> tuple[float, float]:
+    relative = np.asarray(spacing.float32_relative, dtype=float)
+    return float(relative.min()), float(relative.max())
