@@ -21,7 +21,8 @@ def test_index_lists_every_run_newest_first_with_status_and_headlines(tmp_path):
     _fake_run(project.outputs, "near_tie", "r1", "2026-11-30T01:00:00", summary={"rate": 0.000371, "n": 40000})
     _fake_run(project.outputs, "environment", "r2", "2026-11-30T02:00:00", status="failed", error="ValueError: x")
     page = index.write(project).read_text()
-    assert page.index("environment") < page.index("near_tie")
+    runs = page[page.index("<h2>All runs</h2>"):]
+    assert runs.index("environment") < runs.index("near_tie")
     assert '<tr class="failed">' in page and "cell 3: ValueError: x" in page
     assert "rate: 0.000371" in page and "n: 40000" in page
     assert 'href="near_tie/r1/report.html"' in page and 'href="near_tie/r1/near_tie.ipynb"' in page
@@ -83,3 +84,20 @@ def test_a_running_run_whose_process_is_gone_shows_as_died_unless_on_another_hos
     assert {e.manifest.run_id: e.manifest.status for e in index.collect(project)} == {
         "here": "died", "there": "running"}
     assert Manifest.read(project.outputs / "a" / "here").observed_status() == "died"
+
+
+def test_each_study_gets_a_card_with_its_newest_passed_runs_findings_and_verdict_words(tmp_path):
+    from exactness.findings import Finding
+
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    old = Finding(claim="old claim", ours="1", verdict="new").to_dict()
+    new = Finding(claim="rate 1 in 2,000", ours="1", verdict="differs", seed="1 in 2,667 (seed 000, section 5)",
+                  why="unexplained").to_dict()
+    _fake_run(project.outputs, "near_tie", "r1", "2026-11-30T01:00:00", summary={"findings": [old]})
+    _fake_run(project.outputs, "near_tie", "r2", "2026-11-30T02:00:00", summary={"findings": [new]})
+    _fake_run(project.outputs, "near_tie", "r3", "2026-11-30T03:00:00", status="failed", error="ValueError: x")
+    page = index.write(project).read_text()
+    cards = page[:page.index("<h2>All runs</h2>")]
+    assert cards.count('class="card"') == 1 and "rate 1 in 2,000" in cards and "old claim" not in cards
+    assert "verdict-differs" in cards and 'href="near_tie/r2/report.html"' in cards
+    assert "[differs] rate 1 in 2,000 (unexplained)" in page  # the runs table shows the findings too

@@ -90,3 +90,13 @@ def test_a_notebook_without_parameters_cell_is_an_error(tmp_path):
     nbformat.write(new_notebook(cells=[new_code_cell("x = 1")]), path)
     with pytest.raises(ParameterError, match="no cell tagged 'parameters'"):
         parameters.read_parameters(path)
+
+
+def test_scientific_notation_is_a_number_in_p_and_in_files(tmp_path):
+    from exactness.parameters import load_yaml, parse_override
+
+    assert parse_override("1e-4") == 1e-4 and parse_override("-2E+3") == -2000.0
+    assert parse_override("[1e-4, 2]") == [1e-4, 2] and parse_override("e5") == "e5"
+    path = tmp_path / "set.yaml"
+    path.write_text("threshold: 1e-4\n")
+    assert load_yaml(path) == {"threshold": 1e-4}

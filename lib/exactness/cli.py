@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from exactness import catalog, index, parameters
+from exactness import catalog, findings, index, parameters
 from exactness.manifest import MANIFEST, Manifest
 from exactness.project import Project, keep_state_inside
 
@@ -197,9 +197,17 @@ def cmd_show(project: Project, reference: str) -> int:
           f"{manifest.duration_s} s, started {manifest.started}")
     if manifest.error:
         print(f"  error in cell {manifest.failed_cell}: {manifest.error}")
-    summary = folder / "summary.json"
-    for name, value in (json.loads(summary.read_text()) if summary.exists() else {}).items():
-        print(f"  {name}: {index.short(value)}")
+    summary_path = folder / "summary.json"
+    try:
+        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    except ValueError:
+        summary = {}
+    found = findings.from_summary(summary)
+    for finding in found:
+        print(f"  {finding.text()}")
+    if not found:  # a study without findings (or a run that stopped before them): its headline figures
+        for name, value in summary.items():
+            print(f"  {name}: {index.short(value)}")
     return 0
 
 

@@ -9,6 +9,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from exactness import findings
 from exactness.manifest import MANIFEST, Manifest, ManifestError, write_atomically
 from exactness.project import Project
 
@@ -22,6 +23,11 @@ tr.passed td.status { background: #c8e6c9; }
 tr.failed td.status { background: #ef9a9a; color: #7f0000; font-weight: bold; }
 tr.interrupted td.status { background: #ffe082; }
 tr.running td.status { background: #bbdefb; }
+tr.died td.status, tr.unreadable td.status { background: #ef9a9a; color: #7f0000; font-weight: bold; }
+.card { border: 1px solid #c5cae9; border-radius: 4px; padding: 8px 16px; margin: 0 0 16px 0; background: #fafbff; }
+.card h2 { margin: 4px 0; font-size: 1.2em; }
+.card .meta { color: #555; font-size: 0.9em; }
+.card ol { margin: 6px 0; padding-left: 1.4em; } .card li { margin: 3px 0; }
 td.headlines { font-size: 0.9em; }
 code { font-size: 0.9em; }
 """
@@ -34,7 +40,14 @@ class RunEntry:
     summary: dict
 
     @property
+    def findings(self) -> list[findings.Finding]:
+        return findings.from_summary(self.summary)
+
+    @property
     def headlines(self) -> list[str]:
+        """The findings with their verdict words; a study without findings shows its headline figures."""
+        if self.findings:
+            return [f.text() for f in self.findings]
         return [f"{name}: {short(value)}" for name, value in list(self.summary.items())[:HEADLINES_SHOWN]]
 
 
@@ -88,12 +101,41 @@ def _row(entry: RunEntry, outputs: Path) -> str:
     )
 
 
+def _links(entry: RunEntry, outputs: Path) -> list[str]:
+    relative = html.escape(os.path.relpath(entry.folder, outputs))
+    links = [f'<a href="{relative}/report.html">report</a>']
+    notebooks = sorted(entry.folder.glob("*.ipynb"))[:1]
+    links += [f'<a href="{relative}/{html.escape(nb.name)}">notebook</a>' for nb in notebooks]
+    if (entry.folder / "tables").is_dir():
+        links.append(f'<a href="{relative}/tables/">tables</a>')
+    if entry.manifest.environment_run:
+        links.append(f'<a href="{html.escape(entry.manifest.environment_run)}/report.html">environment</a>')
+    return links
+
+
+def _card(entry: RunEntry, outputs: Path) -> str:
+    """A study's newest passed run: what it found, in words, with the verdict words."""
+    m = entry.manifest
+    items = "".join(f"<li>{findings.verdict_badge(f.verdict)}{html.escape(f.claim)}</li>" for f in entry.findings)
+    body = f"<ol>{items}</ol>" if items else "<p>No findings recorded by this run.</p>"
+    duration = f", {m.duration_s:.0f} s" if m.duration_s is not None else ""
+    return (f'<div class="card"><h2>{html.escape(m.study)}</h2>{body}<p class="meta">{html.escape(m.status)}, '
+            f"{html.escape(m.started)}{duration}, parameter set <code>{html.escape(m.param_set)}</code> &middot; "
+            f"{' &middot; '.join(_links(entry, outputs))}</p></div>")
+
+
 def render(project: Project) -> str:
     entries = collect(project)
+    newest_passed = {}
+    for entry in entries:  # newest first
+        if entry.manifest.status == "passed" and entry.manifest.study not in newest_passed:
+            newest_passed[entry.manifest.study] = entry
+    cards = "\n".join(_card(e, project.outputs) for e in newest_passed.values())
     rows = "\n".join(_row(e, project.outputs) for e in entries) or '<tr><td colspan="7">no runs yet</td></tr>'
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>exactness runs</title>"
-        f"<style>{_STYLE}</style></head><body><h1>exactness runs</h1>"
+        f"<style>{_STYLE}{findings.STYLE}</style></head><body><h1>exactness runs</h1>"
+        f"{cards}<h2>All runs</h2>"
         f"<p>{len(entries)} runs, newest first. Each report links the environment run of its batch.</p>"
         "<table><thead><tr><th>study</th><th>parameter set</th><th>status</th><th>started</th>"
         f"<th>duration</th><th>headline figures</th><th>links</th></tr></thead><tbody>\n{rows}\n"

@@ -8,6 +8,7 @@ so a typo never costs a run folder.
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -84,14 +85,30 @@ def _annotation_types(annotation: ast.expr) -> tuple[type, ...]:
     return (_TYPE_NAMES[name],)
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML 1.1 reads `1e-4` (no dot) as a string; YAML 1.2 and Python read it as a number, and so do we,
+    so a threshold written as in the notebooks (`1e-4`) is a float wherever it is given."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
+    list("-+0123456789"),
+)
+
+
+def parse_yaml(text: str) -> Any:
+    return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+
+
 def parse_override(text: str) -> Any:
     """A `-p NAME VALUE` value parses as YAML, so `-p n_seeds 100` is an int and `-p models [a, b]` a list."""
-    return yaml.safe_load(text)
+    return parse_yaml(text)
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text()) or {}
+        data = parse_yaml(path.read_text()) or {}
     except yaml.YAMLError as error:
         raise ParameterError(f"{path} is not valid YAML: {error}") from error
     if not isinstance(data, dict):
