@@ -37,3 +37,12 @@ def test_banner_shows_status_and_error_of_a_failed_run(tmp_path):
     page = report.export(_executed(tmp_path), tmp_path / "r.html", _manifest("failed", "ValueError: <bad>"),
                          {}).read_text()
     assert "status <b>failed</b>" in page and "ValueError: &lt;bad&gt;" in page
+
+
+def test_the_banner_names_the_machine_the_run_ran_on():
+    from exactness.manifest import Manifest
+    from exactness.report import banner
+
+    manifest = Manifest(study="s", run_id="r", param_set="smoke", params={}, batch="b",
+                        machine={"cpu_model": "AMD EPYC 9B14", "usable_cpus": 2})
+    assert "ran on AMD EPYC 9B14 (2 cores)" in banner(manifest, {})

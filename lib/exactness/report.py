@@ -37,6 +37,10 @@ def banner(manifest: Manifest, links: dict[str, str]) -> str:
         f"status <b>{html.escape(manifest.status)}</b>",
         f"run <code>{html.escape(manifest.run_id)}</code>",
     ]
+    machine = manifest.machine or {}
+    if machine.get("cpu_model"):  # float results depend on the CPU's kernels: every report names its machine
+        cores = machine.get("usable_cpus", "?")
+        parts.append(f"ran on {html.escape(str(machine['cpu_model']))} ({html.escape(str(cores))} cores)")
     if manifest.error:
         parts.append(f"error in cell {manifest.failed_cell}: <code>{html.escape(manifest.error)}</code>")
     parts += [f'<a href="{html.escape(href)}">{html.escape(text)}</a>' for text, href in links.items()]
