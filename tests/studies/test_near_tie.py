@@ -71,3 +71,12 @@ def test_a_replay_seed_rides_on_the_pools_second_export_and_equals_a_fresh_repla
 
     monkeypatch.setattr(onnx_graph, "export", no_exports)
     pd.testing.assert_frame_equal(near_tie.replay([40], [MODEL], ["static"], done=result.replayed), fresh)
+
+
+def test_a_model_listed_twice_is_refused_before_it_is_counted_twice():
+    import pytest
+
+    from exactness.studies.near_tie import StudyParameterError, validate
+
+    with pytest.raises(StudyParameterError, match="Wav2Vec2ForPreTraining more than once"):
+        validate(["Wav2Vec2ForPreTraining", "Wav2Vec2ForPreTraining"], 10, 1e-5, ["dynamic"], 0)

@@ -35,6 +35,9 @@ def validate(models, n_seeds: int, threshold: float, shape_modes, workers: int) 
         problems.append(f"workers must be 0 (all cores) or more, got {workers}")
     if not models or not shape_modes:
         problems.append("models and shape_modes must not be empty")
+    repeated = sorted({m for m in models if list(models).count(m) > 1})
+    if repeated:  # a repeated class would be screened twice and counted twice in every rate
+        problems.append(f"models lists {', '.join(repeated)} more than once")
     if problems:
         raise StudyParameterError("; ".join(problems))
 
