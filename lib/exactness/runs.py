@@ -25,7 +25,7 @@ from exactness import index, report
 from exactness.artifacts import RUN_DIR_VARIABLE
 from exactness.catalog import Study
 from exactness.machine import run_facts
-from exactness.manifest import Manifest
+from exactness.manifest import Manifest, process_alive
 from exactness.project import KERNEL_NAME, Project, keep_state_inside
 
 
@@ -200,15 +200,8 @@ def _export_report(project: Project, folder: Path, executed: Path, manifest: Man
 
 
 def _alive(pid: int | None) -> bool:
-    if not pid or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # it exists, under another user
-        return True
-    return True
+    """Another process still runs it (this process resuming its own run does not count)."""
+    return bool(pid) and pid != os.getpid() and process_alive(pid)
 
 
 def _last_line(text: str) -> str:
