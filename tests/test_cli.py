@@ -195,3 +195,19 @@ def test_index_and_show_survive_an_ill_typed_manifest_and_show_a_killed_run_as_d
         f"exactness: error: {bad / 'manifest.json'} is unreadable: field 'duration_s' is str 'abc', "
         "expected int or float or null"]
     assert "killed: died" in exactness("show", str(killed), project=tiny_project).stdout
+
+
+def test_a_value_out_of_its_studys_range_is_one_line_before_anything_is_created(tmp_path):
+    out = tmp_path / "out"
+    for arguments, message in [
+        (["near_tie", "-p", "n_seeds", "0"], "near_tie: n_seeds (from -p) must be at least 1, got 0"),
+        (["near_tie", "-p", "models", "[UniSpeechForPreTraining, UniSpeechForPreTraining]"],
+         "models (from -p) lists UniSpeechForPreTraining more than once"),
+        (["ulp_noise", "-p", "model", "DacEncoder-48khz"], "DacEncoder-44khz, DacEncoder-tiny"),
+        (["dac_propagation", "-p", "seconds", "-1"], "seconds (from -p) must be positive and finite, got -1"),
+        (["near_tie", "-p", "threshold", ".nan"], "threshold (from -p) must be positive and finite, got nan"),
+    ]:
+        result = exactness("--out", str(out), "run", *arguments)
+        assert result.returncode == 2, result.stderr
+        assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
+    assert not out.exists()

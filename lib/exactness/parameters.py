@@ -16,6 +16,8 @@ from typing import Any
 import nbformat
 import yaml
 
+from exactness import study_rules
+
 _TYPE_NAMES = {"int": int, "float": float, "str": str, "bool": bool, "list": list, "dict": dict, "None": type(None)}
 
 
@@ -138,7 +140,8 @@ def validate(spec: dict[str, Parameter], values: dict[str, Any], origin: dict[st
 
 
 def resolve(notebook: Path, files: list[Path], overrides: list[tuple[str, str]]) -> dict[str, Any]:
-    """Defaults from the notebook, then each file, then each `-p` override: later ones win."""
+    """Defaults from the notebook, then each file, then each `-p` override: later ones win. Names and types
+    are checked against the notebook, then values against the study's declared ranges and choices."""
     spec = read_parameters(notebook)
     given, origin = {}, {}
     for path in files:
@@ -147,4 +150,6 @@ def resolve(notebook: Path, files: list[Path], overrides: list[tuple[str, str]])
     for name, text in overrides:
         given[name], origin[name] = parse_override(text), "-p"
     validate(spec, given, origin)
-    return {**{name: p.default for name, p in spec.items()}, **given}
+    values = {**{name: p.default for name, p in spec.items()}, **given}
+    study_rules.check(notebook.stem, values, origin)
+    return values

@@ -11,35 +11,20 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from exactness import reference, sweep
+from exactness import reference, study_rules, sweep
 from exactness.models import wav2vec2_family as family
 from exactness.models.seed_rebuild import Rebuilder
+from exactness.parameter_rules import StudyParameterError  # noqa: F401 (the notebook's error, re-exported)
 from exactness.runtimes import codevector_lookup
-from exactness.runtimes.graph_pool import SHAPE_MODES, GraphPool, export_fresh
+from exactness.runtimes.graph_pool import GraphPool, export_fresh
 from exactness.studies import near_tie_check as check
 
 
-class StudyParameterError(ValueError):
-    pass
-
-
 def validate(models, n_seeds: int, threshold: float, shape_modes, workers: int) -> None:
-    problems = [f"unknown model {m!r} (known: {', '.join(family.MODELS)})" for m in models if m not in family.MODELS]
-    problems += [f"unknown shape mode {m!r} (use {', '.join(SHAPE_MODES)})" for m in shape_modes
-                 if m not in SHAPE_MODES]
-    if n_seeds < 1:
-        problems.append(f"n_seeds must be at least 1, got {n_seeds}")
-    if not threshold > 0:
-        problems.append(f"threshold must be positive, got {threshold}")
-    if workers < 0:
-        problems.append(f"workers must be 0 (all cores) or more, got {workers}")
-    if not models or not shape_modes:
-        problems.append("models and shape_modes must not be empty")
-    repeated = sorted({m for m in models if list(models).count(m) > 1})
-    if repeated:  # a repeated class would be screened twice and counted twice in every rate
-        problems.append(f"models lists {', '.join(repeated)} more than once")
-    if problems:
-        raise StudyParameterError("; ".join(problems))
+    """The study's declared rules (`exactness.study_rules`), for a notebook run by hand: the command line
+    checks the same rules, with every parameter, before it creates a run folder."""
+    study_rules.check("near_tie", {"models": list(models), "n_seeds": n_seeds, "threshold": threshold,
+                                   "shape_modes": list(shape_modes), "workers": workers})
 
 
 @dataclass

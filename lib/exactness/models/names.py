@@ -1,0 +1,24 @@
+"""The names a study's parameters may choose from, importable without torch or transformers.
+
+The command line checks a run's parameters before it creates anything, and it should not pay for importing
+torch to do so. The modules that build the models own the full definitions; a test keeps these names equal
+to theirs (`tests/models/test_names.py`).
+"""
+
+from __future__ import annotations
+
+# exactness.models.wav2vec2_family.MODELS: the four *ForPreTraining classes sharing the quantizer's argmax.
+WAV2VEC2_FAMILY = (
+    "Wav2Vec2ForPreTraining",
+    "Wav2Vec2ConformerForPreTraining",
+    "UniSpeechForPreTraining",
+    "UniSpeechSatForPreTraining",
+)
+# exactness.models.dac.VARIANT_CONFIGS and dac.INITS.
+DAC_VARIANTS = ("16khz", "24khz", "44khz", "tiny")
+DAC_INITS = ("default", "variance_preserving")
+# exactness.models.subjects: what the per-tensor noise study compares.
+DAC_ENCODER_PREFIX = "DacEncoder-"
+NOISE_SUBJECTS = WAV2VEC2_FAMILY + tuple(DAC_ENCODER_PREFIX + variant for variant in DAC_VARIANTS)
+# exactness.runtimes.graph_pool.SHAPE_MODES
+SHAPE_MODES = ("dynamic", "static")

@@ -1,0 +1,51 @@
+import math
+
+import pytest
+
+from exactness.parameter_rules import AtLeast, EachOf, OneOf, Positive, problems
+
+
+@pytest.mark.parametrize("value", [0, -3, math.nan, math.inf, "1", True, None])
+def test_at_least_one_refuses_zero_negatives_non_finite_and_non_numbers(value):
+    assert AtLeast(1).problem(value) is not None
+
+
+def test_at_least_accepts_its_minimum_and_names_what_the_minimum_means():
+    assert AtLeast(0, "0 means one per core").problem(0) is None
+    assert AtLeast(0, "0 means one per core").problem(-1) == "must be at least 0 (0 means one per core), got -1"
+
+
+@pytest.mark.parametrize("value", [0, 0.0, -1e-4, math.nan, math.inf, -math.inf, True])
+def test_positive_refuses_zero_negative_nan_and_infinity(value):
+    assert Positive().problem(value) is not None
+
+
+def test_positive_accepts_a_small_positive_float():
+    assert Positive().problem(1e-30) is None
+
+
+def test_one_of_lists_every_choice_so_a_typo_is_fixed_from_the_message():
+    message = OneOf(("a", "b", "c"), "model").problem("d")
+    assert message == "names an unknown model 'd'; choose one of a, b, c"
+    assert OneOf(("a",)).problem("a") is None
+
+
+def test_each_of_refuses_empty_lists_repeats_and_bad_items_in_one_message():
+    rule = EachOf(OneOf(("a", "b"), "model"))
+    assert rule.problem([]) == "must not be empty"
+    assert rule.problem(["a", "a", "b", "b"]) == "lists a, b more than once"
+    assert rule.problem(["a", "z"]) == "names an unknown model 'z'; choose one of a, b"
+    assert rule.problem("a") == "must be a list, got 'a'"
+    assert rule.problem(["b", "a"]) is None
+
+
+def test_each_of_may_allow_empty_lists_and_repeats():
+    assert EachOf(AtLeast(0), allow_empty=True).problem([]) is None
+    assert EachOf(Positive(), allow_repeats=True).problem([0.5, 0.5]) is None
+    assert EachOf(AtLeast(0)).problem([1, -2]) == "item -2 must be at least 0, got -2"
+
+
+def test_problems_name_the_parameter_and_where_its_value_came_from():
+    rules = {"n_seeds": AtLeast(1), "threshold": Positive()}
+    found = problems(rules, {"n_seeds": 0, "threshold": 1e-4, "other": -1}, {"n_seeds": "-p"})
+    assert found == ["n_seeds (from -p) must be at least 1, got 0"]

@@ -1,0 +1,57 @@
+from pathlib import Path
+
+import pytest
+
+from exactness import study_rules
+from exactness.models import names
+from exactness.parameter_rules import StudyParameterError
+
+
+@pytest.mark.parametrize(("study", "values", "message"), [
+    ("near_tie", {"n_seeds": 0}, "n_seeds must be at least 1, got 0"),
+    ("near_tie", {"n_seeds": -5}, "n_seeds must be at least 1, got -5"),
+    ("near_tie", {"threshold": -1e-5}, "threshold must be positive and finite"),
+    ("near_tie", {"threshold": float("nan")}, "threshold must be positive and finite, got nan"),
+    ("near_tie", {"workers": -1}, "workers must be at least 0 (0 means one worker per core)"),
+    ("near_tie", {"models": []}, "models must not be empty"),
+    ("near_tie", {"models": ["UniSpeechForPreTraining"] * 2}, "models lists UniSpeechForPreTraining more than once"),
+    ("near_tie", {"models": ["BertModel"]}, "models names an unknown model 'BertModel'"),
+    ("ulp_noise", {"n_draws": 0}, "n_draws must be at least 1"),
+    ("dac_propagation", {"seconds": 0.0}, "seconds must be positive and finite"),
+    ("dac_propagation", {"variant": "48khz"}, "variant names an unknown DAC variant '48khz'"),
+    ("dac_batching", {"clip_seconds": [1.0, -0.5]}, "clip_seconds item -0.5 must be positive and finite"),
+    ("dac_batching", {"init": "xavier"}, "init names an unknown init 'xavier'; choose one of default"),
+    ("environment", {"magnitudes": [0.0]}, "magnitudes item 0.0 must be positive and finite"),
+])
+def test_a_value_outside_its_declared_range_is_named_with_its_study(study, values, message):
+    with pytest.raises(StudyParameterError, match=f"^{study}: ") as raised:
+        study_rules.check(study, values)
+    assert message in str(raised.value)
+
+
+def test_the_ulp_noise_study_lists_every_subject_including_the_dac_encoders():
+    with pytest.raises(StudyParameterError) as raised:
+        study_rules.check("ulp_noise", {"model": "Nope"})
+    for name in names.NOISE_SUBJECTS:
+        assert name in str(raised.value)
+    assert "DacEncoder-44khz" in names.NOISE_SUBJECTS
+
+
+def test_every_problem_is_listed_at_once():
+    with pytest.raises(StudyParameterError) as raised:
+        study_rules.check("near_tie", {"n_seeds": 0, "workers": -2, "models": []})
+    assert str(raised.value).count(";") == 2
+
+
+def test_a_study_without_declared_rules_accepts_any_value():
+    study_rules.check("a_study_with_no_rules", {"n_seeds": -1})
+
+
+def test_every_declared_parameter_exists_in_its_notebook():
+    from exactness import catalog, parameters
+    from exactness.project import Project
+
+    studies = catalog.discover(Project.at(Path(__file__).resolve().parents[1]))
+    for study, rules in study_rules.RULES.items():
+        declared = parameters.read_parameters(studies[study].notebook)
+        assert set(rules) <= set(declared), f"{study}: rules for {set(rules) - set(declared)} that are no parameters"
