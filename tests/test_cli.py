@@ -3,6 +3,7 @@ import sys
 
 from conftest import cli_env
 from exactness import cli
+from exactness.manifest import Manifest
 from exactness.project import Project
 
 
@@ -211,3 +212,33 @@ def test_a_value_out_of_its_studys_range_is_one_line_before_anything_is_created(
         assert result.returncode == 2, result.stderr
         assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
     assert not out.exists()
+
+
+def test_ctrl_c_during_a_cell_prints_one_line_and_keeps_the_kernels_messages_in_the_run_folder(tiny_project):
+    import os
+    import signal
+    import time
+
+    from conftest import write_notebook
+
+    # A cell that keeps the kernel talking (stderr output) when the terminal's Ctrl-C reaches every process.
+    write_notebook(tiny_project / "notebooks" / "slow.ipynb", "n = 1",
+                   "import pathlib, sys, time\npathlib.Path('started').write_text('yes')",
+                   "for i in range(6000):\n    print(i, file=sys.stderr)\n    time.sleep(0.01)")
+    (tiny_project / "params" / "slow").mkdir()
+    (tiny_project / "params" / "slow" / "default.yaml").write_text("{}\n")
+    process = subprocess.Popen([sys.executable, "-m", "exactness.cli", "run", "slow"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=cli_env(tiny_project), start_new_session=True)
+    deadline = time.monotonic() + 120
+    while not list((tiny_project / "outputs").glob("slow/*/started")) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(1)
+    os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole process group
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert err.strip().splitlines() == [
+        "interrupted; the run is marked interrupted (finish it with `exactness run slow --resume slow`, "
+        "which resumes the study's newest run)"], err
+    (folder,) = (tiny_project / "outputs" / "slow").iterdir()
+    assert Manifest.read(folder).status == "interrupted"
+    assert (folder / "kernel.log").exists()

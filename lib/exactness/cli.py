@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import logging
 import os
 import secrets
 import sys
@@ -138,8 +139,7 @@ def cmd_resume(project: Project, args) -> int:
     try:
         result = runs.resume(project, study, folder, with_code=args.with_code, log_output=args.log_output)
     except KeyboardInterrupt:
-        print("interrupted; the run is marked interrupted", file=sys.stderr)
-        return 130
+        return _interrupted(study.name)
     print(f"    {result.manifest.status} in {result.manifest.duration_s:.1f} s -> {result.folder / 'report.html'}")
     print(f"index: {index.write(project)}")
     if not result:
@@ -164,8 +164,7 @@ def cmd_run(project: Project, args) -> int:
                                   environment_run=environment_run, with_code=args.with_code,
                                   log_output=args.log_output)
         except KeyboardInterrupt:
-            print("interrupted; the run is marked interrupted", file=sys.stderr)
-            return 130
+            return _interrupted(planned.study.name)
         if planned.study.name == catalog.ENVIRONMENT_STUDY and result:
             environment_run = str(result.folder.relative_to(project.outputs))
         print(f"    {result.manifest.status} in {result.manifest.duration_s:.1f} s -> {result.folder / 'report.html'}")
@@ -175,6 +174,16 @@ def cmd_run(project: Project, args) -> int:
     for reason in failures:
         print(f"FAILED: {reason}", file=sys.stderr)
     return 1 if failures else 0
+
+
+def _interrupted(study: str) -> int:
+    """Ctrl-C: one line. The notebook client's abandoned cell task would otherwise report its error (a
+    KeyboardInterrupt inside the kernel, a dead kernel, a closed socket) through asyncio's logger as the
+    interpreter exits: several tracebacks of an interruption the user asked for and the manifest records."""
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
+    print(f"interrupted; the run is marked interrupted (finish it with `exactness run {study} --resume {study}`, "
+          f"which resumes the study's newest run)", file=sys.stderr)
+    return 130
 
 
 def find_run(project: Project, reference: str) -> Path:

@@ -136,13 +136,25 @@ def ipc_prefix(project: Project) -> str:
     return prefix
 
 
-def _ipc_kernel_manager(prefix: str):
+KERNEL_LOG = "kernel.log"
+
+
+def _ipc_kernel_manager(prefix: str, log: Path):
     """A kernel manager class whose kernel listens on unix sockets (no TCP, so no "running over TCP
-    without encryption" warning); nbclient takes it as `kernel_manager_class` through papermill."""
+    without encryption" warning); nbclient takes it as `kernel_manager_class` through papermill.
+
+    The kernel's own stdout and stderr (its logger, native libraries, its sweep workers' crashes) go to
+    `log` in the run folder instead of the terminal: on Ctrl-C the kernel logs the sockets the client has
+    just closed, which the user should not have to read, and a worker's crash belongs with its run."""
     from jupyter_client.manager import AsyncKernelManager
     from traitlets import Unicode
 
-    return type("IpcKernelManager", (AsyncKernelManager,), {"transport": Unicode("ipc"), "ip": Unicode(prefix)})
+    async def launch_logging_to_file(self, kernel_cmd, **kw):
+        with open(log, "ab") as sink:  # the kernel holds its own copy of the descriptor
+            await AsyncKernelManager._async_launch_kernel(self, kernel_cmd, **{**kw, "stdout": sink, "stderr": sink})
+
+    return type("IpcKernelManager", (AsyncKernelManager,), {
+        "transport": Unicode("ipc"), "ip": Unicode(prefix), "_async_launch_kernel": launch_logging_to_file})
 
 
 def _execute_into(project: Project, study: Study, folder: Path, manifest: Manifest, with_code: bool,
@@ -161,7 +173,7 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
         papermill.execute_notebook(
             str(study.notebook), str(executed), parameters=params, kernel_name=KERNEL_NAME, cwd=str(folder),
             progress_bar=False, log_output=log_output,
-            kernel_manager_class=_ipc_kernel_manager(ipc_prefix(project)),
+            kernel_manager_class=_ipc_kernel_manager(ipc_prefix(project), folder / KERNEL_LOG),
         )
         manifest.status = "passed"
     except PapermillExecutionError as error:
