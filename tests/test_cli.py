@@ -242,3 +242,9 @@ def test_ctrl_c_during_a_cell_prints_one_line_and_keeps_the_kernels_messages_in_
     (folder,) = (tiny_project / "outputs" / "slow").iterdir()
     assert Manifest.read(folder).status == "interrupted"
     assert (folder / "kernel.log").exists()
+
+
+def test_a_run_shows_its_sections_on_the_terminal_without_log_output(tiny_project):
+    result = exactness("run", "ok", "-f", "smoke", project=tiny_project)
+    assert result.returncode == 0, result.stderr
+    assert "      A tiny study (cell 1 of 5)" in result.stdout.splitlines()

@@ -27,6 +27,7 @@ from exactness.catalog import Study
 from exactness.machine import run_facts
 from exactness.manifest import Manifest, process_alive
 from exactness.project import KERNEL_NAME, Project, keep_state_inside
+from exactness.run_progress import RunProgress
 
 
 class KernelMissingError(RuntimeError):
@@ -174,6 +175,7 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
             str(study.notebook), str(executed), parameters=params, kernel_name=KERNEL_NAME, cwd=str(folder),
             progress_bar=False, log_output=log_output,
             kernel_manager_class=_ipc_kernel_manager(ipc_prefix(project), folder / KERNEL_LOG),
+            **({} if log_output else RunProgress().engine_arguments()),
         )
         manifest.status = "passed"
     except PapermillExecutionError as error:
