@@ -25,9 +25,21 @@ _REPORT = """<script>window.addEventListener('load', function () {
   var images = Array.from(document.images).map(function (i) {
     var box = i.getBoundingClientRect(); return [i.naturalWidth, i.naturalHeight, box.width, box.height]; });
   var errorOutputs = document.querySelectorAll('[data-mime-type="application/vnd.jupyter.stderr"], .output_error');
+  var figures = Array.from(document.images).map(function (i) {
+    var figure = i.closest('figure'); var caption = figure && figure.querySelector('figcaption');
+    return {alt: i.getAttribute('alt') || '', caption: caption ? caption.innerText.trim() : '',
+            empty_panels: figure ? figure.getAttribute('data-empty-panels') || '' : '', width: i.naturalWidth}; });
+  // What a reader meets first: the kinds of content in document order, ignoring headings and prose.
+  var content = Array.from(document.querySelectorAll('section.exactness-findings, table, img, ' +
+    '.jp-OutputArea-output pre, .jp-OutputArea-output[data-mime-type="text/plain"]'));
+  var order = content.map(function (e) {
+    return e.matches('section.exactness-findings') ? 'findings' : e.tagName.toLowerCase(); });
+  var findings = document.querySelector('section.exactness-findings');
   var probe = document.createElement('pre'); probe.id = '__probe';
   probe.textContent = JSON.stringify({errors: __errors, images: images, error_outputs: errorOutputs.length,
-                                      text: document.body.innerText.slice(0, 20000)});
+                                      figures: figures, order: order,
+                                      findings: findings ? findings.querySelectorAll('li').length : 0,
+                                      text: document.body.innerText.slice(0, 200000)});
   document.body.appendChild(probe);
 });</script>"""
 

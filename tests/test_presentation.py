@@ -31,3 +31,24 @@ def test_a_figure_without_caption_or_alt_text_is_refused():
         presentation.figure_html(b"png", alt="", caption="c")
     page = presentation.figure_html(b"png", alt='a "b"', caption="what and why")
     assert 'alt="a &quot;b&quot;"' in page and "<figcaption" in page
+
+
+def test_empty_panels_names_axes_without_data_or_a_note_and_ignores_reference_lines():
+    import matplotlib
+
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+
+    fig, (data, reference_only, noted, untitled) = plt.subplots(1, 4)
+    data.plot([1, 2], [3, 4])
+    data.set_title("data")
+    reference_only.axvline(1.0)
+    reference_only.set_title("threshold only")
+    noted.text(0.5, 0.5, "no flips in these seeds")
+    assert presentation.empty_panels(fig) == ["threshold only", "panel 4"]
+    plt.close(fig)
+
+
+def test_a_figure_records_its_empty_panels_for_the_report_tests():
+    page = presentation.figure_html(b"png", alt="a", caption="c", empty=["threshold only"])
+    assert 'data-empty-panels="threshold only"' in page

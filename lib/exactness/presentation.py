@@ -123,13 +123,31 @@ def table(frame: pd.DataFrame, columns: dict[str, str] | list[str] | None = None
     _display_html(table_html(frame, columns, digits, caption, full, max_rows))
 
 
-def figure_html(png: bytes, alt: str, caption: str) -> str:
+def figure_html(png: bytes, alt: str, caption: str, empty: list[str] | None = None) -> str:
+    """`empty`: the panels that show no data (see `empty_panels`), recorded on the figure so that the
+    report tests find a blank panel that pixels alone would not reveal (an empty axes still has labels)."""
     if not alt.strip() or not caption.strip():
         raise ValueError("a figure needs alt text and a caption (what is plotted, units, how to read it, takeaway)")
     data = base64.b64encode(png).decode("ascii")
-    return (f"<style>{TABLE_STYLE}</style><figure class=\"exactness-figure\"><img src=\"data:image/png;base64,{data}\" "
-            f"alt=\"{html.escape(alt, quote=True)}\"><figcaption class=\"exactness-caption\">{html.escape(caption)}"
-            "</figcaption></figure>")
+    blank = html.escape("; ".join(empty or []), quote=True)
+    return (f"<style>{TABLE_STYLE}</style><figure class=\"exactness-figure\" data-empty-panels=\"{blank}\">"
+            f"<img src=\"data:image/png;base64,{data}\" alt=\"{html.escape(alt, quote=True)}\">"
+            f"<figcaption class=\"exactness-caption\">{html.escape(caption)}</figcaption></figure>")
+
+
+def _shows_data(ax) -> bool:
+    """Whether an axes draws any data, or a note saying why it has none. Reference lines (axvline,
+    axhline: not in data coordinates on both axes) are not data."""
+    lines = [line for line in ax.lines if line.get_transform().contains_branch(ax.transData)
+             and len(line.get_xdata()) > 0]
+    collections = [c for c in ax.collections if len(c.get_offsets()) > 0 or len(c.get_paths()) > 0]
+    return bool(lines or collections or ax.patches or ax.images or ax.tables or ax.texts)
+
+
+def empty_panels(fig) -> list[str]:
+    """The visible axes of `fig` that show neither data nor a note, named by title or position."""
+    return [ax.get_title() or f"panel {number}" for number, ax in enumerate(fig.axes, 1)
+            if ax.get_visible() and ax.axison and not _shows_data(ax)]
 
 
 def figure(artifacts, name: str, fig, caption: str, alt: str) -> None:
@@ -137,6 +155,7 @@ def figure(artifacts, name: str, fig, caption: str, alt: str) -> None:
     inline backend does not show it a second time without them)."""
     import matplotlib.pyplot as plt
 
+    empty = empty_panels(fig)
     path = artifacts.figure(name, fig)
     plt.close(fig)
-    _display_html(figure_html(path.read_bytes(), alt, caption))
+    _display_html(figure_html(path.read_bytes(), alt, caption, empty))

@@ -1,0 +1,61 @@
+"""Every study's smoke report, read in a real browser as its reader meets it: findings first, tables and
+figures for people, nothing meant for a developer."""
+
+import subprocess
+import sys
+
+import pytest
+
+from browser import inspect_page
+from conftest import REPO, cli_env
+from exactness import catalog
+from exactness.project import Project
+
+STUDIES = list(catalog.discover(Project.at(REPO)))
+# What leaks when a raw object is printed instead of presented: a pandas Series or DataFrame repr, a path
+# repr, a traceback, a library's warning.
+LEAKS = ("dtype:", "rows × ", "PosixPath(", "Name: ", "Traceback", "WARNING")
+
+
+@pytest.fixture(scope="module")
+def smoke_batch(tmp_path_factory):
+    """`exactness run all -f smoke`: every study once, in one outputs folder, as `make run` would."""
+    outputs = tmp_path_factory.mktemp("outputs")
+    result = subprocess.run([sys.executable, "-m", "exactness.cli", "--out", str(outputs), "run", "all", "-f", "smoke"],
+                            capture_output=True, text=True, env=cli_env(REPO), timeout=1800)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return outputs
+
+
+@pytest.fixture(scope="module")
+def pages(smoke_batch):
+    seen = {}
+    for study in STUDIES:
+        (folder,) = (smoke_batch / study).iterdir()
+        seen[study] = inspect_page(folder / "report.html")
+    return seen
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_the_findings_are_the_first_thing_a_reader_meets(pages, study):
+    page = pages[study]
+    assert page["order"] and page["order"][0] == "findings", page["order"][:5]
+    assert page["findings"] >= 1
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_nothing_meant_for_a_developer_reaches_the_page(pages, study):
+    page = pages[study]
+    leaked = [(leak, page["text"][max(0, i - 80):i + 80]) for leak in LEAKS if (i := page["text"].find(leak)) >= 0]
+    assert not leaked
+    assert not page["errors"] and page["error_outputs"] == 0
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_every_figure_has_alt_text_a_caption_and_data_in_every_panel(pages, study):
+    figures = pages[study]["figures"]
+    assert figures, f"{study}'s report shows no figure"
+    for number, figure in enumerate(figures, 1):
+        assert figure["width"] > 0, f"figure {number} did not load"
+        assert figure["alt"].strip() and figure["caption"].strip(), f"figure {number}: {figure}"
+        assert figure["empty_panels"] == "", f"figure {number} ({figure['alt'][:60]}) has empty panels"
