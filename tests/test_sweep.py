@@ -100,3 +100,13 @@ def test_the_code_fingerprint_is_cheap():
     for _ in range(20):
         sweep._fingerprint(roots)
     assert (time.perf_counter() - began) / 20 < 0.02  # generous: shared CI cores; measured ~0.3 ms
+
+
+def test_an_in_process_sweep_leaves_the_callers_allocator_alone(monkeypatch):
+    import exactness.allocator
+
+    def must_not_run():
+        raise AssertionError("the allocator of the caller's process (a notebook kernel) was changed")
+
+    monkeypatch.setattr(exactness.allocator, "keep_freed_memory", must_not_run)
+    pd.testing.assert_frame_equal(sweep.map_chunks(_squares, range(6), workers=1, chunk_size=2), _squares(range(6)))

@@ -27,12 +27,19 @@ def chunks(items: Sequence, size: int) -> list[Sequence]:
     return [items[i:i + size] for i in range(0, len(items), size)]
 
 
-def _init_worker() -> None:
+def _one_thread() -> None:
     import torch
 
+    torch.set_num_threads(1)
+
+
+def _init_worker() -> None:
+    """A process that exists only to run chunks: one thread, and glibc keeps freed memory. The allocator
+    setting is process-wide and lasts, so it is made only in processes the sweep owns, never in the
+    caller's (a notebook kernel the user keeps working in)."""
     from exactness.allocator import keep_freed_memory
 
-    torch.set_num_threads(1)
+    _one_thread()
     keep_freed_memory()
 
 
@@ -52,7 +59,7 @@ class _SingleThreaded:
         self.function = function
 
     def __call__(self, chunk):
-        _init_worker()
+        _one_thread()  # a Dask worker belongs to the user's cluster: its allocator is left alone
         return self.function(chunk)
 
 
@@ -204,7 +211,7 @@ def map_chunks(function: Callable[[Sequence], object], items: Sequence, workers:
         import torch
 
         threads = torch.get_num_threads()
-        _init_worker()  # the same arithmetic as a worker process: results don't depend on workers
+        _one_thread()  # the same arithmetic as a worker process: results don't depend on workers
         try:
             for i in todo:
                 finished(i, function(parts[i]))
