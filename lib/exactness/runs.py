@@ -21,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from exactness import index, report
+from exactness import compat, index, report
 from exactness.artifacts import RUN_DIR_VARIABLE
 from exactness.catalog import Study
 from exactness.machine import run_facts
@@ -150,12 +150,16 @@ def _ipc_kernel_manager(prefix: str, log: Path):
     from jupyter_client.manager import AsyncKernelManager
     from traitlets import Unicode
 
+    launch = compat.kernel_launch(AsyncKernelManager)
+    members = {"transport": Unicode("ipc"), "ip": Unicode(prefix)}
+
     async def launch_logging_to_file(self, kernel_cmd, **kw):
         with open(log, "ab") as sink:  # the kernel holds its own copy of the descriptor
-            await AsyncKernelManager._async_launch_kernel(self, kernel_cmd, **{**kw, "stdout": sink, "stderr": sink})
+            await launch(self, kernel_cmd, **{**kw, "stdout": sink, "stderr": sink})
 
-    return type("IpcKernelManager", (AsyncKernelManager,), {
-        "transport": Unicode("ipc"), "ip": Unicode(prefix), "_async_launch_kernel": launch_logging_to_file})
+    if launch is not None:
+        members["_async_launch_kernel"] = launch_logging_to_file
+    return type("IpcKernelManager", (AsyncKernelManager,), members)
 
 
 def _execute_into(project: Project, study: Study, folder: Path, manifest: Manifest, with_code: bool,

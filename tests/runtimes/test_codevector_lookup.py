@@ -50,6 +50,25 @@ def test_a_lookup_that_differs_is_not_used(monkeypatch):
     assert _same(result.outputs, eager_capture.run(built, inputs, capture=False).outputs)
 
 
+def test_a_moved_private_method_falls_back_to_the_models_own_forward_and_says_why(monkeypatch):
+    from exactness import compat
+
+    model = "Wav2Vec2ConformerForPreTraining"
+
+    def moved(quantizer):
+        raise compat.moved("transformers", "Quantizer._compute_perplexity", "the lookup is off")
+
+    monkeypatch.setattr(compat, "perplexity_of", moved)
+    monkeypatch.setattr(codevector_lookup, "_verified", {})
+    monkeypatch.setattr(codevector_lookup, "fallbacks", {})
+    built, inputs = family.build_model(model, 4), family.tester_inputs(model, 4)
+    result = codevector_lookup.run(built, inputs, capture=False)
+    assert not result.gathered
+    assert _same(result.outputs, eager_capture.run(built, inputs, capture=False).outputs)
+    assert "has no Quantizer._compute_perplexity" in codevector_lookup.fallbacks[type(built).__name__]
+    assert "forward" not in vars(built.quantizer)
+
+
 def test_only_an_eval_mode_gumbel_quantizer_is_looked_up():
     built = family.build_model("Wav2Vec2ConformerForPreTraining", 0)
     assert codevector_lookup.applies_to(built)

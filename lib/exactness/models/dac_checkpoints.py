@@ -20,6 +20,7 @@ from safetensors.torch import load_file
 from torch.nn.utils import parametrize
 from transformers import DacConfig, DacModel
 
+from exactness import compat
 from exactness.models.dac import check_config, weight_normed_layers
 
 REQUIRED_KWARGS = ("encoder_dim", "encoder_rates", "latent_dim", "decoder_dim", "decoder_rates", "n_codebooks",
@@ -212,7 +213,7 @@ def _folded(mapped: dict) -> dict:
             layer = key[: -len(NORMED[0])]
             v = mapped[layer + NORMED[1]]
             dtype = torch.promote_types(value.dtype, v.dtype)
-            folded[f"{layer}.weight"] = torch._weight_norm(v.to(dtype), value.to(dtype), 0)
+            folded[f"{layer}.weight"] = compat.fused_weight_norm()(v.to(dtype), value.to(dtype), 0)
         elif not key.endswith(NORMED[1]):
             folded[key] = value
     return folded

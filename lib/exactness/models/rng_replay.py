@@ -26,7 +26,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
+
+from exactness import compat
+
+TorchDispatchMode = compat.torch_dispatch_mode()
 
 _aten = torch.ops.aten
 _RNG_OPS = {

@@ -15,8 +15,8 @@ from collections.abc import Callable
 
 import torch
 from torch.nn.utils import parametrize
-from torch.nn.utils.parametrizations import _WeightNorm
 
+from exactness import compat
 from exactness.models import wav2vec2_family as family
 from exactness.models.rng_replay import make_plan
 
@@ -29,7 +29,7 @@ def weight_norm_magnitudes(model: torch.nn.Module) -> dict[str, tuple[str, Calla
             continue
         for name, chain in module.parametrizations.items():
             for parametrization in chain:
-                if isinstance(parametrization, _WeightNorm):
+                if isinstance(parametrization, compat.weight_norm_parametrization()):
                     base = f"{path}.parametrizations.{name}"
                     out[f"{base}.original0"] = (f"{base}.original1", functools.partial(
                         torch.norm_except_dim, pow=2, dim=parametrization.dim))

@@ -14,7 +14,6 @@ recipe, which any user can run with transformers alone:
 
 from __future__ import annotations
 
-import ctypes
 import functools
 import random
 from dataclasses import dataclass, field
@@ -168,33 +167,23 @@ def _input_values(s: TesterSpec, twister: _Twister) -> torch.Tensor:
 class _Twister:
     bit_generator: np.random.MT19937
     doubles: np.random.RandomState  # legacy doubles from `bit_generator`: CPython's `random()` formula
-    state: np.ndarray | None  # the C state (624 key words, then the position), written in place; None: unknown
 
 
 @functools.cache
 def _reusable_twister() -> _Twister:
-    """One per process: building one (seeding) costs more than the draws it serves. Setting the state
-    through numpy's `state` dict costs ~50 us a seed, a third of the draws; writing the C struct that
-    `ctypes.state_address` points at costs ~2 us, and is used only if numpy reads back what was written."""
+    """One per process: building one (seeding) costs more than the draws it serves."""
     bit_generator = np.random.MT19937(0)
-    words = (ctypes.c_uint32 * 625).from_address(bit_generator.ctypes.state_address)
-    state = np.ctypeslib.as_array(words)
-    probe = np.arange(1, 625, dtype=np.uint32) * np.uint32(2654435761)
-    state[:624], state[624] = probe, 17
-    written = bit_generator.state["state"]
-    ok = np.array_equal(written["key"], probe) and written["pos"] == 17
-    return _Twister(bit_generator, np.random.RandomState(bit_generator), state if ok else None)
+    return _Twister(bit_generator, np.random.RandomState(bit_generator))
 
 
 def _numpy_twister(rng: random.Random) -> _Twister:
-    """numpy's Mersenne Twister put in `rng`'s exact state (used at once: the instance is reused)."""
+    """numpy's Mersenne Twister put in `rng`'s exact state (used at once: the instance is reused). Through
+    numpy's public `state` setter: writing the C struct directly saved 2.6% of a screened seed, too little
+    for a trick that depends on numpy's memory layout."""
     internal = rng.getstate()[1]
     twister = _reusable_twister()
-    if twister.state is not None:
-        twister.state[:] = internal
-    else:
-        twister.bit_generator.state = {"bit_generator": "MT19937", "state": {
-            "key": np.array(internal[:-1], dtype=np.uint32), "pos": internal[-1]}}
+    twister.bit_generator.state = {"bit_generator": "MT19937", "state": {
+        "key": np.array(internal[:-1], dtype=np.uint32), "pos": internal[-1]}}
     return twister
 
 
