@@ -136,3 +136,24 @@ def float_spacing(magnitudes=(1e-3, 1e-2, 1e-1, 1.0, 1e1, 1e2, 1e3)):
 def run_facts(root: Path) -> dict[str, object]:
     """What a manifest records about where a run happened."""
     return {"versions": software_versions(), **cpu_facts(), "threads": thread_counts(), **git_state(root)}
+
+
+# CPU kernel sets a worker process can be started with: environment variables read when torch loads. The eager
+# forward's float kernels depend on them (torch's ATen dispatch, oneDNN's convolutions and matmuls); ONNX
+# Runtime exposes no such switch (its MLAS kernels pick the widest set at run time), so it runs the same kernels
+# under every set. "native" changes nothing: the machine's own widest kernels.
+KERNEL_SETS: dict[str, dict[str, str]] = {
+    "native": {},
+    "avx512": {"ATEN_CPU_CAPABILITY": "avx512", "ONEDNN_MAX_CPU_ISA": "AVX512_CORE"},
+    "avx2": {"ATEN_CPU_CAPABILITY": "avx2", "ONEDNN_MAX_CPU_ISA": "AVX2"},
+    "default": {"ATEN_CPU_CAPABILITY": "default", "ONEDNN_MAX_CPU_ISA": "SSE41"},
+}
+# The vector extensions a kernel set needs on this CPU.
+KERNEL_SET_NEEDS: dict[str, tuple[str, ...]] = {"native": (), "avx512": ("avx512f", "avx512bw"),
+                                                "avx2": ("avx2", "fma"), "default": ("sse4_2",)}
+
+
+def available_kernel_sets(extensions=None) -> list[str]:
+    """The kernel sets this CPU (or one with these vector extensions) can run, widest first."""
+    have = set(cpu_facts()["vector_extensions"] if extensions is None else extensions)
+    return [name for name, needs in KERNEL_SET_NEEDS.items() if set(needs) <= have]

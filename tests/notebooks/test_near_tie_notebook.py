@@ -56,3 +56,30 @@ def test_report_renders_with_figures_and_no_errors(near_tie_run):
     page = inspect_page(near_tie_run / "report.html")
     assert page["errors"] == [] and page["error_outputs"] == 0
     assert len(page["images"]) >= 5 and all(w > 0 and h > 0 for w, h, _, _ in page["images"])
+
+
+def test_candidates_are_explained_and_the_prediction_carries_intervals(near_tie_run):
+    screen = pd.read_parquet(near_tie_run / "tables" / "screen.parquet")
+    assert (screen.smallest_gap_ulps <= screen.min_gap_ulps).all()
+    explained = pd.read_parquet(near_tie_run / "tables" / "candidates_explained.parquet")
+    assert explained.rows_per_seed.tolist() == [364]
+    ties = pd.read_parquet(near_tie_run / "tables" / "exact_ties.parquet")
+    assert {"ort_min_row_gap", "ort_bit_identical", "why"} <= set(ties.columns)
+    prediction = pd.read_parquet(near_tie_run / "tables" / "prediction.parquet")
+    assert (prediction.failures_per_scale_low <= prediction.failures_per_scale).all()
+    assert (prediction.failures_per_scale <= prediction.failures_per_scale_high).all()
+    found = json.loads((near_tie_run / "summary.json").read_text())["findings"]
+    assert any("per 40,000 seeds" in f["claim"] for f in found)
+
+
+def test_a_kernel_set_the_cpu_lacks_or_an_unknown_one_is_refused_before_any_run(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import REPO, cli_env
+
+    result = subprocess.run([sys.executable, "-m", "exactness.cli", "--out", str(tmp_path), "run", "near_tie", "-f",
+                             "smoke", "-p", "cpu_kernels", "[native, avx3]"], capture_output=True, text=True,
+                            env=cli_env(REPO), timeout=300)
+    assert result.returncode == 2 and "unknown kernel set 'avx3'" in result.stdout + result.stderr
+    assert not (tmp_path / "near_tie").exists()

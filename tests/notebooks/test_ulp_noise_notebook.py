@@ -71,3 +71,14 @@ def test_parameters_cell_is_smoke_sized_and_default_yaml_keeps_the_main_job():
     paper = parameters.resolve(notebook, [params / "paper.yaml"], [])
     assert (paper["n_draws"], paper["shape_mode"], paper["reference_draws"], paper["settings_draws"]) == \
         (300, "dynamic", 5, 5)
+
+
+def test_growth_is_measured_per_layer_kind_in_relative_and_absolute_terms(ulp_run):
+    noise = pd.read_parquet(ulp_run / "tables" / "noise.parquet")
+    located = noise.dropna(subset=["worst_of_rms"])
+    assert len(located) and (located.worst_of_rms >= 0).all() and noise.model_output.any()
+    kinds = pd.read_parquet(ulp_run / "tables" / "growth_by_kind.parquet")
+    assert {"layer norm", "linear"} <= set(kinds.kind) and (kinds.relative_factor > 0).all()
+    found = json.loads((ulp_run / "summary.json").read_text())["findings"]
+    assert any("Median factor per layer kind" in f["claim"] for f in found)
+    assert any("of the tensor's RMS" in f["claim"] and "worst element" in f["claim"] for f in found)

@@ -28,6 +28,11 @@ def test_checks_are_the_same_on_one_or_two_workers_and_resume_from_shards_withou
     # the exported quantizer's codevector product was found and replaced by a gather, and gave the same values
     assert one.graphs().one_session[0].endswith("rewritten by gathered_graph)")
     assert set(one.checks.eager_codevectors) == {"gathered"}
+    # ORT's gap at eager's smallest-gap row: eager's gap moved by at most the gap noise; ORT putting the second
+    # code ahead there is a flip of that row
+    moved = (one.checks.ort_min_row_gap - one.checks.min_gap).abs()
+    assert (moved <= one.checks.gap_noise_max).all()
+    assert (one.checks.flip_is_min_gap_row | ~(one.checks.ort_min_row_gap < 0)).all()
 
     def no_exports(*args, **kwargs):
         raise AssertionError("a resumed check exported")
@@ -80,3 +85,13 @@ def test_a_model_listed_twice_is_refused_before_it_is_counted_twice():
 
     with pytest.raises(StudyParameterError, match="Wav2Vec2ForPreTraining more than once"):
         validate(["Wav2Vec2ForPreTraining", "Wav2Vec2ForPreTraining"], 10, 1e-5, ["dynamic"], 0)
+
+
+def test_no_defect_seeds_means_no_defects_even_without_a_learnt_swap():
+    from types import SimpleNamespace
+
+    from exactness.studies import near_tie
+
+    pools = {("Wav2Vec2ForPreTraining", "static"): SimpleNamespace(plan=None, template_seed=3)}
+    table = near_tie.defects(pools, {"Wav2Vec2ForPreTraining": []}, bound=1e-5)
+    assert table.empty and list(table.columns) == list(near_tie.DEFECT_COLUMNS)

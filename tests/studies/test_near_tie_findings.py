@@ -3,6 +3,7 @@
 import pandas as pd
 import pytest
 
+from exactness.compare.rates import poisson_interval
 from exactness.findings import VERDICTS
 from exactness.studies import near_tie, near_tie_findings
 from exactness.studies.near_tie_findings import (
@@ -11,7 +12,6 @@ from exactness.studies.near_tie_findings import (
     class_finding,
     failure_causes,
     noise_finding,
-    poisson_interval,
     prediction_finding,
     tie_aware_finding,
     tolerance_finding,
@@ -82,11 +82,42 @@ def test_candidates_compare_with_the_seed_only_at_its_threshold():
     checks = _checks(ties=(True, False))
     same = candidates_finding(_screen(14), checks, 1.5e-5)
     assert same.verdict == "reproduced" and "273 candidates" in same.seed
-    assert "1 checked seeds had an exact tie (gap 0), 1 of them flipped" in same.claim
+    assert "1 checked seeds had an exact tie (gap 0), 1 of them flipped" in same.claim  # no ORT values recorded
     assert candidates_finding(_screen(80), checks, 1.5e-5).verdict == "differs"
     other = candidates_finding(_screen(14), checks, 1e-4)
     assert other.verdict == "not comparable" and "other threshold" in other.why
     assert candidates_finding(_screen(14, model=OTHER), checks, 1.5e-5).verdict == "new"
+
+
+def test_candidates_explain_the_class_difference_and_each_exact_tie():
+    checks = _checks(ties=(True, False)).assign(min_row=3, ort_min_row_gap=[-4.8e-7, 0.0],
+                                                flip_is_min_gap_row=[True, False])
+    screen = _screen(14).assign(top_logit=6.0)
+    finding = candidates_finding(screen, checks, 1.5e-5, rows_per_seed={SEED_MODEL: 364})
+    assert "364 argmax rows per seed" in finding.claim and "31 ulps" in finding.claim
+    assert "second code ahead on 1: every tie flipped exactly when ORT put the second code ahead" in finding.claim
+    by_ulps = candidates_finding(screen.assign(smallest_gap_ulps=[2.0] * 14 + [1e5] * 1986), checks, 1.5e-5,
+                                 threshold_ulps=8)
+    assert by_ulps.verdict == "not comparable" and "in ulps of the top logit" in by_ulps.why
+    assert "is below 8 ulps of its row's top logit" in by_ulps.claim
+
+
+def test_tolerance_sentence_quotes_each_class_median_over_its_checks():
+    table = pd.DataFrame([{"model": SEED_MODEL, "checks": 13, "simulated_flips": 13, "rtol_one_flip_median": 3.3e-3,
+                           "rtol_one_flip_worst": 9.2e-3},
+                          {"model": OTHER, "checks": 95, "simulated_flips": 0, "rtol_one_flip_median": float("nan"),
+                           "rtol_one_flip_worst": float("nan")}])
+    text = near_tie_findings.tolerance_sentence(table)
+    assert f"{SEED_MODEL} median 0.0033 over its 13 simulated flips of 13 checks, worst 0.0092" in text
+    assert OTHER not in text  # no simulated flip, no median to quote
+
+
+def test_the_replay_sentence_needs_the_replayed_example_on_the_conformer():
+    replayed = pd.DataFrame({"model": [SEED_MODEL, OTHER], "seed": [1371433937, 5]})
+    assert near_tie_findings.replays_example(replayed)
+    assert not near_tie_findings.replays_example(replayed.iloc[[1]])
+    assert not near_tie_findings.replays_example(replayed.assign(model=OTHER))
+    assert not near_tie_findings.replays_example(pd.DataFrame())
 
 
 def test_poisson_interval_is_central_and_covers_zero_for_small_means():
@@ -94,15 +125,41 @@ def test_poisson_interval_is_central_and_covers_zero_for_small_means():
     assert poisson_interval(10.0) == (4, 17)  # the central 95% of Poisson(10)
 
 
-def _prediction(measured_flips):
-    return pd.DataFrame([{"model": SEED_MODEL, "predicted_flips": 2.0, "measured_flips": measured_flips,
-                          "predicted_failures": 1.5, "measured_failures": min(measured_flips, 1)}])
+def _prediction(measured_failures, screened=2000, predicted=15.0):
+    """A `near_tie_prediction.predict` row: `predicted` failures per 40,000 from 2,000 screened seeds."""
+    at_run = predicted * screened / 40000
+    return pd.DataFrame([{"model": SEED_MODEL, "screened": screened, "predicted_from": 2000, "scale": 40000,
+                          "flips_per_scale": predicted * 1.3, "flips_per_scale_low": predicted / 2,
+                          "flips_per_scale_high": predicted * 3,
+                          "failures_per_scale": predicted, "failures_per_scale_low": predicted / 3,
+                          "failures_per_scale_high": predicted * 2, "failures_at_run": at_run,
+                          "failures_at_run_low": 0.0, "failures_at_run_high": max(2.0, 2 * at_run),
+                          "measured_failures": measured_failures, "measured_flips": measured_failures,
+                          "noise_checks": 13, "near_seeds": 9}])
 
 
-def test_prediction_verdict_follows_the_poisson_interval():
-    assert "predicts the rate" in prediction_finding(_prediction(3)).claim
-    missed = prediction_finding(_prediction(12)).claim
-    assert "does not predict the rate in 1 of 1 classes" in missed and SEED_MODEL in missed
+def test_prediction_says_whether_measured_failures_fall_inside_the_interval():
+    inside = prediction_finding(_prediction(1))
+    assert "inside the interval" in inside.claim and "in 1 of 1 classes" in inside.claim
+    assert "needs a run of at least 40,000" in inside.claim
+    assert "15 failures per 40,000 seeds (95% 5 to 30; flips 20, 8 to 45)" in inside.claim
+    outside = prediction_finding(_prediction(9))
+    assert "OUTSIDE the interval" in outside.claim and "in 0 of 1 classes" in outside.claim
+
+
+def test_the_seeds_count_per_40000_is_held_against_the_conformers_predicted_interval():
+    covered = prediction_finding(_prediction(1))  # 15 predicted, 5 to 30: the seed's 15 inside
+    assert covered.verdict == "reproduced" and "lie inside that class's predicted interval" in covered.claim
+    missed = prediction_finding(_prediction(0, predicted=3.0))  # 1 to 6: the seed's 15 above
+    assert missed.verdict == "differs" and "lies above the predicted 1 to 6 per 40,000" in missed.why
+    assert prediction_finding(_prediction(1).assign(model=OTHER)).verdict == "new"
+
+
+def test_prediction_judges_the_factor_two_target_on_a_paper_scale_run():
+    met = prediction_finding(_prediction(20, screened=40000))  # 15 predicted, 20 measured: a factor 1.3
+    assert "target met" in met.claim and met.why == ""
+    missed = prediction_finding(_prediction(45, screened=40000))  # a factor 3
+    assert "Target missed" in missed.claim and "off by a factor 3.0" in missed.why
 
 
 def _noise(scale):

@@ -66,3 +66,15 @@ def test_flip_curve_puts_each_checked_seed_on_its_predicted_probability():
     curve = flip_curve(checks, {"m": np.array([-2e-6, -5e-7, 0.0, 5e-7])})
     assert curve.flipped.tolist() == [True, False] and curve.p_flip.tolist() == [0.5, 0.25]
     assert flip_curve(checks, {}).empty  # no noise law measured: no curve
+
+
+def test_candidates_in_ulps_replace_the_absolute_threshold_in_counts_and_summary():
+    from exactness.studies.near_tie_rate import screen_summary
+
+    screen, checks = _tables()
+    screen = screen.assign(smallest_gap_ulps=[0.0, 50.0, 3.0, 1e5])
+    assert buckets(screen, checks, 1e-5).iloc[0].below_threshold == 2
+    assert buckets(screen, checks, 1e-5, threshold_ulps=10).iloc[0].below_threshold == 2  # seeds 0 and 2
+    assert buckets(screen, checks, 1e-5, threshold_ulps=100).iloc[0].below_threshold == 3
+    row = screen_summary(screen, 1e-5, threshold_ulps=100).iloc[0]
+    assert row.candidates == 3 and row.gap_ulps_median == pytest.approx(26.5)

@@ -19,6 +19,8 @@ def test_screen_locates_the_smallest_gap():
     row = near_tie_screen.screen_seeds("UniSpeechForPreTraining", [5]).iloc[0]
     gaps = top_two(plain_logits("UniSpeechForPreTraining", 5))
     assert row.min_gap == float(gaps.gap.min())
+    # the comparable axis: the smallest gap in ulps of each row's own top logit, over all rows
+    assert row.smallest_gap_ulps == float(gaps.gap_ulps.min()) and row.smallest_gap_ulps <= row.min_gap_ulps
     assert (row.batch * 35 + row.frame) * 2 + row.group == gaps.min_row
 
 

@@ -124,11 +124,15 @@ def test_ulps_finding_says_a_few_rounding_steps_only_when_the_data_do():
     assert many.startswith("Not just a few rounding steps") and "b.layer_norm" in many
 
 
-def test_depth_finding_names_the_peak_and_counts_exact_tensors():
-    finding = noise_findings.depth_finding(_profile([1, 1, 1]))
-    assert "largest at b.layer_norm" in finding.claim and "1 of 3 tensors" in finding.claim
-    exact = noise_findings.depth_finding(_profile([0, 0, 0], max_abs_diff=(0, 0, 0)))
-    assert "bit-identical" in exact.claim
+def test_growth_finding_answers_in_relative_terms_per_layer_kind():
+    scaled = pd.DataFrame({"depth": range(3), "tensor": ["m.dense", "m.layer_norm", "m.out_dense"],
+                           "max_abs_diff": [1e-9, 3e-7, 3e-8], "rel_rms": [4e-6, 4.1e-6, 4e-6]})
+    finding = noise_findings.growth_finding(scaled)
+    assert "layer norm x1.0 relative, x300 absolute" in finding.claim and "rescales" in finding.claim
+    grows = noise_findings.growth_finding(scaled.assign(rel_rms=[4e-6, 4e-5, 4e-5]))
+    assert "layer norm x10 relative" in grows.claim and "grows the relative noise" in grows.claim
+    exact = noise_findings.growth_finding(scaled.assign(max_abs_diff=0.0, rel_rms=0.0))
+    assert "no growth to measure" in exact.claim
 
 
 def test_float64_finding_follows_the_counts():
@@ -197,3 +201,6 @@ def test_ulps_finding_puts_the_worst_element_counts_beside_the_scale():
     assert "elements far below the RMS" in finding.claim  # the 99th-percentile element reaches 30 ulps > 12
     larger_scale = noise_findings.ulps_finding(profile, scaled.assign(rms_ulps=[3.0, 50.0]))
     assert "no larger than that" in larger_scale.claim
+    located = noise_findings.ulps_finding(profile, scaled.assign(worst_of_rms=[1e-4, 3e-4],
+                                                                 top_ulps_below_rms=[0.01, 0.03]))
+    assert "come from small elements" in located.claim and "median magnitude of 2.0e-04" in located.claim

@@ -24,3 +24,26 @@ def binomial_two_sided_p(k1: int, n1: int, k2: int, n2: int) -> float:
     probs = [math.comb(total, i) * p ** i * (1 - p) ** (total - i) for i in range(total + 1)]
     observed = probs[k1]
     return min(1.0, sum(q for q in probs if q <= observed * (1 + 1e-9)))
+
+
+def _poisson_cdf(k: int, mean: float) -> float:
+    if k < 0:
+        return 0.0
+    term = total = math.exp(-mean)
+    for i in range(1, k + 1):
+        term *= mean / i
+        total += term
+    return min(1.0, total)
+
+
+def poisson_interval(mean: float, level: float = 0.95) -> tuple[int, int]:
+    """The central `level` interval of a Poisson count with this mean: the smallest low with
+    P(X < low) <= (1 - level) / 2, the smallest high with P(X > high) <= (1 - level) / 2."""
+    tail = (1 - level) / 2
+    low = 0
+    while _poisson_cdf(low, mean) <= tail:  # P(X <= low) <= tail: low is still in the lower tail
+        low += 1
+    high = low
+    while 1 - _poisson_cdf(high, mean) > tail:
+        high += 1
+    return low, high

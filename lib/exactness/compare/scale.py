@@ -8,6 +8,10 @@ ulp of the tensor's RMS says how many rounding steps of a typical element the di
 from __future__ import annotations
 
 import numpy as np
+import torch
+
+from exactness.compare.per_output import linear_quantiles
+from exactness.compare.ulp import ulp_distance
 
 
 def float32_ulp(magnitude) -> np.ndarray:
@@ -24,3 +28,25 @@ def rms_ulps(max_abs_diff, rel_rms) -> np.ndarray:
         rms = np.where(rel > 0, diff / rel, np.nan)
         out = np.where(diff == 0, 0.0, diff / float32_ulp(np.nan_to_num(rms, nan=0.0)))
     return np.where((diff != 0) & ~(rel > 0), np.nan, out)
+
+
+def worst_elements(actual, expected) -> dict:
+    """Which elements carry the worst element-wise ulp counts, by their size against the tensor's RMS:
+    `worst_of_rms`, |expected| / RMS at the element with the largest ulp distance, and `top_ulps_below_rms`,
+    the largest |expected| / RMS among the elements whose ulp distance is above the tensor's 99th percentile
+    (every one of that worst 1% lies below this fraction of the RMS). NaN where nothing differs or the RMS is 0."""
+    nothing = {"worst_of_rms": float("nan"), "top_ulps_below_rms": float("nan")}
+    if not (isinstance(expected, torch.Tensor) and expected.is_floating_point()) or expected.numel() == 0:
+        return nothing
+    distance = ulp_distance(actual.detach(), expected.detach()).numpy().reshape(-1)
+    wide = expected.detach().double().numpy().reshape(-1)
+    rms = float(np.sqrt(np.mean(np.square(wide))))
+    finite = distance >= 0
+    if rms == 0 or not finite.any() or distance[finite].max() == 0:
+        return nothing
+    magnitude = np.abs(wide) / rms
+    counted = np.where(finite, distance, -1)
+    (p99,) = linear_quantiles(distance[finite], (0.99,))
+    above = counted > p99
+    return {"worst_of_rms": float(magnitude[int(counted.argmax())]),
+            "top_ulps_below_rms": float(magnitude[above].max()) if above.any() else float("nan")}

@@ -21,6 +21,24 @@ def gap_distribution(screen: pd.DataFrame, threshold: float):
     return fig
 
 
+def gap_ulps_distribution(screen: pd.DataFrame, rows_per_seed: dict[str, int]):
+    """The smallest gap per seed in ulps of its row's top logit (the axis comparable across classes), as the
+    fraction of seeds below each value divided by the class's argmax rows per seed: where the lines meet, rows
+    per seed and logit scale explain the difference in candidates."""
+    fig, ax = plt.subplots(figsize=(9.5, 4))
+    for model, group in screen.groupby("model", sort=True):
+        gaps = np.sort(group.smallest_gap_ulps.to_numpy(float))
+        positive = gaps[gaps > 0]
+        if not len(positive):
+            continue
+        fraction = np.searchsorted(gaps, positive, side="right") / len(gaps)
+        ax.step(positive, fraction / rows_per_seed[model], where="post", label=f"{model} ({rows_per_seed[model]} rows)")
+    ax.set(xscale="log", yscale="log", xlabel="smallest gap of a seed (ulps of its row's top logit)",
+           ylabel="fraction of seeds below, per argmax row", title="Small gaps per row, on the comparable axis")
+    _legend_outside(ax)
+    return fig
+
+
 def _legend_outside(ax, title: str | None = None) -> None:
     """The legend right of the axes, where it covers no data."""
     if ax.get_legend() is not None:  # seaborn drew one: move it, keeping its handles
@@ -59,28 +77,6 @@ def perplexity_against_allowance(checks: pd.DataFrame):
     return fig
 
 
-def predicted_against_measured(checked: pd.DataFrame):
-    """Per class, flips and failures: the predicted count with its 95% Poisson interval (bar) and the
-    measured count (dot). `checked`: `near_tie_findings.prediction_check(prediction)`."""
-    fig, axes = plt.subplots(1, 2, figsize=(10, 0.9 + 0.7 * max(len(checked), 1)), sharey=True)
-    y = np.arange(len(checked))
-    for ax, what in zip(axes, ("flips", "failures"), strict=True):
-        predicted = checked[f"predicted_{what}"].to_numpy(float)
-        low, high = checked[f"{what}_low"].to_numpy(float), checked[f"{what}_high"].to_numpy(float)
-        ax.hlines(y, low, high, color="#90caf9", linewidth=8, label="predicted, 95% Poisson interval")
-        ax.plot(predicted, y, "|", color="#0d47a1", markersize=14, label="predicted count")
-        ax.plot(checked[f"measured_{what}"], y, "o", color="#d81b60", label="measured count")
-        ax.set(xlabel=f"{what} (seeds)", title=what.capitalize())
-        right = max(float(np.nanmax(high, initial=0)), float(checked[f"measured_{what}"].max()), 1.0)
-        ax.set_xlim(-0.5, right + 0.5)  # a zero count stays visible
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    fig.suptitle("Predicted from the gap noise, against measured")
-    axes[0].set_yticks(y, checked.model)
-    axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False, fontsize=8)
-    fig.tight_layout()
-    return fig
-
-
 def flip_probability_against_ulps(curve: pd.DataFrame):
     """Each checked seed at its eager gap in ulps of the top logit: flipped (1) or not (0), jittered, over
     its predicted P(flip) from its class's gap noise. `curve`: `near_tie_rate.flip_curve(...)`."""
@@ -110,4 +106,30 @@ def noise_histogram(deltas: dict[str, np.ndarray]):
     ax.set(yscale="log", xlabel="ORT gap minus eager gap, per row (logit units)",
            ylabel="density (per logit unit)", title="Gap noise between eager and ONNX Runtime")
     _legend_outside(ax)
+    return fig
+
+
+def prediction_intervals(prediction: pd.DataFrame):
+    """Per class, failures predicted from the screen and the gap-noise law with their 95% bootstrap interval
+    (bar, tick) against the measured count (dot): at the run's own number of seeds (left) and per `scale`
+    seeds (right; the measured count scaled to it only where the run screened that many).
+    `prediction`: `near_tie_prediction.predict(...)`."""
+    fig, axes = plt.subplots(1, 2, figsize=(11, 1.1 + 0.7 * max(len(prediction), 1)), sharey=True)
+    y = np.arange(len(prediction))
+    scale = int(prediction.scale.iloc[0]) if len(prediction) else 0
+    for ax, (column, title) in zip(axes, (("failures_at_run", "at this run's seeds"),
+                                          ("failures_per_scale", f"per {scale:,} seeds")), strict=True):
+        low, high = prediction[f"{column}_low"].to_numpy(float), prediction[f"{column}_high"].to_numpy(float)
+        ax.hlines(y, low, high, color="#90caf9", linewidth=8, label="predicted, 95% interval")
+        ax.plot(prediction[column], y, "|", color="#0d47a1", markersize=14, label="predicted")
+        measured = (prediction.measured_failures if column == "failures_at_run" else
+                    (prediction.measured_failures * scale / prediction.screened).where(prediction.screened >= scale))
+        ax.plot(measured, y, "o", color="#d81b60", label="measured")
+        right = max(float(np.nanmax(high, initial=0)), float(np.nanmax(measured.to_numpy(float), initial=0)), 1.0)
+        ax.set_xlim(-0.02 * right - 0.3, right * 1.05 + 0.3)  # a zero count stays visible
+        ax.set(xlabel="failures (seeds)", title=f"Failures {title}")
+    axes[0].set_yticks(y, prediction.model)
+    axes[1].legend(loc="upper left", bbox_to_anchor=(1.02, 1), frameon=False, fontsize=8)
+    fig.suptitle("Predicted from the screen and the gap noise, against measured")
+    fig.tight_layout()
     return fig

@@ -18,6 +18,7 @@ from exactness.parameter_rules import StudyParameterError  # noqa: F401 (the not
 from exactness.runtimes import codevector_lookup
 from exactness.runtimes.graph_pool import GraphPool, export_fresh
 from exactness.studies import near_tie_check as check
+from exactness.studies import near_tie_scale
 
 
 def validate(models, n_seeds: int, threshold: float, shape_modes, workers: int) -> None:
@@ -136,7 +137,7 @@ def _flatten(parts: list[list]) -> list:
 def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, max_checks: int = 0, atol: float = 1e-3,
                rtol: float = 1e-3, progress_every: float = 10.0, full_tensor_checks: int = 20,
                what_if_checks: int = 300, workers: int = 1, scheduler: str = "", shards=None,
-               chunk_size: int = 8, replay_seed: int | None = None) -> Checks:
+               chunk_size: int = 8, replay_seed: int | None = None, threshold_ulps: float = 0.0) -> Checks:
     """Check every seed below `threshold` (the smallest gaps first when `max_checks` caps them). The first
     `full_tensor_checks` seeds of each model and mode compare every intermediate, the rest the named three;
     the `what_if_checks` smallest gaps also measure what flipping their smallest-gap row would do (one more
@@ -145,8 +146,11 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, max_checks: 
     run in chunks on `workers` processes (or the Dask cluster at `scheduler`), saved to `shards` as they
     finish. `replay_seed`: the second fresh export of each pool (the one its weight swap is verified on) is
     this seed's, so its replay (`Checks.replayed`) costs no export of its own; it is a check only if it is
-    a candidate."""
-    candidates = screen[screen.min_gap < threshold].sort_values(["model", "min_gap", "seed"])
+    a candidate. `threshold_ulps` > 0: the candidates are the seeds whose smallest gap in ulps of its row's top
+    logit is below it instead (`near_tie_scale.is_candidate`), smallest first."""
+    by = "smallest_gap_ulps" if threshold_ulps > 0 else "min_gap"
+    candidates = screen[near_tie_scale.is_candidate(screen, threshold, threshold_ulps)].sort_values(["model", by,
+                                                                                                   "seed"])
     plans = {}
     for model, group in candidates.groupby("model", sort=True):
         by_gap = [int(s) for s in group.seed.tolist()[: max_checks or None]]
@@ -220,7 +224,7 @@ def tolerance(checks: pd.DataFrame) -> pd.DataFrame:
     for model, group in checks.groupby("model"):
         flipped = group[group.n_flipped_rows > 0]
         rows.append({
-            "model": model, "observed_flips": len(flipped),
+            "model": model, "checks": len(group), "observed_flips": len(flipped),
             "rtol_observed_perplexity_max": float(flipped.perplexity_needed_rtol.max()),  # NaN without flips
             "rtol_observed_all_outputs_median": float(flipped.needed_rtol.median()),
             "rtol_one_flip_median": float(group.flip_needed_rtol.median()),
@@ -268,6 +272,10 @@ def replay(seeds, models, shape_modes, atol: float = 1e-3, rtol: float = 1e-3, w
     return pd.DataFrame([have[k] for k in keys], columns=list(_REPLAY_COLUMNS))
 
 
+DEFECT_COLUMNS = ("model", "shape_mode", "seed", "defect", "kind", "caught_by_tie_aware", "caught_by_test_rule",
+                  "n_flipped_rows", "aligned_failing", "max_output_diff")
+
+
 def defects(pools: dict, seeds_by_model: dict[str, list[int]], bound: float, atol: float = 1e-3,
             rtol: float = 1e-3) -> pd.DataFrame:
     """Each defect injected into the graph of each model: does the tie-aware comparison catch it, and
@@ -276,7 +284,9 @@ def defects(pools: dict, seeds_by_model: dict[str, list[int]], bound: float, ato
 
     rows = []
     for (model, mode), pool in pools.items():
-        seeds = seeds_by_model.get(model, []) if pool.plan is not None else [pool.template_seed]
+        seeds = seeds_by_model.get(model, [])
+        if pool.plan is None and seeds:  # without a learnt swap only the template's own graph takes defects
+            seeds = [pool.template_seed]
         for seed in seeds:
             built = family.build_model(model, int(seed))  # the template's own weights when seed is its seed
             for kind in DEFECTS:
@@ -288,7 +298,7 @@ def defects(pools: dict, seeds_by_model: dict[str, list[int]], bound: float, ato
                              "caught_by_tie_aware": caught, "caught_by_test_rule": not row["test_rule_passed"],
                              "n_flipped_rows": row["n_flipped_rows"], "aligned_failing": row["aligned_failing"],
                              "max_output_diff": max(v for k, v in row.items() if k.startswith("max_abs_diff_"))})
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=list(DEFECT_COLUMNS))
 
 
 def _confident_flip(model: str, seed: int, bound: float) -> dict:

@@ -84,6 +84,9 @@ def check_seed(pool: GraphPool, seed: int, atol: float = 1e-3, rtol: float = 1e-
         "perplexity_needed_rtol": needed_rtol(ort_outputs["codevector_perplexity"], p_eager_tensor, atol),
         "logit_noise": float((ort_logits - eager_logits).abs().max()),
         "gap_noise_max": float(delta.abs().max()), **would,
+        # eager's smallest-gap row on ORT: its top-1 minus top-2 logit there, for eager's two codes (0: ORT computed
+        # the two logits bit-identical too, as an exact tie needs for both argmax to take the first index)
+        "min_row": gaps.min_row, "ort_min_row_gap": _ort_gap(ort_logits, gaps, gaps.min_row),
     }
     differences = outputs["max_abs_diff"] if "max_abs_diff" in outputs else [float("nan")] * len(outputs)
     for name, difference in zip(outputs["output"], differences, strict=True):
@@ -103,6 +106,11 @@ def _gap_noise(eager_logits: torch.Tensor, ort_logits: torch.Tensor, gaps) -> to
     rows = torch.arange(eager_logits.shape[0])
     ort_gap = ort_logits[rows, gaps.top1_index] - ort_logits[rows, gaps.top2_index]
     return (ort_gap - gaps.gap).double()
+
+
+def _ort_gap(ort_logits: torch.Tensor, gaps, row: int) -> float:
+    first, second = int(gaps.top1_index[row]), int(gaps.top2_index[row])
+    return float(ort_logits[row, first].double() - ort_logits[row, second].double())
 
 
 _NOT_MEASURED = {"flip_perplexity_shift": float("nan"), "flip_needed_rtol": float("nan"), "fails_if_flipped": None}

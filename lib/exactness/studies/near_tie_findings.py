@@ -14,6 +14,7 @@ import pandas as pd
 
 from exactness import reference
 from exactness.findings import Finding, count, one_in, rate_text, rate_verdict, significant
+from exactness.studies import near_tie_kernels, near_tie_prediction, near_tie_scale, near_tie_ties
 
 SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
 NOISE_FACTOR = 3.0  # a median within this factor of the seed's counts as the same noise (same order, same CPU class)
@@ -112,23 +113,36 @@ def other_classes_finding(models: list[str], checks: pd.DataFrame, rates: pd.Dat
 # Candidates, exact ties, prediction
 
 
-def candidates_finding(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float) -> Finding:
-    """Seeds below the threshold per class; the seed's 273 of 40,000 only beside the conformer, and only at
-    its threshold (a candidate count depends on it). Exact ties: checked seeds with gap 0, and their flips."""
-    below = (screen.min_gap < threshold).groupby(screen.model).sum()
+def candidates_finding(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float, threshold_ulps: float = 0.0,
+                       rows_per_seed: dict[str, int] | None = None) -> Finding:
+    """Candidates per class (`near_tie_scale.is_candidate`), why their rates differ (rows per seed and logit
+    scale, when `rows_per_seed` is given), and the exact ties among the checks with why each flipped or not.
+    The seed's 273 of 40,000 only beside the conformer, and only at its absolute threshold (a candidate count
+    depends on it)."""
+    below = near_tie_scale.is_candidate(screen, threshold, threshold_ulps).groupby(screen.model).sum()
     screened = screen.groupby("model").size()
-    ties = checks[checks.exact_tie.astype(bool)] if len(checks) else checks
-    tie_flips = int((ties.n_flipped_rows > 0).sum()) if len(ties) else 0
     per_class = "; ".join(f"{m} {count(below[m])} of {count(screened[m])}" for m in below.index)
-    tie_words = (f"{count(ties.seed.nunique() if len(ties) else 0)} checked seeds had an exact tie (gap 0), "
-                 f"{count(tie_flips)} of them flipped")
-    claim = f"Seeds whose smallest gap is below {threshold:g}: {per_class}. {tie_words}."
+    if len(checks) and "ort_min_row_gap" in checks:
+        tie_words = near_tie_ties.sentence(near_tie_ties.exact_ties(checks))
+    else:  # checks made before ORT's values at the tied row were recorded
+        ties = checks[checks.exact_tie.astype(bool)] if len(checks) else checks
+        tie_words = (f"{count(ties.seed.nunique() if len(ties) else 0)} checked seeds had an exact tie (gap 0), "
+                     f"{count(int((ties.n_flipped_rows > 0).sum()) if len(ties) else 0)} of them flipped.")
+    why_rates = ""
+    if rows_per_seed and threshold_ulps <= 0:
+        why_rates = " " + near_tie_scale.explanation_sentence(
+            near_tie_scale.explanation(screen, threshold, rows_per_seed), threshold)
+    claim = f"Seeds whose {near_tie_scale.criterion(threshold, threshold_ulps)}: {per_class}.{why_rates} {tie_words}"
     ours = per_class
     if SEED_MODEL not in below.index:
         return Finding(claim, ours, "new", evidence="screen per class table")
     seed_k, seed_n = int(reference.value("candidates")), int(reference.value("seeds_screened"))
     seed_threshold = reference.value("threshold")
     seed = f"{count(seed_k)} candidates in {count(seed_n)} seeds below {seed_threshold:g} ({_seed_label('5')})"
+    if threshold_ulps > 0:
+        return Finding(claim, ours, "not comparable", seed=seed, evidence="screen per class table",
+                       why=f"candidates chosen in ulps of the top logit ({threshold_ulps:g}), the seed's by an "
+                           f"absolute gap ({seed_threshold:g})")
     if not math.isclose(threshold, seed_threshold, rel_tol=1e-9):
         return Finding(claim, ours, "not comparable", seed=seed,
                        why=f"other threshold (ours {threshold:g}, the seed's {seed_threshold:g})",
@@ -139,60 +153,43 @@ def candidates_finding(screen: pd.DataFrame, checks: pd.DataFrame, threshold: fl
                    evidence="screen per class table")
 
 
-def _poisson_cdf(k: int, mean: float) -> float:
-    if k < 0:
-        return 0.0
-    term = total = math.exp(-mean)
-    for i in range(1, k + 1):
-        term *= mean / i
-        total += term
-    return min(1.0, total)
-
-
-def poisson_interval(mean: float, level: float = 0.95) -> tuple[int, int]:
-    """The central `level` interval of a Poisson count with this mean: the smallest low with
-    P(X < low) <= (1 - level) / 2, the smallest high with P(X > high) <= (1 - level) / 2."""
-    tail = (1 - level) / 2
-    low = 0
-    while _poisson_cdf(low, mean) <= tail:  # P(X <= low) <= tail: low is still in the lower tail
-        low += 1
-    high = low
-    while 1 - _poisson_cdf(high, mean) > tail:
-        high += 1
-    return low, high
-
-
-def prediction_check(prediction: pd.DataFrame) -> pd.DataFrame:
-    """Per class: predicted flips and failures, their 95% Poisson intervals, and whether the measured counts
-    fall inside them."""
-    rows = []
-    for r in prediction.itertuples():
-        flips, fails = poisson_interval(r.predicted_flips), poisson_interval(r.predicted_failures)
-        rows.append({"model": r.model, "predicted_flips": r.predicted_flips, "flips_low": flips[0],
-                     "flips_high": flips[1], "measured_flips": int(r.measured_flips),
-                     "predicted_failures": r.predicted_failures, "failures_low": fails[0],
-                     "failures_high": fails[1], "measured_failures": int(r.measured_failures),
-                     "flips_inside": flips[0] <= r.measured_flips <= flips[1],
-                     "failures_inside": fails[0] <= r.measured_failures <= fails[1]})
-    return pd.DataFrame(rows)
-
-
-def prediction_finding(prediction: pd.DataFrame) -> Finding:
-    checked = prediction_check(prediction)
-    outside = checked[~(checked.flips_inside & checked.failures_inside)]
-    ours = "; ".join(f"{r.model}: flips {significant(r.predicted_flips)} predicted ({r.flips_low} to {r.flips_high}), "
-                     f"{r.measured_flips} measured; failures {significant(r.predicted_failures)} predicted "
-                     f"({r.failures_low} to {r.failures_high}), {r.measured_failures} measured"
-                     for r in checked.itertuples())
-    if len(outside):
-        claim = (f"A screen of gaps alone does not predict the rate in {len(outside)} of {len(checked)} classes "
-                 f"({', '.join(outside.model)}): measured flips or failures outside the 95% Poisson interval of "
-                 "the predicted count.")
-    else:
-        where = "in the one class" if len(checked) == 1 else f"in all {len(checked)} classes"
-        claim = (f"A screen of gaps alone (no export) predicts the rate: {where} the measured flips and failures "
-                 "lie within the 95% Poisson interval of the predicted count.")
-    return Finding(claim, ours, "new", evidence="prediction table and predicted-against-measured figure")
+def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = None) -> Finding:
+    """Failures per 40,000 seeds predicted from the screen and the gap-noise law, with 95% intervals, predicted
+    against measured at the run's scale, and the calibration target where the run is large enough to judge it
+    (`near_tie_prediction`)."""
+    prediction = prediction.dropna(subset=["failures_per_scale"])  # a class without checks has no noise law
+    table = near_tie_prediction.calibration(prediction)
+    ours = "; ".join(f"{p.model}: {significant(p.failures_per_scale)} per {count(p.scale)} "
+                     f"({p.failures_per_scale_low:.0f} to {p.failures_per_scale_high:.0f}); at {count(p.screened)} "
+                     f"seeds {significant(p.failures_at_run)} predicted, {count(p.measured_failures)} measured"
+                     for p in prediction.itertuples())
+    judged = table[table.paper_scale]
+    why = ""
+    if len(judged) and not judged.within_target.all():
+        missed = judged[~judged.within_target]
+        why = "; ".join(f"{r.model} off by a factor {significant(r.factor)}" for r in missed.itertuples())
+        if reasons is not None and len(reasons):
+            why += " (" + near_tie_prediction.reasons_sentence(reasons, missed.model) + ")"
+    claim = near_tie_prediction.calibration_sentence(prediction, reasons)
+    evidence = "prediction table and predicted-against-measured figure"
+    conformer = prediction[prediction.model == SEED_MODEL]
+    if not len(conformer) or int(conformer.scale.iloc[0]) != int(reference.value("seeds_screened")):
+        return Finding(claim, ours, "new", why=why, evidence=evidence)
+    # the seed measured the conformer at exactly this scale (its own 40,000 draws of the same recipe): its count
+    # is a measurement the prediction per 40,000 must cover
+    row, seed_k = conformer.iloc[0], int(reference.value("failures"))
+    inside = row.failures_per_scale_low <= seed_k <= row.failures_per_scale_high
+    claim += (f" The seed's {count(seed_k)} failures in {count(int(row.scale))} {SEED_MODEL} seeds lie "
+              + ("inside" if inside else "outside") + " that class's predicted interval.")
+    seed = f"{count(seed_k)} failures in {count(int(row.scale))} seeds ({_seed_label('5')})"
+    if inside:
+        return Finding(claim, ours, "reproduced", seed=seed, why=why, evidence=evidence)  # why: a missed target
+    side = "above" if seed_k > row.failures_per_scale_high else "below"
+    return Finding(claim, ours, "differs", seed=seed, evidence=evidence,
+                   why=(f"the seed's count lies {side} the predicted {row.failures_per_scale_low:.0f} to "
+                        f"{row.failures_per_scale_high:.0f} per {count(int(row.scale))}, learnt from "
+                        f"{count(int(row.noise_checks))} checked seeds' noise ({count(int(row.near_seeds))} screened "
+                        f"seeds within reach of it); " + (why or "unexplained")))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -224,14 +221,42 @@ def noise_finding(noise: pd.DataFrame) -> Finding | None:
                    evidence="noise table")
 
 
+def tolerance_words(row) -> str:
+    """One class's tolerance: the median and worst rtol one simulated flip needs, and over how many checks."""
+    checks = getattr(row, "checks", None)
+    of = f" of {count(checks)} checks" if checks is not None else ""
+    return (f"{row.model} median {significant(row.rtol_one_flip_median)} over its {count(row.simulated_flips)} "
+            f"simulated flips{of}, worst {significant(row.rtol_one_flip_worst)}")
+
+
+def tolerance_sentence(tolerance: pd.DataFrame) -> str:
+    """The notebook's sentence under the tolerance table: per class, the median it computed and over what."""
+    measured = tolerance[tolerance.simulated_flips > 0] if len(tolerance) else tolerance
+    if not len(measured):
+        return "No flip was simulated: no tolerance measured."
+    return ("Simulated on eager, one flip of the smallest-gap row needs on the perplexity an rtol of: "
+            + "; ".join(tolerance_words(r) for r in measured.itertuples())
+            + f". The seed says about {reference.value('rtol_observed'):.0e} observed and "
+            f"{reference.value('rtol_worst'):.0e} worst on {SEED_MODEL}. A flipped code moves its row of "
+            "projected_quantized_states entirely, and such an rtol would apply to every output of every class: a "
+            "tie is not a precision problem.")
+
+
+def replays_example(replayed: pd.DataFrame) -> bool:
+    """Did this run replay the seed's captured failing seed on the conformer (so a sentence may say so)?"""
+    if not len(replayed):
+        return False
+    example = int(reference.value("example_seed"))
+    return bool(((replayed.seed == example) & (replayed.model == SEED_MODEL)).any())
+
+
 def tolerance_finding(tolerance: pd.DataFrame) -> Finding | None:
     """The rtol one flip of the smallest-gap row needs on the perplexity (median per class), beside the
     seed's rough ~1e-2 observed / 3e-2 worst (measured on the conformer)."""
     measured = tolerance[tolerance.simulated_flips > 0] if len(tolerance) else tolerance
     if not len(measured):
         return None
-    per_class = "; ".join(f"{r.model} median {significant(r.rtol_one_flip_median)}, worst "
-                          f"{significant(r.rtol_one_flip_worst)}" for r in measured.itertuples())
+    per_class = "; ".join(tolerance_words(r) for r in measured.itertuples())
     claim = (f"A tolerance that absorbs one flip of the smallest-gap row would need an rtol on the perplexity of: "
              f"{per_class}; it would apply to every output of every class.")
     conformer = measured[measured.model == SEED_MODEL]
@@ -271,21 +296,35 @@ def tie_aware_finding(checks: pd.DataFrame, defects: pd.DataFrame, bound: float)
 # ---------------------------------------------------------------------------------------------------------
 
 
+def machine_finding(kernels: pd.DataFrame, capabilities: dict[str, str]) -> Finding:
+    """Whether a failing seed, and the rate, carry over to a CPU that picks other kernels (`near_tie_kernels`)."""
+    ours = "; ".join(f"{r.model} under {r.kernel_set}: {r.identical_gap_fraction:.1%} of smallest gaps bit-identical, "
+                     f"{count(r.failing_both)} of {count(r.failing)} failing seeds fail there too, rates p = "
+                     f"{significant(r.p_value)}" for r in kernels.itertuples())
+    return Finding(near_tie_kernels.sentence(kernels, capabilities), ours, "new", evidence="kernel sets table")
+
+
 def findings(screen: pd.DataFrame, checks: pd.DataFrame, rates: pd.DataFrame, prediction: pd.DataFrame,
              noise: pd.DataFrame, tolerance: pd.DataFrame, defects: pd.DataFrame, threshold: float,
-             bound: float, immune: list[str] = ()) -> list[Finding]:
+             bound: float, immune: list[str] = (), threshold_ulps: float = 0.0,
+             rows_per_seed: dict[str, int] | None = None, kernels: pd.DataFrame | None = None,
+             capabilities: dict[str, str] | None = None, reasons: pd.DataFrame | None = None) -> list[Finding]:
     """3 to 7 records: the conformer's failures beside the seed, the other classes, candidates and exact
     ties, the prediction, noise, tolerance and the tie-aware comparison (those that the run measured)."""
     if not len(checks):
-        return [candidates_finding(screen, checks, threshold)]
+        return [candidates_finding(screen, checks, threshold, threshold_ulps, rows_per_seed)]
     models = sorted(checks.model.unique())
     out = [class_finding(SEED_MODEL, checks, rates)] if SEED_MODEL in models else []
     others = [m for m in models if m != SEED_MODEL]
     if others or immune:
         out.append(other_classes_finding(others, checks, rates, list(immune)))
-    out.append(candidates_finding(screen, checks, threshold))
-    if len(prediction):
-        out.append(prediction_finding(prediction))
+    out.append(candidates_finding(screen, checks, threshold, threshold_ulps, rows_per_seed))
+    if len(prediction) and "failures_per_scale" in prediction and prediction.failures_per_scale.notna().any():
+        out.append(prediction_finding(prediction, reasons))
     out += [f for f in (noise_finding(noise), tolerance_finding(tolerance)) if f]
     out.append(tie_aware_finding(checks, defects, bound))
+    if kernels is not None and len(kernels):
+        out.append(machine_finding(kernels, capabilities or {}))
+        if len(out) > 7:  # the noise medians are also the ulp-noise study's first finding: the one to leave out here
+            out = [f for f in out if not f.claim.startswith("Eager and ORT differ by float noise")]
     return out[:7]

@@ -7,18 +7,21 @@ import numpy as np
 import pandas as pd
 
 from exactness.compare.rates import wilson_interval
+from exactness.studies.near_tie_scale import is_candidate
 
 
-def buckets(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float) -> pd.DataFrame:
-    """Per model and shape mode: screened, below threshold, checked, flipped, failed, flipped but passed."""
+def buckets(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float, threshold_ulps: float = 0.0) -> pd.DataFrame:
+    """Per model and shape mode: screened, candidates (`near_tie_scale.is_candidate`), checked, flipped, failed,
+    flipped but passed."""
     rows = []
     for (model, mode), group in checks.groupby(["model", "shape_mode"]) if len(checks) else []:
         screened = screen[screen.model == model]
+        below = is_candidate(screened, threshold, threshold_ulps)
         failed = int((~group.test_rule_passed).sum())
         low, high = wilson_interval(failed, len(screened))
         rows.append({
             "model": model, "shape_mode": mode, "screened": len(screened),
-            "below_threshold": int((screened.min_gap < threshold).sum()), "checked": len(group),
+            "below_threshold": int(below.sum()), "checked": len(group),
             "flipped": int((group.n_flipped_rows > 0).sum()), "failed": failed,
             "flipped_but_passed": int(((group.n_flipped_rows > 0) & group.test_rule_passed).sum()),
             "exact_ties_failed": int((group.exact_tie & ~group.test_rule_passed).sum()),
@@ -83,16 +86,22 @@ def predict(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.nda
     return pd.DataFrame(rows)
 
 
-def screen_summary(screen: pd.DataFrame, threshold: float) -> pd.DataFrame:
-    """Per class, for people: seeds screened, candidates below the threshold, exact ties, the smallest gap
-    and the 0.1%, 1% and 50% quantiles of the smallest gap per seed."""
+def screen_summary(screen: pd.DataFrame, threshold: float, threshold_ulps: float = 0.0) -> pd.DataFrame:
+    """Per class, for people: seeds screened, candidates (`near_tie_scale.is_candidate`), exact ties, the smallest
+    gap and the 0.1%, 1% and 50% quantiles of the smallest gap per seed; and, on the comparable axis, the 1% and
+    50% quantiles of the smallest gap in ulps of its row's top logit."""
     rows = []
     for model, group in screen.groupby("model", sort=True):
         gaps = group.min_gap
-        rows.append({"model": model, "seeds": len(group), "candidates": int((gaps < threshold).sum()),
-                     "exact_ties": int((gaps == 0).sum()), "smallest_gap": float(gaps.min()),
-                     "gap_q001": float(gaps.quantile(0.001)), "gap_q01": float(gaps.quantile(0.01)),
-                     "gap_median": float(gaps.median())})
+        row = {"model": model, "seeds": len(group),
+               "candidates": int(is_candidate(group, threshold, threshold_ulps).sum()),
+               "exact_ties": int((gaps == 0).sum()), "smallest_gap": float(gaps.min()),
+               "gap_q001": float(gaps.quantile(0.001)), "gap_q01": float(gaps.quantile(0.01)),
+               "gap_median": float(gaps.median())}
+        if "smallest_gap_ulps" in group:
+            row |= {"gap_ulps_q01": float(group.smallest_gap_ulps.quantile(0.01)),
+                    "gap_ulps_median": float(group.smallest_gap_ulps.median())}
+        rows.append(row)
     return pd.DataFrame(rows)
 
 

@@ -17,6 +17,7 @@ import torch
 
 from exactness import sweep
 from exactness.compare.intermediates import intermediate_table
+from exactness.compare.scale import worst_elements
 from exactness.models import subjects
 from exactness.runtimes import eager_capture, onnx_graph
 from exactness.runtimes.graph_pool import GraphPool
@@ -25,6 +26,9 @@ from exactness.studies.ulp_noise_findings import scale_profile as scale_profile 
 
 OPTIMIZATION_LEVELS = ("disabled", "basic", "extended", "all")
 NOISE_COLUMNS = ["seed", "tensor", "label", "depth", "max_abs_diff", "max_ulp", "p99_ulp", "median_ulp", "rel_rms"]
+# which elements carry the worst ulp counts, and whether a row is one of the model's outputs (an alias of a module
+# output, left out of the growth per module): after the original columns
+ELEMENT_COLUMNS = ["worst_of_rms", "top_ulps_below_rms", "model_output"]
 
 
 def noise_pool(model: str, shape_mode: str) -> GraphPool:
@@ -67,12 +71,12 @@ def _table(name: str, draw: _Draw, produced: dict | None = None) -> pd.DataFrame
     graph = draw.everything.graph
     produced = produced if produced is not None else draw.everything.run(draw.inputs)
     table = intermediate_table(draw.eager.modules, produced, graph.intermediates,
-                               subjects.named_tensors(name, draw.built))
+                               subjects.named_tensors(name, draw.built), extra=worst_elements)
     outputs = {name: name for name in graph.outputs if name in draw.eager.outputs}  # the model's outputs come last
     last = {name: [draw.eager.outputs[name]] for name in outputs}
-    finals = intermediate_table(last, draw.bare.run(draw.inputs), outputs).assign(
-        depth=lambda f: f.depth + len(graph.intermediates))
-    return pd.concat([table, finals], ignore_index=True)
+    finals = intermediate_table(last, draw.bare.run(draw.inputs), outputs, extra=worst_elements).assign(
+        depth=lambda f: f.depth + len(graph.intermediates), model_output=True)
+    return pd.concat([table.assign(model_output=False), finals], ignore_index=True)
 
 
 class _NoiseChunk:
@@ -88,7 +92,7 @@ class _NoiseChunk:
         for seed in seeds:
             draw = _draw(self.pool, int(seed), intra_op_threads=1)
             frames.append(_table(self.pool.model, draw).assign(seed=int(seed)))
-        return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"]]
+        return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"] + ELEMENT_COLUMNS]
 
 
 def noise_draws(pool: GraphPool, seeds, workers: int = 1, progress_every: float = 10.0) -> pd.DataFrame:
@@ -210,11 +214,18 @@ def passing_vs_failing(run_folder: Path) -> pd.DataFrame:
 
 
 def newest_run(outputs: Path, study: str) -> Path | None:
-    from exactness.manifest import Manifest
+    """The newest passed run of `study` under `outputs`; runs whose manifest cannot be read are skipped."""
+    from exactness.manifest import Manifest, ManifestError
 
-    runs = [f for f in (outputs / study).glob("*") if (f / "manifest.json").exists()
-            and Manifest.read(f).status == "passed"]
-    return max(runs, key=lambda f: Manifest.read(f).started) if runs else None
+    passed = []
+    for folder in (outputs / study).glob("*"):
+        try:
+            manifest = Manifest.read(folder)
+        except (ManifestError, OSError):
+            continue
+        if manifest.status == "passed":
+            passed.append((manifest.started, folder))
+    return max(passed)[1] if passed else None
 
 
 def cuda_draws(pool: GraphPool, seeds) -> pd.DataFrame:
@@ -227,4 +238,4 @@ def cuda_draws(pool: GraphPool, seeds) -> pd.DataFrame:
     frames = []
     for seed in seeds:
         frames.append(_table(pool.model, _draw(pool, int(seed), eager_run=on_gpu)).assign(seed=int(seed)))
-    return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"]]
+    return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"] + ELEMENT_COLUMNS]

@@ -16,6 +16,7 @@ import pandas as pd
 from exactness import reference
 from exactness.compare.scale import rms_ulps
 from exactness.findings import Finding, count, significant
+from exactness.studies import ulp_noise_depth
 
 SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
 SEED_SHAPE_MODE = "dynamic"
@@ -48,9 +49,14 @@ def scale_profile(noise: pd.DataFrame) -> pd.DataFrame:
     element-wise median and 99th-percentile ulps. The first says how many rounding steps of a typical element
     the worst difference is; the element-wise counts blow up where elements are far below the RMS."""
     scaled = noise.assign(rms_ulps=rms_ulps(noise.max_abs_diff, noise.rel_rms))
+    more = {column: (column, "median") for column in ("rel_rms", "worst_of_rms", "top_ulps_below_rms")
+            if column in noise}  # where the worst element-wise counts sit, against the RMS (`compare.scale`)
+    if "model_output" in noise:
+        more["model_output"] = ("model_output", "first")
     return scaled.groupby(["depth", "tensor"], as_index=False).agg(
         max_abs_diff=("max_abs_diff", "median"), rms_ulps=("rms_ulps", "median"), median_ulp=("median_ulp", "median"),
-        p99_ulp=("p99_ulp", "median"), max_ulp=("max_ulp", "median")).sort_values("depth").reset_index(drop=True)
+        p99_ulp=("p99_ulp", "median"), max_ulp=("max_ulp", "median"), **more).sort_values("depth").reset_index(
+        drop=True)
 
 
 def seed_label() -> str:
@@ -119,22 +125,24 @@ def ulps_finding(profile: pd.DataFrame, scaled: pd.DataFrame | None = None) -> F
         ours += f"; largest max |diff| in ulps of the RMS {significant(by_scale)} ({scale_at})"
     else:
         claim += " (element-wise ulps blow up for elements near zero, where 1 ulp is tiny)."
+    if scaled is not None and "worst_of_rms" in scaled and scaled.worst_of_rms.notna().any():
+        claim += " " + ulp_noise_depth.worst_elements_sentence(scaled)
+        ours += f"; worst element at a median {significant(float(scaled.worst_of_rms.median()))} of the RMS"
     return Finding(claim, ours, "new", evidence="depth profile and scale tables, ulp histograms")
 
 
-def depth_finding(profile: pd.DataFrame) -> Finding:
-    moving = profile[profile.max_abs_diff > 0]
-    if not len(moving):
-        return Finding("Every tensor is bit-identical between eager and ORT.", "0 at every depth", "new",
-                       evidence="depth profile table")
-    peak = moving.loc[moving.max_abs_diff.idxmax()]
-    shrinks = moving[moving.growth < 0.5]
-    exact = int((profile.max_abs_diff == 0).sum())
-    claim = (f"The noise is largest at {peak.tensor} ({significant(peak.max_abs_diff)}); it drops by more than half "
-             f"from one tensor to the next at {count(len(shrinks))} of {count(len(moving))} tensors that differ, and "
-             f"{count(exact)} tensors are bit-identical.")
-    return Finding(claim, f"largest median max abs diff {significant(peak.max_abs_diff)} at {peak.tensor}", "new",
-                   evidence="depth profile table, noise figure")
+def growth_finding(scaled: pd.DataFrame) -> Finding:
+    """The notebook's question in relative terms: where the noise grows and where it is only rescaled, with the
+    median factor per layer kind (`ulp_noise_depth`)."""
+    table = ulp_noise_depth.growth(scaled)
+    kinds = ulp_noise_depth.growth_by_kind(table)
+    if not len(kinds):
+        return Finding("Every tensor is bit-identical between eager and ORT, or no module's input differs: no "
+                       "growth to measure.", "no factor", "new", evidence="growth per layer kind table")
+    ours = "; ".join(f"{r.kind} x{significant(r.relative_factor)} relative, x{significant(r.absolute_factor)} "
+                     "absolute" for r in kinds.itertuples())
+    return Finding(ulp_noise_depth.growth_sentence(kinds, table), ours, "new",
+                   evidence="growth per layer kind table, noise figure")
 
 
 def float64_finding(closer: pd.DataFrame) -> Finding:
@@ -212,5 +220,5 @@ def passing_failing_finding(comparison: pd.DataFrame, source: str = "") -> Findi
 def findings(noise: pd.DataFrame, profile: pd.DataFrame, closer: pd.DataFrame, settings: pd.DataFrame,
              comparison: pd.DataFrame, model: str, shape_mode: str, near_tie_source: str = "") -> list[Finding]:
     scaled = scale_profile(noise)
-    return [medians_finding(noise, model, shape_mode), ulps_finding(profile, scaled), depth_finding(profile),
+    return [medians_finding(noise, model, shape_mode), ulps_finding(profile, scaled), growth_finding(scaled),
             float64_finding(closer), settings_finding(settings), passing_failing_finding(comparison, near_tie_source)]

@@ -1,0 +1,174 @@
+"""Machine dependence: the same seeds screened and checked under each CPU kernel set this machine offers.
+
+The eager forward's float kernels depend on the CPU's vector extensions (torch's ATen dispatch, oneDNN's
+convolutions and matmuls), so two machines of one kind can round differently and count different candidates
+and failures. A kernel set (`machine.KERNEL_SETS`) is a few environment variables that must be set before torch
+loads: each set other than the notebook's own runs in a fresh Python process (`python -m
+exactness.studies.near_tie_kernels SPEC`), which screens the seeds and checks its own candidates plus the seeds
+that failed natively, on one thread, so its tables depend only on the seeds and the kernel set. ONNX Runtime has
+no such switch: its side is the same under every set.
+
+The comparison says what a user who copies a failing seed from CI to a laptop needs to know: whether the seed's
+smallest gap is bit-identical there, whether it is a candidate there, whether it fails there, and whether the
+rate agrees.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+
+from exactness import machine
+from exactness.compare.rates import binomial_two_sided_p, wilson_interval
+from exactness.findings import count, significant
+from exactness.studies.near_tie_scale import is_candidate
+
+CHECK_COLUMNS = ["model", "seed", "shape_mode", "n_flipped_rows", "test_rule_passed", "min_gap"]
+
+
+def unavailable(kernel_sets, extensions=None) -> list[str]:
+    """Problems with a `cpu_kernels` list on this CPU, one message each (empty: every set can run)."""
+    have = machine.available_kernel_sets(extensions)
+    problems = [f"cpu_kernels {name!r} is not a kernel set (choose from {', '.join(machine.KERNEL_SETS)})"
+                for name in kernel_sets if name not in machine.KERNEL_SETS]
+    problems += [f"cpu_kernels {name!r} needs {', '.join(machine.KERNEL_SET_NEEDS[name])}, which this CPU lacks "
+                 f"(available here: {', '.join(have)})" for name in kernel_sets
+                 if name in machine.KERNEL_SETS and name not in have]
+    return problems
+
+
+def run_under(kernel_set: str, models, seed_start: int, n_seeds: int, threshold: float, threshold_ulps: float,
+              shape_mode: str, also_check: dict[str, list[int]], atol: float = 1e-3, rtol: float = 1e-3,
+              max_checks: int = 0, workers: int = 1) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """Screen `n_seeds` seeds per model and check the candidates plus `also_check` under `kernel_set`, in a
+    fresh process with its environment: (screen, checks, torch's CPU capability there). `max_checks` caps the
+    checks per model as the native run's cap does (smallest gaps first; 0: all). `workers`: local processes
+    started from that process (they inherit its kernel set; the tables do not depend on their number)."""
+    spec = {"models": list(models), "seed_start": seed_start, "n_seeds": n_seeds, "threshold": threshold,
+            "threshold_ulps": threshold_ulps, "shape_mode": shape_mode, "atol": atol, "rtol": rtol,
+            "max_checks": max_checks, "workers": workers,
+            "also_check": {m: [int(s) for s in seeds] for m, seeds in also_check.items()}}
+    with tempfile.TemporaryDirectory(prefix=f"kernels-{kernel_set}-") as folder:
+        spec_path = Path(folder) / "spec.json"
+        spec_path.write_text(json.dumps({**spec, "out": folder}))
+        env = {**os.environ, **machine.KERNEL_SETS[kernel_set], "OMP_NUM_THREADS": "1"}
+        done = subprocess.run([sys.executable, "-m", "exactness.studies.near_tie_kernels", str(spec_path)],
+                              env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            raise RuntimeError(f"kernel set {kernel_set!r}: the worker process failed:\n{done.stderr[-3000:]}")
+        out = Path(folder)
+        capability = (out / "capability.txt").read_text().strip()
+        return pd.read_parquet(out / "screen.parquet"), pd.read_parquet(out / "checks.parquet"), capability
+
+
+def _main(spec_path: str) -> None:
+    """The worker process: torch loads here, after the kernel set's environment is in place."""
+    import torch
+
+    from exactness.studies import near_tie, near_tie_screen
+
+    spec = json.loads(Path(spec_path).read_text())
+    out = Path(spec["out"])
+    torch.set_num_threads(1)
+    screen = near_tie_screen.screen(spec["models"], spec["seed_start"], spec["n_seeds"], workers=spec["workers"],
+                                    progress_every=1e9)
+    chosen = is_candidate(screen, spec["threshold"], spec["threshold_ulps"])
+    for model, seeds in spec["also_check"].items():
+        chosen |= (screen.model == model) & screen.seed.isin(seeds)
+    checks = near_tie.run_checks(screen[chosen], float("inf"), [spec["shape_mode"]], spec["max_checks"],
+                                 atol=spec["atol"],
+                                 rtol=spec["rtol"], what_if_checks=0, full_tensor_checks=0, workers=spec["workers"],
+                                 progress_every=1e9).checks
+    screen.to_parquet(out / "screen.parquet")
+    (checks[CHECK_COLUMNS] if len(checks) else pd.DataFrame(columns=CHECK_COLUMNS)).to_parquet(
+        out / "checks.parquet")
+    (out / "capability.txt").write_text(torch.backends.cpu.get_cpu_capability())
+
+
+def compare(screens: dict[str, pd.DataFrame], checks: dict[str, pd.DataFrame], threshold: float,
+            threshold_ulps: float = 0.0, reference: str = "native") -> pd.DataFrame:
+    """Per kernel set other than `reference`, and per class: the fraction of seeds whose smallest gap is
+    bit-identical to the reference's, the candidate and failing seed sets and their overlap, both failure rates
+    with 95% intervals, and the p-value that they are one rate."""
+    rows = []
+    base_screen, base_checks = screens[reference], checks[reference]
+    for name in screens:
+        if name == reference:
+            continue
+        for model, base in base_screen.groupby("model", sort=True):
+            other = screens[name][screens[name].model == model]
+            joined = base.merge(other, on="seed", suffixes=("", "_other"))
+            same = (joined.min_gap == joined.min_gap_other) & (joined.min_gap_ulps == joined.min_gap_ulps_other)
+            cand = set(base.seed[is_candidate(base, threshold, threshold_ulps)])
+            cand_other = set(other.seed[is_candidate(other, threshold, threshold_ulps)])
+            failing = _failing(base_checks, model)
+            failing_other = _failing(checks[name], model)
+            n, n_other = len(base), len(other)
+            k, k_other = len(failing), len(failing_other)
+            low, high = wilson_interval(k, n)
+            low_other, high_other = wilson_interval(k_other, n_other)
+            rows.append({"kernel_set": name, "model": model, "seeds": len(joined),
+                         "identical_gap_fraction": float(same.mean()) if len(joined) else float("nan"),
+                         "candidates": len(cand), "candidates_other": len(cand_other),
+                         "candidates_both": len(cand & cand_other), "failing": k, "failing_other": k_other,
+                         "failing_both": len(failing & failing_other),
+                         "rate": k / n, "rate_low": low, "rate_high": high, "rate_other": k_other / n_other,
+                         "rate_other_low": low_other, "rate_other_high": high_other,
+                         "p_value": binomial_two_sided_p(k, n, k_other, n_other)})
+    return pd.DataFrame(rows)
+
+
+def _failing(checks: pd.DataFrame, model: str) -> set[int]:
+    if not len(checks):
+        return set()
+    mine = checks[(checks.model == model) & ~checks.test_rule_passed.astype(bool)]
+    return {int(s) for s in mine.seed}
+
+
+def portability(table: pd.DataFrame) -> tuple[bool | None, bool]:
+    """(is a failing seed portable: every seed failing under one set fails under the others, None when no seed
+    failed under any set; is the rate portable: the rates agree at the 5% level in every class)."""
+    if not (table.failing + table.failing_other).any():
+        seeds = None
+    else:
+        seeds = bool(((table.failing_both == table.failing) & (table.failing_both == table.failing_other)).all())
+    rates = bool((table.p_value >= 0.05).all())
+    return seeds, rates
+
+
+def sentence(table: pd.DataFrame, capabilities: dict[str, str], reference: str = "native") -> str:
+    """Plainly: whether a failing seed is portable between kernel sets and whether the rate is."""
+    if not len(table):
+        return (f"Only the machine's own kernels ran ({reference}): set cpu_kernels to compare kernel sets "
+                f"(available here: {', '.join(machine.available_kernel_sets())}).")
+    parts = []
+    for r in table.itertuples():
+        parts.append(
+            f"{r.model} under {r.kernel_set} (torch {capabilities.get(r.kernel_set, '?')}): "
+            f"{r.identical_gap_fraction:.1%} of {count(r.seeds)} seeds keep a bit-identical smallest gap; "
+            f"{count(r.candidates_both)} of {count(r.candidates)} candidates are candidates there too "
+            f"({count(r.candidates_other)} there); {count(r.failing_both)} of {count(r.failing)} failing seeds fail "
+            f"there too ({count(r.failing_other)} there); rates {significant(r.rate)} against "
+            f"{significant(r.rate_other)} (p = {significant(r.p_value)})")
+    seeds, rates = portability(table)
+    if seeds is None:
+        verdict = "No seed failed under any kernel set: whether a failing seed is portable is not measured here"
+    elif seeds:
+        verdict = "A failing seed is portable: every seed that fails under one kernel set fails under the others"
+    else:
+        verdict = ("A failing seed is not portable: it may pass on a machine whose CPU picks other kernels, and "
+                   "other seeds fail there instead")
+    verdict += ("; the rate is portable: the failure rates agree at the 5% level in every class." if rates else
+                "; the rate is not portable: in some class the failure rates differ at the 5% level.")
+    return (f"Against the machine's own kernels ({reference}, torch {capabilities.get(reference, '?')}): "
+            + "; ".join(parts) + ". " + verdict)
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1])

@@ -1,0 +1,201 @@
+"""Predicted flips and failures per 40,000 seeds, with a 95% interval, from a screen and the gap-noise law.
+
+A seed flips when ORT's change to its smallest-gap row's top-1 minus top-2 difference (the gap noise) is below
+minus the eager gap: P(flip) = P(delta < -gap), from the empirical law of the noise over every row of every
+check. Summed over the screened seeds (and multiplied by whether one flip would fail the export test), it gives
+the expected count. Three things are uncertain, and all three enter the interval by a bootstrap with a fixed
+seed (same tables, same interval, bit for bit):
+
+- the density of the smallest gap near zero: the screened seeds are resampled (a class with 3 seeds in the
+  few-ulp range has a density known to a factor of two at best);
+- the noise law: the checked seeds are resampled whole (the rows of one seed share its weights, so they are
+  not independent draws);
+- whether a flip fails: the measured fraction is resampled.
+
+Each replicate's expected count then draws a Poisson count: the interval says where the count measured on a
+fresh run of that many seeds should fall, not only where its mean is.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from exactness.findings import count, significant
+
+PAPER_SEEDS = 40_000  # the seed's scale, per class
+DEFAULT_SEEDS = 2_000  # the default run's screen per class: what the calibration predicts from
+TARGET_FACTOR = 2.0  # the calibration target: predicted within this factor of the measured count
+BOOTSTRAP = 2_000
+RANDOM_SEED = 14
+
+
+def _clusters(deltas: np.ndarray, checks: int) -> np.ndarray:
+    """The gap noise as (checked seed, row): every check of a class has the same number of rows."""
+    if checks == 0 or len(deltas) % checks:
+        raise ValueError(f"gap noise of {len(deltas)} rows does not split into {checks} checked seeds of equal rows")
+    return np.asarray(deltas, dtype=float).reshape(checks, -1)
+
+
+def _class_prediction(gaps: np.ndarray, noise: np.ndarray, fails_known: dict[int, float], seeds: np.ndarray,
+                      scale: int, run_seeds: int, rng: np.random.Generator, replicates: int) -> dict:
+    n, (n_checks, rows) = len(gaps), noise.shape
+    reach = float(np.clip(-noise, 0, None).max())
+    near = np.flatnonzero(gaps < reach) if reach > 0 else np.array([], dtype=int)  # others never flip
+    # below[c, i]: rows of checked seed c whose noise is below minus near-gap i (strictly: an exact tie that
+    # ORT keeps exact does not flip)
+    ordered = np.sort(noise, axis=1)
+    below = np.stack([np.searchsorted(r, -gaps[near], side="left") for r in ordered]).astype(float)
+    measured = np.array(list(fails_known.values()), dtype=float)
+    known = np.array([fails_known.get(int(s), np.nan) for s in seeds[near]])
+
+    def expected(check_weights, seed_weights, fail_mean) -> tuple[float, float]:
+        p_flip = check_weights @ below / (check_weights.sum() * rows)
+        p_fail = p_flip * np.where(np.isnan(known), fail_mean, known)
+        return float(seed_weights @ p_flip) / n, float(seed_weights @ p_fail) / n
+
+    fail_mean = float(measured.mean()) if len(measured) else 1.0
+    flips, fails = expected(np.ones(n_checks), np.ones(len(near)), fail_mean)
+    draws = np.empty((replicates, 2))
+    for b in range(replicates):
+        check_weights = rng.multinomial(n_checks, np.full(n_checks, 1 / n_checks)).astype(float)
+        # the near seeds' weights in a resample of all n: a binomial count each (the rest carry no probability)
+        seed_weights = rng.binomial(n, 1 / n, size=len(near)).astype(float)
+        mean_b = float(rng.choice(measured, len(measured)).mean()) if len(measured) else 1.0
+        draws[b] = expected(check_weights, seed_weights, mean_b)
+    at_scale = rng.poisson(draws * scale)
+    at_run = rng.poisson(draws * run_seeds)
+    low_scale, high_scale = np.percentile(at_scale, [2.5, 97.5], axis=0)
+    low_run, high_run = np.percentile(at_run, [2.5, 97.5], axis=0)
+    return {"flips_per_scale": flips * scale, "flips_per_scale_low": low_scale[0],
+            "flips_per_scale_high": high_scale[0],
+            "failures_per_scale": fails * scale, "failures_per_scale_low": low_scale[1],
+            "failures_per_scale_high": high_scale[1],
+            "flips_at_run": flips * run_seeds, "flips_at_run_low": low_run[0], "flips_at_run_high": high_run[0],
+            "failures_at_run": fails * run_seeds, "failures_at_run_low": low_run[1],
+            "failures_at_run_high": high_run[1], "near_seeds": len(near), "noise_checks": n_checks,
+            "noise_rows": n_checks * rows, "fail_given_flip": fail_mean}
+
+
+def predict(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.ndarray], from_seeds: int = 0,
+            scale: int = PAPER_SEEDS, replicates: int = BOOTSTRAP) -> pd.DataFrame:
+    """Per class: flips and failures predicted per `scale` seeds from the first `from_seeds` screened seeds
+    (0: all) and the gap noise of the checks among them, with 95% intervals; and the same at the run's own
+    number of screened seeds beside the measured counts there. `checks`: one shape mode, rows in the order of
+    `deltas` (as `run_checks` returns them)."""
+    rng = np.random.default_rng(RANDOM_SEED)
+    rows = []
+    for model, screened in screen.groupby("model", sort=True):
+        own = checks[checks.model == model] if len(checks) else checks
+        if model not in deltas or not len(own):
+            continue
+        noise = _clusters(deltas[model], len(own))
+        basis = screened.sort_values("seed").head(from_seeds) if from_seeds else screened
+        inside = own.seed.isin(set(basis.seed)).to_numpy()
+        if not inside.any():
+            continue
+        used = own[inside]
+        fails = used[used.fails_if_flipped.notna()]
+        known = dict(zip(fails.seed.astype(int), fails.fails_if_flipped.astype(float), strict=True))
+        row = _class_prediction(basis.min_gap.to_numpy(dtype=float), noise[inside], known,
+                                basis.seed.to_numpy(), scale, len(screened), rng, replicates)
+        rows.append({"model": model, "screened": len(screened), "predicted_from": len(basis), "scale": scale, **row,
+                     "measured_flips": int((own.n_flipped_rows > 0).sum()),
+                     "measured_failures": int((~own.test_rule_passed.astype(bool)).sum())})
+    return pd.DataFrame(rows)
+
+
+def calibration(prediction: pd.DataFrame) -> pd.DataFrame:
+    """Per class: predicted against measured failures at the run's scale (inside the 95% interval?), and, where
+    the run screened at least `scale` seeds, the factor between predicted and measured per `scale` seeds."""
+    rows = []
+    for r in prediction.itertuples():
+        inside = r.failures_at_run_low <= r.measured_failures <= r.failures_at_run_high
+        measured_per_scale = r.measured_failures * r.scale / r.screened
+        comparable = r.screened >= r.scale and r.predicted_from < r.screened
+        if not comparable:
+            factor = float("nan")
+        elif r.measured_failures == 0 or r.failures_per_scale == 0:
+            factor = 1.0 if r.measured_failures == r.failures_per_scale else float("inf")
+        else:
+            factor = max(r.failures_per_scale / measured_per_scale, measured_per_scale / r.failures_per_scale)
+        rows.append({"model": r.model, "failures_at_run": r.failures_at_run,
+                     "failures_at_run_low": r.failures_at_run_low,
+                     "failures_at_run_high": r.failures_at_run_high, "measured_failures": r.measured_failures,
+                     "inside_at_run": bool(inside), "failures_per_scale": r.failures_per_scale,
+                     "measured_per_scale": measured_per_scale, "paper_scale": bool(comparable), "factor": factor,
+                     "within_target": bool(comparable and factor <= TARGET_FACTOR)})
+    return pd.DataFrame(rows)
+
+
+def miss_reasons(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.ndarray],
+                 from_seeds: int = DEFAULT_SEEDS, scale: int = PAPER_SEEDS) -> pd.DataFrame:
+    """Why a prediction from the first `from_seeds` seeds misses the count measured on the whole run, split in
+    two measured factors: `sample_factor`, the prediction from the first seeds over the prediction from every
+    screened seed and every check (did the small sample see too many or too few gaps near zero, and too loud or
+    too quiet a noise?), and `law_factor`, the prediction from everything over the measured count (does the
+    pooled noise law, one law for every row of a class, predict the class's flips at all?)."""
+    first = predict(screen, checks, deltas, from_seeds, scale, replicates=1).set_index("model")
+    everything = predict(screen, checks, deltas, 0, scale, replicates=1).set_index("model")
+    rows = []
+    for model in first.index:
+        small, full = first.loc[model], everything.loc[model]
+        measured = full.measured_failures * scale / full.screened
+        rows.append({"model": model, "predicted_first": small.failures_per_scale,
+                     "predicted_all": full.failures_per_scale, "measured_per_scale": measured,
+                     "sample_factor": _ratio(small.failures_per_scale, full.failures_per_scale),
+                     "law_factor": _ratio(full.failures_per_scale, measured)})
+    return pd.DataFrame(rows)
+
+
+def _ratio(a: float, b: float) -> float:
+    if b > 0:
+        return float(a / b)
+    return float("inf") if a > 0 else 1.0
+
+
+def reasons_sentence(reasons: pd.DataFrame, models) -> str:
+    """For the classes that missed the target: the two factors in words."""
+    parts = []
+    for r in reasons[reasons.model.isin(list(models))].itertuples():
+        parts.append(f"{r.model}: the first {count(DEFAULT_SEEDS)} seeds predict x{significant(r.sample_factor)} of "
+                     f"what every screened seed and check predicts (their gaps near zero and their noise), and that "
+                     f"full prediction is x{significant(r.law_factor)} of the measured count (the pooled noise law: "
+                     "one law for every argmax row of the class)")
+    return "; ".join(parts)
+
+
+def calibration_sentence(prediction: pd.DataFrame, reasons: pd.DataFrame | None = None) -> str:
+    """Per class, the prediction per `scale` seeds with its interval, predicted against measured at the run's
+    scale, and the calibration target's verdict where the run is large enough to judge it (with `reasons`, from
+    `miss_reasons`, why a class missed)."""
+    if not len(prediction):
+        return "No class had checks to learn the gap noise from: nothing predicted."
+    table = calibration(prediction)
+    scale = int(prediction.scale.iloc[0])
+    parts = []
+    for p, c in zip(prediction.itertuples(), table.itertuples(), strict=True):
+        parts.append(f"{p.model}: {significant(p.failures_per_scale)} failures per {count(scale)} seeds "
+                     f"(95% {p.failures_per_scale_low:.0f} to {p.failures_per_scale_high:.0f}; flips "
+                     f"{significant(p.flips_per_scale)}, {p.flips_per_scale_low:.0f} to "
+                     f"{p.flips_per_scale_high:.0f}) from "
+                     f"{count(p.predicted_from)} screened seeds; at this run's {count(p.screened)} seeds "
+                     f"{significant(p.failures_at_run)} predicted ({p.failures_at_run_low:.0f} to "
+                     f"{p.failures_at_run_high:.0f}), {count(p.measured_failures)} measured, "
+                     + ("inside" if c.inside_at_run else "OUTSIDE") + " the interval")
+    inside = int(table.inside_at_run.sum())
+    text = (f"Predicted from the screen's gaps and the gap-noise law: {'; '.join(parts)}. Measured failures lie inside "
+            f"the predicted 95% interval in {count(inside)} of {count(len(table))} classes.")
+    judged = table[table.paper_scale]
+    if not len(judged):
+        return text + (f" The target (predicted from {count(DEFAULT_SEEDS)} seeds within a factor "
+                       f"{TARGET_FACTOR:g} of the count measured on {count(scale)}) needs a run of at least "
+                       f"{count(scale)} seeds per class; this run is not one.")
+    missed = judged[~judged.within_target]
+    if not len(missed):
+        return text + (f" Predicted per {count(scale)} from the first seeds, every class lies within a factor "
+                       f"{TARGET_FACTOR:g} of the measured count: target met.")
+    why = f" Why: {reasons_sentence(reasons, missed.model)}." if reasons is not None and len(reasons) else ""
+    return text + (" Target missed: " + "; ".join(
+        f"{r.model} predicted {significant(r.failures_per_scale)}, measured {significant(r.measured_per_scale)} per "
+        f"{count(scale)} (a factor {significant(r.factor)})" for r in missed.itertuples()) + "." + why)

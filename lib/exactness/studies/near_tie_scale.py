@@ -1,0 +1,114 @@
+"""Which seeds are candidates, and why classes differ in how many: rows per seed and logit scale.
+
+An absolute threshold on the top-1/top-2 gap (1.5e-5) means different things in classes whose top logits
+differ: 126 ulps of a top logit near 1.5, 31 ulps of one near 6. Rounding noise scales with the logits, so the
+comparable axis is the gap in ulps of the row's own top logit (`threshold_ulps`). A class with more argmax
+rows per seed (UniSpeech: 910 against 364) has more chances per seed for a small gap. Dividing both out leaves
+the density of a single row's gap near zero, per ulp of its top logit: if that density is about the same in
+every class, rows and scale explain the difference in candidates.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from exactness.compare.rates import wilson_interval
+from exactness.findings import count, significant
+
+# Per-row densities within this factor of each other (or inside each other's 95% intervals) count as the same:
+# the rows and the scale then explain the candidates.
+SAME_DENSITY_FACTOR = 2.0
+
+
+def is_candidate(screen: pd.DataFrame, threshold: float, threshold_ulps: float = 0.0) -> pd.Series:
+    """Seeds to check: the smallest gap in ulps of its row's top logit below `threshold_ulps` when that is
+    positive, else the smallest gap below `threshold` (logit units)."""
+    if threshold_ulps > 0:
+        if "smallest_gap_ulps" not in screen:
+            raise ValueError("threshold_ulps needs the screen's smallest_gap_ulps column (screened by this version)")
+        return screen.smallest_gap_ulps < threshold_ulps
+    return screen.min_gap < threshold
+
+
+def criterion(threshold: float, threshold_ulps: float = 0.0) -> str:
+    """The candidate rule in words, for captions and claims."""
+    if threshold_ulps > 0:
+        return f"smallest gap is below {threshold_ulps:g} ulps of its row's top logit"
+    return f"smallest gap is below {threshold:g}"
+
+
+def float32_ulp(value: float) -> float:
+    return float(np.spacing(np.float32(abs(value))))
+
+
+def per_row_rate(seed_rate: float, rows: int) -> float:
+    """The chance that one row's gap is below the threshold, from the chance that a seed's smallest is:
+    1 - (1 - P)^(1/rows), rows taken as independent."""
+    return 1.0 - (1.0 - seed_rate) ** (1.0 / rows) if rows > 0 else float("nan")
+
+
+def explanation(screen: pd.DataFrame, threshold: float, rows_per_seed: dict[str, int]) -> pd.DataFrame:
+    """Per class: rows per seed, the median top logit of the smallest-gap rows and 1 ulp there, the threshold
+    in those ulps, candidates, and the per-row density of a gap below the threshold per ulp of the top logit
+    (per million), with a 95% interval from the seed rate's Wilson interval."""
+    rows = []
+    for model, group in screen.groupby("model", sort=True):
+        n, r = len(group), int(rows_per_seed[model])
+        top = float(group.top_logit.abs().median())
+        threshold_in_ulps = threshold / float32_ulp(top)
+        k = int((group.min_gap < threshold).sum())
+        low, high = wilson_interval(k, n)  # the seed rate's 95% interval
+        density = [per_row_rate(rate, r) / threshold_in_ulps * 1e6 for rate in (k / n, low, high)]
+        rows.append({"model": model, "seeds": n, "rows_per_seed": r, "top_logit_median": top,
+                     "ulp_at_top": float32_ulp(top), "threshold_ulps": threshold_in_ulps, "candidates": k,
+                     "candidate_rate": k / n, "per_row_per_ulp_e6": density[0], "per_row_per_ulp_e6_low": density[1],
+                     "per_row_per_ulp_e6_high": density[2]})
+    return pd.DataFrame(rows)
+
+
+def densities_agree(table: pd.DataFrame) -> tuple[bool, float]:
+    """(do the classes' per-row densities per ulp agree, the largest ratio between two of them). They agree
+    when the largest ratio is within SAME_DENSITY_FACTOR or every pair's 95% intervals overlap."""
+    measured = table[table.candidates > 0]
+    if len(measured) < 2:
+        return True, 1.0
+    ratio = float(measured.per_row_per_ulp_e6.max() / measured.per_row_per_ulp_e6.min())
+    overlap = float(table.per_row_per_ulp_e6_high.min()) >= float(table.per_row_per_ulp_e6_low.max())
+    return ratio <= SAME_DENSITY_FACTOR or overlap, ratio
+
+
+def explanation_sentence(table: pd.DataFrame, threshold: float) -> str:
+    """Why the classes' candidate rates differ, computed: rows per seed, logit scale, and whether the per-row
+    density per ulp is then the same."""
+    if not len(table):
+        return "No class was screened."
+    if len(table) == 1:
+        r = table.iloc[0]
+        return (f"{r.model}: {count(r.rows_per_seed)} argmax rows per seed, median top logit "
+                f"{significant(r.top_logit_median)} (the threshold {threshold:g} is {r.threshold_ulps:.0f} ulps of "
+                "it); "
+                f"per row and per ulp of the top logit, {significant(r.per_row_per_ulp_e6)} per million have a gap "
+                "that small.")
+    agree, ratio = densities_agree(table)
+    rates = ", ".join(f"{r.model} {r.candidate_rate:.2%}" for r in table.itertuples())
+    rows = ", ".join(f"{r.model} {count(r.rows_per_seed)}" for r in table.itertuples())
+    scale = ", ".join(f"{r.model} {significant(r.top_logit_median)} ({r.threshold_ulps:.0f} ulps)"
+                      for r in table.itertuples())
+    density = ", ".join(f"{r.model} {significant(r.per_row_per_ulp_e6)} ({significant(r.per_row_per_ulp_e6_low)} to "
+                        f"{significant(r.per_row_per_ulp_e6_high)})" for r in table.itertuples())
+    spread = "inf" if math.isinf(ratio) else significant(ratio)
+    if agree:
+        how = "within" if ratio <= SAME_DENSITY_FACTOR else "more than"
+        verdict = (f"{how} a factor {SAME_DENSITY_FACTOR:g} of each other (largest ratio {spread})"
+                   + ("" if ratio <= SAME_DENSITY_FACTOR else ", but inside each other's 95% intervals")
+                   + ": rows per seed and logit scale explain the difference in candidates")
+    else:
+        verdict = (f"a factor {spread} apart, outside each other's 95% intervals: rows and scale explain only part; "
+                   "the gaps themselves are distributed differently")
+    return (f"Candidates per seed differ by class ({rates}) for two measured reasons: argmax rows per seed ({rows}) "
+            f"and logit scale (median top logit, and the threshold {threshold:g} in its ulps: {scale}). Per row and "
+            f"per ulp of the top logit, the density of a gap below the threshold is (per million, 95% interval) "
+            f"{density}: {verdict}.")

@@ -1,0 +1,76 @@
+"""Exact ties: checked seeds whose smallest eager gap is 0, and why each one flipped or did not.
+
+On an exact tie eager's argmax takes the first of the two tied codes (torch's argmax, and ONNX ArgMax with its
+default `select_last_index=0`, both return the first maximum). If ORT computes the two logits bit-identical
+too, its argmax takes the same first code: no flip, however close the tie. A tie flips only when ORT's rounding
+separates the two logits with the second code ahead. Each seed's row on both sides says which happened.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from exactness.findings import count, significant
+
+COLUMNS = ["model", "seed", "shape_mode", "min_row", "ort_min_row_gap", "ort_bit_identical", "flipped_at_tie",
+           "n_flipped_rows", "test_rule_passed", "why"]
+
+
+def why(ort_gap: float, flipped_at_tie: bool) -> str:
+    """One seed's tie in words, from ORT's top-1 minus top-2 logit (eager's two codes) at the tied row."""
+    if ort_gap == 0:
+        return ("both logits bit-identical on ORT too: both argmax take the first code, no flip" if not flipped_at_tie
+                else "both logits bit-identical on ORT, yet the row flipped: not explained by the tie")
+    if ort_gap < 0:
+        return (f"ORT's rounding put the second code ahead by {significant(-ort_gap)}: flip" if flipped_at_tie
+                else f"ORT put the second code ahead by {significant(-ort_gap)}, yet no flip: not explained")
+    return (f"ORT's rounding kept the first code ahead by {significant(ort_gap)}: no flip" if not flipped_at_tie
+            else f"ORT kept the first code ahead by {significant(ort_gap)}, yet the row flipped: not explained")
+
+
+def exact_ties(checks: pd.DataFrame) -> pd.DataFrame:
+    """One row per check with an exact tie: ORT's gap at the tied row, whether ORT also computed the two logits
+    bit-identical, whether that row flipped, the test's verdict, and why."""
+    if not len(checks):
+        return pd.DataFrame(columns=COLUMNS)
+    tied = checks[checks.exact_tie.astype(bool)]
+    rows = []
+    for r in tied.itertuples():
+        flipped = bool(r.flip_is_min_gap_row)
+        rows.append({"model": r.model, "seed": int(r.seed), "shape_mode": r.shape_mode, "min_row": int(r.min_row),
+                     "ort_min_row_gap": float(r.ort_min_row_gap), "ort_bit_identical": r.ort_min_row_gap == 0,
+                     "flipped_at_tie": flipped, "n_flipped_rows": int(r.n_flipped_rows),
+                     "test_rule_passed": bool(r.test_rule_passed), "why": why(float(r.ort_min_row_gap), flipped)})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def explained(ties: pd.DataFrame) -> pd.Series:
+    """A tie is explained when its row flipped exactly when ORT put the second code ahead."""
+    return (ties.ort_min_row_gap < 0) == ties.flipped_at_tie
+
+
+def sentence(ties: pd.DataFrame) -> str:
+    """How many checked seeds had an exact tie, how many flipped, and why, from the seeds' rows."""
+    seeds = ties.drop_duplicates(["model", "seed"]) if len(ties) else ties
+    if not len(seeds):
+        return "No checked seed had an exact tie (gap 0)."
+    flipped = int(ties.flipped_at_tie.sum())
+    identical = ties[ties.ort_bit_identical]
+    separated = ties[~ties.ort_bit_identical]
+    second_ahead = int((separated.ort_min_row_gap < 0).sum())
+    unexplained = ties[~explained(ties)]
+    listed = ", ".join(f"{r.model} {r.seed}" for r in seeds.itertuples())
+    text = (f"{count(len(seeds))} checked seed{'s' if len(seeds) != 1 else ''} had an exact tie (gap 0: {listed}); "
+            f"{count(flipped)} of {count(len(ties))} tied rows flipped. ")
+    if len(identical):
+        text += (f"On {count(len(identical))} ORT also computed the two tied logits bit-identical, so both argmax "
+                 "took the first code" + ("" if identical.flipped_at_tie.any() else " and none flipped") + "; ")
+    else:
+        text += "ORT never computed the two tied logits bit-identical: "
+    text += (f"on {count(len(separated))} ORT's rounding separated them, with the second code ahead on "
+             f"{count(second_ahead)}")
+    if len(unexplained):
+        return text + (f". {count(len(unexplained))} tie{'s' if len(unexplained) != 1 else ''} "
+                       "did not follow that rule: " + "; ".join(f"{r.model} {r.seed}: {r.why}"
+                                                                for r in unexplained.itertuples()) + ".")
+    return text + ": every tie flipped exactly when ORT put the second code ahead."

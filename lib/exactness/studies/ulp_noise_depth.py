@@ -1,0 +1,139 @@
+"""Where along the depth the noise grows and where it is reset, in relative terms, per layer kind; and which
+elements carry the worst element-wise ulp counts.
+
+Absolute noise and relative noise answer different questions. A layer norm divides by the standard deviation:
+where activations are small (the tiny test models' encoder layers carry values of order 1e-3 to 1e-2) it
+multiplies the absolute noise by hundreds while the noise relative to the tensor's RMS stays flat. The factor of
+a module is its output's noise over its input's, both as max |diff| (absolute) and as max |diff| / RMS
+(relative). A module's input is taken as the previous module output in graph order, leaves only (a container's
+output repeats its last child's); parallel projections (k and v beside q) take the input of the first one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+import pandas as pd
+
+from exactness.findings import count, significant
+
+# Kinds by the last part of a module's path; the first pattern that matches names the kind.
+KINDS = (
+    ("layer norm", r"(^|_)layer_norm$|^layernorm$|^ln\w*$|^norm\d*$"),
+    ("batch norm", r"batch_norm$|^bn\d*$"),
+    ("attention", r"^(linear_out|out_proj|o_proj)$"),
+    ("linear", r"(dense|linear\w*|proj\w*|projection|weight_proj|project_\w+|^fc\d*)$"),
+    ("convolution", r"conv\w*$"),
+    ("activation", r"(act\w*|activation|glu|snake\d*|gelu|relu|silu)$"),
+)
+PARALLEL = {"linear_k": "linear_q", "linear_v": "linear_q", "k_proj": "q_proj", "v_proj": "q_proj"}
+# A kind "resets" the relative noise when its relative factor stays within this factor of 1 while its absolute
+# factor moves by more than it; it "grows" the relative noise when its relative factor exceeds it.
+FLAT = 1.5
+
+
+def layer_kind(path: str) -> str:
+    last = path.split(".")[-1]
+    for kind, pattern in KINDS:
+        if re.search(pattern, last):
+            return kind
+    return "other"
+
+
+def _leaves(paths: list[str]) -> list[str]:
+    """Paths that contain no other path of the list (containers repeat their last child's output)."""
+    return [p for p in paths if not any(q.startswith(p + ".") for q in paths)]
+
+
+def growth(scaled: pd.DataFrame) -> pd.DataFrame:
+    """Per leaf module output (graph order): its input, kind, and absolute and relative noise factors.
+    `scaled`: `ulp_noise_findings.scale_profile(noise)` (medians over draws per tensor)."""
+    ordered = scaled.sort_values("depth")
+    if "model_output" in ordered:  # the model's outputs repeat module outputs: not modules of their own
+        ordered = ordered[~ordered.model_output.astype(bool)]
+    ordered = ordered[ordered.tensor.isin(_leaves(ordered.tensor.tolist()))]
+    rel = ordered.rel_rms
+    by_path = dict(zip(ordered.tensor, zip(ordered.max_abs_diff, rel, strict=True), strict=True))
+    rows, previous, inputs = [], None, {}
+    for path, absolute, relative in zip(ordered.tensor, ordered.max_abs_diff, rel, strict=True):
+        parent, last = path.rsplit(".", 1) if "." in path else ("", path)
+        sibling = f"{parent}.{PARALLEL[last]}" if parent and last in PARALLEL else None
+        source = inputs.get(sibling) if sibling in inputs else previous
+        inputs[path] = source
+        if source is not None and absolute > 0:
+            a0, r0 = by_path[source]
+            rows.append({"tensor": path, "kind": layer_kind(path), "input": source, "max_abs_diff": absolute,
+                         "rel_rms": relative, "absolute_factor": absolute / a0 if a0 > 0 else math.inf,
+                         "relative_factor": relative / r0 if r0 > 0 else math.inf})
+        if absolute > 0:  # an exact tensor (a separate branch such as positions) is no one's noisy input
+            previous = path
+    return pd.DataFrame(rows, columns=["tensor", "kind", "input", "max_abs_diff", "rel_rms", "absolute_factor",
+                                       "relative_factor"])
+
+
+def growth_by_kind(table: pd.DataFrame) -> pd.DataFrame:
+    """Per layer kind: how many module outputs, and the median absolute and relative noise factor."""
+    columns = ["kind", "modules", "absolute_factor", "relative_factor", "relative_low", "relative_high"]
+    finite = table[np.isfinite(table.absolute_factor.astype(float)) & np.isfinite(table.relative_factor.astype(float))]
+    if not len(finite):
+        return pd.DataFrame(columns=columns)
+    kinds = finite.groupby("kind", sort=True).agg(modules=("tensor", "size"),
+                                                  absolute_factor=("absolute_factor", "median"),
+                                                  relative_factor=("relative_factor", "median"),
+                                                  relative_low=("relative_factor", "min"),
+                                                  relative_high=("relative_factor", "max"))
+    return kinds.reset_index().sort_values("relative_factor", ascending=False, ignore_index=True)
+
+
+def role(row) -> str:
+    """What a kind does to the noise, in words, from its two median factors."""
+    flat = 1 / FLAT <= row.relative_factor <= FLAT
+    if flat and not 1 / FLAT <= row.absolute_factor <= FLAT:
+        return "rescales (relative noise flat, absolute noise moved)"
+    if flat:
+        return "passes the noise on"
+    return "grows the relative noise" if row.relative_factor > FLAT else "shrinks the relative noise"
+
+
+def growth_sentence(kinds: pd.DataFrame, table: pd.DataFrame) -> str:
+    """Where the relative noise grows and where the absolute noise is only rescaled, with the factors."""
+    if not len(kinds):
+        return "No module output differs from its input's noise: no factor to measure."
+    parts = [f"{r.kind} x{significant(r.relative_factor)} relative, x{significant(r.absolute_factor)} absolute "
+             f"({count(r.modules)} module{'s' if r.modules != 1 else ''}: {role(r)})" for r in kinds.itertuples()]
+    rel = table.rel_rms[np.isfinite(table.rel_rms)]
+    span = (f"Relative noise (max |diff| / RMS) stays within {significant(rel.min())} to {significant(rel.max())} "
+            f"along the depth while the absolute noise spans {significant(table.max_abs_diff.min())} to "
+            f"{significant(table.max_abs_diff.max())}. ")
+    roles = {r.kind: role(r) for r in kinds.itertuples()}
+    growing = [k for k, r in roles.items() if r == "grows the relative noise"]
+    rescaling = kinds[[roles[k].startswith("rescales") and r.absolute_factor > FLAT
+                       for k, r in zip(kinds.kind, kinds.itertuples(), strict=True)]]
+    lead = (f"The relative noise grows at {', '.join(growing)} (median factor above {FLAT:g}). " if growing else
+            f"No layer kind grows the relative noise by more than a factor {FLAT:g} (median). ")
+    if len(rescaling):
+        lead += ("Absolute noise is raised without relative growth at "
+                 + ", ".join(f"{r.kind} (x{significant(r.absolute_factor)})" for r in rescaling.itertuples())
+                 + ": values and noise are scaled alike"
+                 + (" (a norm divides both by the same standard deviation: the absolute factor is large where "
+                    "activations are small). "
+                    if set(rescaling.kind) <= {"layer norm", "batch norm"} else ". "))
+    return lead + span + "Median factor per layer kind, output over input: " + "; ".join(parts) + "."
+
+
+def worst_elements_sentence(scaled: pd.DataFrame) -> str:
+    """Which elements drive the worst element-wise counts: their size against the RMS (medians over tensors)."""
+    have = scaled.dropna(subset=["worst_of_rms"]) if "worst_of_rms" in scaled else scaled.iloc[0:0]
+    if not len(have):
+        return "No tensor differs: no worst element to locate."
+    worst = float(have.worst_of_rms.median())
+    below = float(have.top_ulps_below_rms.median())
+    small = worst < 0.1
+    return ((f"The worst element-wise counts come from small elements: the worst element of a tensor has a "
+             f"median magnitude of {significant(worst)} of the tensor's RMS" if small else
+             f"The worst element-wise counts are not confined to small elements: the worst element of a tensor "
+             f"has a median magnitude of {significant(worst)} of its RMS")
+            + f", and the 1% of elements with the most ulps lie below {significant(below)} of the RMS (median over "
+            f"{count(len(have))} tensors).")
