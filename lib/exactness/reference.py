@@ -55,3 +55,58 @@ def table(seed: str | None = None) -> pd.DataFrame:
 
 def value(key: str) -> float:
     return float(table().set_index("key").loc[key, "value"])
+
+
+# The transformers export test's skip list: classes whose eager-against-ORT value check is dropped, each with
+# its one-line reason, quoted as data. A study sets its own verdict beside each reason, never in its place.
+SKIP_SOURCE = ("huggingface/transformers tests/exporters/test_export.py, EXPORT_SKIPS['onnx.exactness'] "
+               "(a 2026 version of the file, stored copy id 68335443191; later versions move the tied-topk "
+               "detectors and Tapas to the 'onnx' scope, skipping their export altogether)")
+SKIP_SCOPE = "onnx.exactness"
+_DFINE = ("The tiny test config's classification head emits a constant, so the encoder's `topk` over "
+          "`enc_outputs_class` picks among *tied* scores and ONNX Runtime breaks the tie differently: "
+          "`enc_topk_bboxes` / `encoder_pred_boxes` hold the same boxes in another order.")
+_GUMBEL = ("`codevector_perplexity` and `projected_quantized_states` come out of a Gumbel-softmax draw inside the "
+           "forward, so the quantizer picks different codes each run and eager does not agree with itself either.")
+_FLAUBERT = ("`end_top_index` is an index output chosen by `topk` over tied scores in the tiny test config, so ONNX "
+             "Runtime breaks the tie differently - an equally valid choice, the same way OpenVINO does. "
+             "`torch.export` still resolves it exactly as eager, so it stays compared there.")
+_BIT = "ONNX Runtime's fp32 accumulation through this conv stack drifts ~0.0018 from torch, over the 1e-3 tolerance."
+SKIP_REASONS = {
+    "Wav2Vec2ForPreTraining": _GUMBEL,
+    "UniSpeechForPreTraining": "Same Gumbel-softmax quantizer draw as `Wav2Vec2ForPreTraining`: " + _GUMBEL,
+    "BitModel": _BIT,
+    "ClapModel": "Same ORT accumulation as `BitModel` (~0.0033 on the contrastive logits).",
+    "CLIPSegForImageSegmentation": "Same ORT accumulation as `BitModel` (~0.0059 on the decoder logits).",
+    "FlavaForPreTraining": "Same ORT accumulation as `BitModel` (~0.0039 on the contrastive logits).",
+    "DepthProForDepthEstimation": ("`predicted_depth` differs by ~0.036 - the same ORT accumulation as `BitModel`, "
+                                   "amplified by the multi-scale depth head's upsampling and fusion."),
+    "OneFormerForUniversalSegmentation": ("`task_token` differs by ~0.029. Everything else matches; the task MLP runs "
+                                          "on a constant task input, so ORT's accumulation shows up undamped there."),
+    "TapasForQuestionAnswering": (
+        "It selects one column with an `argmax` over `column_logits`, and in the tiny config those are tied: several "
+        "rows have two columns at the maximum and one has all 32 (every column reads as padding, so they all sit at "
+        "`CLOSE_ENOUGH_TO_LOG_ZERO`). ONNX Runtime breaks the tie differently from torch, so a different column is "
+        "selected and the -10000 mask lands on different cells."),
+    "FlaubertForQuestionAnswering": _FLAUBERT,
+    "XLMForQuestionAnswering": "Same tied-`end_top_index` selection as `FlaubertForQuestionAnswering`: " + _FLAUBERT,
+    "DFineForObjectDetection": _DFINE,
+    "Deimv2ForObjectDetection": "Same tied-`topk` selection as `DFineModel`: " + _DFINE,
+    "RTDetrForObjectDetection": "Same tied-`topk` selection as `DFineModel`: " + _DFINE,
+    "RTDetrV2ForObjectDetection": "Same tied-`topk` selection as `DFineModel`: " + _DFINE,
+    "PPDocLayoutV2ForObjectDetection": "Same tied-`topk` selection as `DFineModel`: " + _DFINE,
+    "MMGroundingDinoForObjectDetection": "Same tied-`topk` box selection as `DFineModel`: " + _DFINE,
+    "LwDetrForObjectDetection": (
+        "The encoder's `topk` ranks proposals by scores that sit ~1e-4 apart in relative terms (~9.39e-07 absolute) "
+        "in the tiny test config, so ONNX Runtime's slightly different arithmetic orders two of them the other way "
+        "round: `enc_outputs_coord_logits` holds the same boxes, swapped."),
+}
+# The outputs the export test leaves out of its value check whenever a model returns anything else
+# (`_SELECTED_BY_TOPK` in the same file).
+SELECTED_BY_TOPK = frozenset({"enc_topk_logits", "enc_topk_bboxes", "start_top_log_probs", "start_top_index",
+                              "end_top_log_probs", "end_top_index"})
+
+
+def skip_reason(model_class: str) -> str:
+    """The export test's stated reason for dropping the class's value check; "" when it is not skipped."""
+    return SKIP_REASONS.get(model_class, "")

@@ -1,12 +1,13 @@
 """Reuse one ONNX export for another seed by replacing its initializers.
 
 The exporter does not keep weights as they are: Linear weights are stored transposed under new names
-(`val_NNN`), some are reshaped, eval BatchNorm is folded into the conformer's depthwise conv weight (under
-the original name), and identical constants are merged. So the swap is learnt, not assumed: every
-float initializer of the template export is explained as a function of the template model's tensors
-(same tensor, transposed, reshaped, or a BatchNorm fold), or as a constant. The explanation is then
-verified against a second, fresh export of another seed; anything it cannot reproduce bit for bit
-makes the plan fail loudly, and callers fall back to fresh exports.
+(`val_NNN`), some are reshaped, eval BatchNorm is folded into the weight of the conv before it (under
+the original name), and identical constants are merged. So the swap is learnt, not assumed: every float
+initializer of the template export is explained as a function of the template model's tensors (same
+tensor, transposed, reshaped, or the fold of an eval BatchNorm into the conv just before it: the
+conformer's depthwise conv, a detector's conv+norm layers), or as a constant. The explanation is then
+verified against a second, fresh export of another seed; anything it cannot reproduce bit for bit makes the
+plan fail loudly, and callers fall back to fresh exports.
 """
 
 from __future__ import annotations
@@ -28,20 +29,56 @@ def _state(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     return {k: v.detach() for k, v in list(model.named_parameters()) + list(model.named_buffers())}
 
 
+_CONVS = (torch.nn.Conv1d, torch.nn.Conv2d, torch.nn.Conv3d)
+_BATCHNORMS = (torch.nn.BatchNorm1d, torch.nn.BatchNorm2d, torch.nn.BatchNorm3d)
+
+
+def _conv_before(model: torch.nn.Module, path: str, channels: int) -> str | None:
+    """The conv that feeds the BatchNorm at `path`: its nearest earlier sibling that is a conv with as many
+    output channels (the conformer's depthwise conv, a detector's conv+norm layer or Sequential)."""
+    parent, _, name = path.rpartition(".")
+    owner = model.get_submodule(parent) if parent else model
+    found = None
+    for child, module in owner.named_children():
+        if child == name:
+            return found
+        if isinstance(module, _CONVS) and module.out_channels == channels:
+            found = f"{parent}.{child}" if parent else child
+    return None
+
+
 def _batchnorm_folds(model: torch.nn.Module) -> dict[str, Callable[[dict], torch.Tensor]]:
-    """conv weight name -> fold of the BatchNorm that follows it (weight / sqrt(var + eps) * gamma)."""
+    """Initializer name -> how the exporter computed it from the model's tensors, for every eval BatchNorm
+    whose conv sits just before it in the same module. The exporter's rewrite (onnxscript's BatchNorm fusion)
+    computes in numpy float32: scale = gamma / sqrt(var + eps), the conv's weight times the scale along its
+    output channels (under the weight's name), and the bias (conv bias - mean) * scale + beta, under the conv
+    bias's name or, for a conv without one, the weight's name + "_bias". Done the same way here, so that the
+    fold reproduces the export bit for bit."""
     folds = {}
     for path, module in model.named_modules():
-        if isinstance(module, torch.nn.BatchNorm1d):
-            parent, _, _ = path.rpartition(".")
-            conv = f"{parent}.depthwise_conv.weight" if parent else "depthwise_conv.weight"
-            eps = module.eps
+        if not isinstance(module, _BATCHNORMS):
+            continue
+        conv = _conv_before(model, path, module.num_features)
+        if conv is None:
+            continue
+        has_bias = model.get_submodule(conv).bias is not None
+        eps = float(np.float32(module.eps))  # the ONNX attribute is a float32
 
-            def fold(state, conv=conv, bn=path, eps=eps):
-                scale = state[f"{bn}.weight"] / torch.sqrt(state[f"{bn}.running_var"] + eps)
-                return state[conv] * scale.reshape(-1, 1, 1)
+        def scale(state, bn=path, eps=eps):
+            gamma, var = state[f"{bn}.weight"].numpy(), state[f"{bn}.running_var"].numpy()
+            return gamma / np.sqrt(var + eps)
 
-            folds[conv] = fold
+        def weight(state, conv=conv, scale=scale):
+            w = state[f"{conv}.weight"].numpy()
+            return torch.from_numpy(w * scale(state).reshape(-1, *[1] * (w.ndim - 1)))
+
+        def bias(state, conv=conv, bn=path, scale=scale, has_bias=has_bias):
+            mean = state[f"{bn}.running_mean"].numpy()
+            original = state[f"{conv}.bias"].numpy() if has_bias else np.zeros_like(mean)
+            return torch.from_numpy((original - mean) * scale(state) + state[f"{bn}.bias"].numpy())
+
+        folds[f"{conv}.weight"] = weight
+        folds[f"{conv}.bias" if has_bias else f"{conv}.weight_bias"] = bias
     return folds
 
 

@@ -1,0 +1,148 @@
+"""How close each discrete choice came to going the other way, and whether it did.
+
+Per decision (a row of an argmax or top-k, an element of a comparison or a rounding) the margin is the
+distance to the other outcome: top-1 minus top-2 for an argmax; for a top-k the smallest gap between
+neighbours among the k+1 largest values (the k-th against the (k+1)-th decides membership, the others the
+order, and both are outputs); for a comparison the distance between its two sides; for a Round the distance
+of the fraction to one half, for Floor and Ceil the distance to the nearest integer. Each margin is also
+given in ulps of the values compared (float32 spacing at the largest magnitude involved): a margin of a few
+ulps is within reach of rounding noise, a margin of 0 is an exact tie that any runtime may break either way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from exactness.compare.scale import float32_ulp
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a selecting op picks: along `axis` (None: the flattened tensor), the `k` largest (or smallest)."""
+
+    axis: int | None
+    k: int
+    largest: bool = True
+
+
+@dataclass(frozen=True)
+class Margins:
+    margin: np.ndarray  # per decision, >= 0 (inf where there is nothing to choose from)
+    scale: np.ndarray  # per decision, the largest magnitude involved
+
+    @property
+    def ulps(self) -> np.ndarray:
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            return np.where(self.margin == 0, 0.0, self.margin / float32_ulp(self.scale))
+
+    def summary(self) -> dict:
+        finite = np.isfinite(self.margin)
+        if not finite.any():
+            return {"decisions": int(self.margin.size), "min_margin": float("nan"), "min_margin_ulps": float("nan"),
+                    "exact_ties": 0}
+        return {"decisions": int(self.margin.size), "min_margin": float(self.margin[finite].min()),
+                "min_margin_ulps": float(self.ulps[finite].min()), "exact_ties": int((self.margin == 0).sum())}
+
+
+def _rows(values: np.ndarray, axis: int | None) -> np.ndarray:
+    values = np.asarray(values, dtype=np.float64)
+    if axis is None or values.ndim == 0:
+        return values.reshape(1, -1)
+    return np.moveaxis(values, axis, -1).reshape(-1, values.shape[axis])
+
+
+def selection_margins(values: np.ndarray, selection: Selection) -> Margins:
+    rows = _rows(values, selection.axis)
+    if not selection.largest:
+        rows = -rows
+    n = rows.shape[1]
+    if n < 2:
+        return Margins(np.full(rows.shape[0], np.inf), np.abs(rows[:, 0]) if n else np.zeros(rows.shape[0]))
+    kept = min(selection.k + 1, n)
+    ordered = -np.sort(-rows, axis=1)[:, :kept]  # the kept largest, descending
+    gaps = ordered[:, :-1] - ordered[:, 1:]
+    return Margins(gaps.min(axis=1), np.abs(ordered).max(axis=1))
+
+
+def compare_margins(left, right) -> Margins:
+    a, b = np.broadcast_arrays(np.asarray(left, dtype=np.float64), np.asarray(right, dtype=np.float64))
+    return Margins(np.abs(a - b).ravel(), np.maximum(np.abs(a), np.abs(b)).ravel())
+
+
+def rounding_margins(values, op_type: str) -> Margins:
+    x = np.asarray(values, dtype=np.float64).ravel()
+    if op_type == "Round":
+        margin = np.abs(x - np.floor(x) - 0.5)
+    else:  # Floor and Ceil switch at the integers
+        margin = np.abs(x - np.round(x))
+    return Margins(margin, np.abs(x))
+
+
+def nonzero_margins(values) -> Margins:
+    x = np.asarray(values)
+    if x.dtype.kind != "f":
+        return Margins(np.full(x.size, np.inf), np.zeros(x.size))  # a boolean mask: no float to be near zero
+    return Margins(np.abs(x.astype(np.float64)).ravel(), np.abs(x.astype(np.float64)).ravel())
+
+
+def margins(category: str, op_type: str, read: list, selection: Selection | None = None) -> Margins | None:
+    """The margins of one call: `read` is what the op read (for a comparison, both sides). None for a random
+    draw, which has no margin: it differs between runtimes whatever the values."""
+    if category in ("argmax", "argmin", "topk"):
+        return selection_margins(read[0], selection)
+    if category == "compare":
+        return compare_margins(read[0], read[1])
+    if category == "rounding":
+        return rounding_margins(read[0], op_type)
+    if category == "nonzero":
+        return nonzero_margins(read[0])
+    return None
+
+
+def flipped(category: str, eager_choice, ort_choice, selection: Selection | None = None) -> int:
+    """How many decisions came out differently: rows of an argmax or top-k (its indices), elements of a
+    comparison or rounding; for a nonzero, 1 when the selected positions differ at all."""
+    a, b = np.asarray(eager_choice), np.asarray(ort_choice)
+    if category == "nonzero":
+        return int(a.size != b.size or not np.array_equal(np.sort(a.reshape(-1)), np.sort(b.reshape(-1))))
+    if a.size != b.size:
+        raise ValueError(f"eager chose {a.shape} values, ORT {b.shape}: the two do not describe the same op")
+    if category == "topk" and selection is not None and selection.axis is not None:
+        k = a.shape[selection.axis] if a.ndim else 1
+        rows_a = np.moveaxis(a, selection.axis, -1).reshape(-1, k)
+        rows_b = np.moveaxis(b.reshape(a.shape), selection.axis, -1).reshape(-1, k)
+        return int((rows_a != rows_b).any(axis=1).sum())
+    return int((a.reshape(-1) != b.reshape(-1)).sum())
+
+
+def read_noise_ulps(category: str, eager_read: list, ort_read: list, selection: Selection | None = None) -> float:
+    """How far ORT's copy of what the op read is from eager's, in the margins' own unit: per decision, the
+    largest |eager - ORT| among the values it weighs (a selection's row; a comparison's difference of its two
+    sides; a rounding's value) over 1 float32 ulp of that decision's scale; the largest over decisions. A
+    margin below it can flip. Decisions whose values are all zero in eager are left out (no scale). NaN where
+    the two reads differ in size."""
+    if category in ("argmax", "argmin", "topk"):
+        eager, ort = np.asarray(eager_read[0], np.float64), np.asarray(ort_read[0], np.float64)
+        if eager.size != ort.size or not eager.size:
+            return float("nan")
+        rows_e, rows_o = _rows(eager, selection.axis), _rows(ort.reshape(eager.shape), selection.axis)
+        diff, scale = np.abs(rows_e - rows_o).max(axis=1), np.abs(rows_e).max(axis=1)
+    elif category == "compare":
+        sides = [np.broadcast_arrays(*(np.asarray(x, np.float64) for x in read[:2])) for read in (eager_read, ort_read)]
+        if sides[0][0].size != sides[1][0].size:
+            return float("nan")
+        diff = np.abs((sides[0][0] - sides[0][1]).ravel() - (sides[1][0] - sides[1][1]).ravel())
+        scale = np.maximum(np.abs(sides[0][0]), np.abs(sides[0][1])).ravel()
+    else:
+        eager, ort = np.asarray(eager_read[0], np.float64).ravel(), np.asarray(ort_read[0], np.float64).ravel()
+        if eager.size != ort.size:
+            return float("nan")
+        diff, scale = np.abs(eager - ort), np.abs(eager)
+    keep = scale > 0  # where eager's values are all zero an ulp is a subnormal's: no scale to measure noise in
+    if not keep.any():
+        return float("nan")
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        ulps = np.where(diff[keep] == 0, 0.0, diff[keep] / float32_ulp(scale[keep]))
+    return float(np.max(ulps))
