@@ -1,5 +1,6 @@
 import subprocess
 import sys
+from pathlib import Path
 
 from conftest import cli_env
 from exactness import cli
@@ -132,7 +133,8 @@ def test_resume_refuses_a_passed_run_and_changed_parameters(tiny_project):
     (folder,) = (tiny_project / "outputs" / "sweepy").iterdir()
     changed = exactness("run", "sweepy", "--resume", folder.name, "-p", "n", "8", project=tiny_project)
     assert changed.returncode == 2 and "keeps its parameters" in changed.stderr and "n (6 -> 8)" in changed.stderr
-    assert exactness("run", "sweepy", "--resume", folder.name, project=tiny_project).returncode == 0
+    # the run's own value, given again, is no change (the default set's other values are not compared)
+    assert exactness("run", "sweepy", "--resume", folder.name, "-p", "n", "6", project=tiny_project).returncode == 0
     again = exactness("run", "sweepy", "--resume", folder.name, project=tiny_project)
     assert again.returncode == 2 and "passed; there is nothing to resume" in again.stderr
 
@@ -205,7 +207,7 @@ def test_a_value_out_of_its_studys_range_is_one_line_before_anything_is_created(
         (["near_tie", "-p", "models", "[UniSpeechForPreTraining, UniSpeechForPreTraining]"],
          "models (from -p) lists UniSpeechForPreTraining more than once"),
         (["ulp_noise", "-p", "model", "DacEncoder-48khz"], "DacEncoder-44khz, DacEncoder-tiny"),
-        (["dac_propagation", "-p", "seconds", "-1"], "seconds (from -p) must be positive and finite, got -1"),
+        (["dac_propagation", "-p", "seconds", "-1"], "seconds (from -p) must be at least 0.05"),
         (["near_tie", "-p", "threshold", ".nan"], "threshold (from -p) must be positive and finite, got nan"),
     ]:
         result = exactness("--out", str(out), "run", *arguments)
@@ -214,37 +216,70 @@ def test_a_value_out_of_its_studys_range_is_one_line_before_anything_is_created(
     assert not out.exists()
 
 
-def test_ctrl_c_during_a_cell_prints_one_line_and_keeps_the_kernels_messages_in_the_run_folder(tiny_project):
-    import os
-    import signal
+def _slow_run(project, busy_cell: str) -> tuple[subprocess.Popen, Path]:
+    """`exactness run slow` in its own process group, once its kernel has started the cell after the one that
+    writes kernel.pid (the kernel's process id) into the run folder: the run folder."""
     import time
 
     from conftest import write_notebook
 
-    # A cell that keeps the kernel talking (stderr output) when the terminal's Ctrl-C reaches every process.
-    write_notebook(tiny_project / "notebooks" / "slow.ipynb", "n = 1",
-                   "import pathlib, sys, time\npathlib.Path('started').write_text('yes')",
-                   "for i in range(6000):\n    print(i, file=sys.stderr)\n    time.sleep(0.01)")
-    (tiny_project / "params" / "slow").mkdir()
-    (tiny_project / "params" / "slow" / "default.yaml").write_text("{}\n")
+    write_notebook(project / "notebooks" / "slow.ipynb", "n = 1",
+                   "import os, pathlib, sys, time\npathlib.Path('kernel.pid').write_text(str(os.getpid()))",
+                   busy_cell)
+    (project / "params" / "slow").mkdir()
+    (project / "params" / "slow" / "default.yaml").write_text("{}\n")
     process = subprocess.Popen([sys.executable, "-m", "exactness.cli", "run", "slow"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=cli_env(tiny_project), start_new_session=True)
+                               stderr=subprocess.PIPE, text=True, env=cli_env(project), start_new_session=True)
     deadline = time.monotonic() + 120
-    while not list((tiny_project / "outputs").glob("slow/*/started")) and time.monotonic() < deadline:
+    while not (pids := list((project / "outputs").glob("slow/*/kernel.pid"))) and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(1)
+    return process, pids[0].parent
+
+
+def test_ctrl_c_during_a_cell_prints_one_line_and_keeps_the_kernels_messages_in_the_run_folder(tiny_project):
+    import os
+    import signal
+
+    # A cell that keeps the kernel talking (stderr output) when the terminal's Ctrl-C reaches every process.
+    process, folder = _slow_run(tiny_project,
+                                "for i in range(6000):\n    print(i, file=sys.stderr)\n    time.sleep(0.01)")
     os.killpg(process.pid, signal.SIGINT)  # what Ctrl-C in a terminal does: the whole process group
     out, err = process.communicate(timeout=120)
     assert process.returncode == 130, err
     assert err.strip().splitlines() == [
-        "interrupted; the run is marked interrupted (finish it with `exactness run slow --resume slow`, "
-        "which resumes the study's newest run)"], err
-    (folder,) = (tiny_project / "outputs" / "slow").iterdir()
+        f"interrupted; {folder} is marked interrupted (finish it with `exactness run slow --resume {folder}`)"], err
     assert Manifest.read(folder).status == "interrupted"
     assert (folder / "kernel.log").exists()
+
+
+def test_sigterm_stops_a_run_as_ctrl_c_does_and_leaves_no_kernel_running(tiny_project):
+    import signal
+    import time
+
+    from exactness.manifest import process_alive
+
+    process, folder = _slow_run(tiny_project, "time.sleep(120)")
+    kernel = int((folder / "kernel.pid").read_text())
+    process.send_signal(signal.SIGTERM)  # the CLI alone, as a scheduler or `kill PID` does
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130 and len(err.strip().splitlines()) == 1, err
+    assert Manifest.read(folder).status == "interrupted"
+    deadline = time.monotonic() + 30
+    while process_alive(kernel) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not process_alive(kernel), "the kernel outlived its run"
 
 
 def test_a_run_shows_its_sections_on_the_terminal_without_log_output(tiny_project):
     result = exactness("run", "ok", "-f", "smoke", project=tiny_project)
     assert result.returncode == 0, result.stderr
     assert "      A tiny study (cell 1 of 5)" in result.stdout.splitlines()
+
+
+def test_an_empty_out_and_a_glob_pattern_as_a_run_are_refused_in_one_line(tiny_project):
+    empty = exactness("--out", "", "index", project=tiny_project)
+    assert empty.returncode == 2 and empty.stderr.startswith("exactness: error: --out is empty")
+    exactness("run", "ok", "-f", "smoke", project=tiny_project)
+    pattern = exactness("show", "*", project=tiny_project)
+    assert pattern.returncode == 2 and "no run '*'" in pattern.stderr

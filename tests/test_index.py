@@ -101,3 +101,13 @@ def test_each_study_gets_a_card_with_its_newest_passed_runs_findings_and_verdict
     assert cards.count('class="card"') == 1 and "rate 1 in 2,000" in cards and "old claim" not in cards
     assert "verdict-differs" in cards and 'href="near_tie/r2/report.html"' in cards
     assert "[differs] rate 1 in 2,000 (unexplained)" in page  # the runs table shows the findings too
+
+
+def test_a_summary_that_is_not_a_json_object_is_unreadable_and_breaks_nothing(tmp_path):
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    for number, text in enumerate(["null", "[]", '"text"', "{truncated", "\xff\xfe"]):
+        folder = _fake_run(project.outputs, "a", f"r{number}", f"2026-11-30T0{number}:00:00")
+        (folder / "summary.json").write_text(text)
+    entries = index.collect(project)
+    assert [e.summary for e in entries] == [index.UNREADABLE_SUMMARY] * 5
+    assert "summary.json: unreadable" in index.write(project).read_text()

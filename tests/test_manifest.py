@@ -24,6 +24,11 @@ from exactness.manifest import ManifestError  # noqa: E402
     ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}, "batch": "b", "status": 3}', "status"),
     ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}, "batch": "b", "duration_s": "abc"}', "duration_s"),
     ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}}', "batch"),
+    ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}, "batch": "b", "pid": 99999999999999999999}',
+     "pid"),
+    ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}, "batch": "b", "pid": -1}', "pid"),
+    ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}, "batch": "b", "started": "not a date"}',
+     "started"),
 ])
 def test_an_ill_typed_manifest_raises_one_error_naming_path_and_field(tmp_path, text, field):
     (tmp_path / "manifest.json").write_text(text)

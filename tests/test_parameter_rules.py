@@ -2,7 +2,7 @@ import math
 
 import pytest
 
-from exactness.parameter_rules import AtLeast, EachOf, OneOf, Positive, problems
+from exactness.parameter_rules import AtLeast, EachOf, Matches, OneOf, Positive, RunFolder, problems
 
 
 @pytest.mark.parametrize("value", [0, -3, math.nan, math.inf, "1", True, None])
@@ -49,3 +49,29 @@ def test_problems_name_the_parameter_and_where_its_value_came_from():
     rules = {"n_seeds": AtLeast(1), "threshold": Positive()}
     found = problems(rules, {"n_seeds": 0, "threshold": 1e-4, "other": -1}, {"n_seeds": "-p"})
     assert found == ["n_seeds (from -p) must be at least 1, got 0"]
+
+
+def test_a_whole_number_rule_refuses_fractions_and_an_upper_bound_says_why():
+    seed = AtLeast(0, maximum=2**63 - 1, whole=True, why_maximum="signed 64-bit")
+    assert seed.problem(1.5) == "must be a whole number, got 1.5"
+    assert seed.problem(2**64) == f"must be at most {2**63 - 1:g} (signed 64-bit), got {2**64}"
+    assert EachOf(seed, allow_empty=True).problem([3, 1.5]) == "item 1.5 must be a whole number, got 1.5"
+
+
+def test_each_of_can_require_several_items():
+    assert EachOf(Positive(), min_items=2).problem([0.5]) == "must list at least 2 items, got 1"
+
+
+def test_matches_describes_what_was_expected():
+    rule = Matches(r"|tcp://[^:]+:\d+", "empty or tcp://host:port")
+    assert rule.problem("") is None and rule.problem("tcp://node1:8786") is None
+    assert rule.problem("garbage") == "must be empty or tcp://host:port, got 'garbage'"
+
+
+def test_a_run_folder_is_empty_latest_or_an_absolute_path_to_a_run(tmp_path):
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "manifest.json").write_text("{}")
+    assert RunFolder().problem("") is None and RunFolder().problem("latest") is None
+    assert RunFolder().problem(str(tmp_path / "run")) is None
+    assert "not a run folder" in RunFolder().problem(str(tmp_path))
+    assert "absolute path" in RunFolder().problem("outputs/near_tie/x")

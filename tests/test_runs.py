@@ -119,3 +119,12 @@ def test_ipc_socket_prefix_falls_back_to_a_private_tmp_folder_for_long_paths(tmp
     prefix = runs.ipc_prefix(project)
     assert len(prefix) < 100 and prefix.startswith("/tmp/")
     assert oct(os.stat(os.path.dirname(prefix)).st_mode & 0o777) == "0o700"
+
+
+def test_a_second_resume_of_the_same_run_started_meanwhile_is_refused_in_one_line(tiny_project):
+    failed = _run(tiny_project, "failing")
+    project = Project.at(tiny_project)
+    (failed.folder / "attempts" / "1").mkdir(parents=True)  # what the first resume has just made
+    with pytest.raises(runs.ResumeError, match="is being resumed by another process"):
+        runs.resume(project, catalog.get(project, "failing"), failed.folder)
+    assert Manifest.read(failed.folder).status == "failed"  # untouched

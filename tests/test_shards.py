@@ -43,3 +43,27 @@ def test_an_unreadable_shard_is_named_with_what_to_do(tmp_path):
     (tmp_path / f"{key}.pkl").write_bytes(pickle.dumps([1, 2])[:5])
     with pytest.raises(ShardError, match=rf"{key}\.pkl cannot be read .*delete it"):
         store.load(key)
+
+
+def test_any_single_changed_byte_is_refused_never_loaded_as_other_values(tmp_path):
+    import pandas as pd
+
+    store = ShardStore(tmp_path)
+    key = store.key("screen", [0, 99])
+    path = store.save(key, pd.DataFrame({"seed": range(100), "gap": [i * 1e-6 for i in range(100)]}))
+    original = path.read_bytes()
+    for position in range(0, len(original), max(1, len(original) // 200)):
+        damaged = bytearray(original)
+        damaged[position] ^= 0x01
+        path.write_bytes(bytes(damaged))
+        with pytest.raises(ShardError, match="delete it"):
+            store.load(key)
+
+
+def test_a_shard_renamed_to_another_chunk_is_refused(tmp_path):
+    store = ShardStore(tmp_path)
+    first, second = store.key("sweep", [0, 1]), store.key("sweep", [2, 3])
+    store.save(first, [0, 1])
+    (tmp_path / f"{first}.pkl").rename(tmp_path / f"{second}.pkl")
+    with pytest.raises(ShardError, match="chunk name does not match"):
+        store.load(second)

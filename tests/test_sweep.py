@@ -110,3 +110,12 @@ def test_an_in_process_sweep_leaves_the_callers_allocator_alone(monkeypatch):
 
     monkeypatch.setattr(exactness.allocator, "keep_freed_memory", must_not_run)
     pd.testing.assert_frame_equal(sweep.map_chunks(_squares, range(6), workers=1, chunk_size=2), _squares(range(6)))
+
+
+def test_a_pool_worker_exits_when_the_process_owning_its_pool_is_gone():
+    # an owner that is not our child (its exit must not wait for us to reap it): sh starts it and leaves
+    owner = int(subprocess.run(["sh", "-c", "sleep 1 >/dev/null & echo $!"], capture_output=True, text=True).stdout)
+    watcher = subprocess.run([sys.executable, "-c", f"from exactness.sweep import _exit_when_gone; "
+                              f"_exit_when_gone({owner}, 0.05); print('still here')"],
+                             capture_output=True, text=True, timeout=60)
+    assert watcher.returncode == 1 and "still here" not in watcher.stdout

@@ -34,6 +34,12 @@ class RunArtifacts:
         return cls(scratch)
 
     @property
+    def outputs(self) -> Path:
+        """The outputs root this run writes into (`--out`, or the project's outputs/): where its batch's other
+        runs are. Run folders and scratch folders alike sit two levels below it."""
+        return self.folder.resolve().parent.parent
+
+    @property
     def interactive(self) -> bool:
         return RUN_DIR_VARIABLE not in os.environ
 

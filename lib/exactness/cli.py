@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import json
+import glob
 import logging
 import os
 import secrets
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,8 +128,10 @@ def cmd_resume(project: Project, args) -> int:
     if args.file or args.param:
         (planned,) = [p for p in plan(project, args.study, args.file, [tuple(p) for p in args.param])
                       if p.study.name == study.name]
-        changed = sorted(k for k in set(planned.params) | set(manifest.params)
-                         if planned.params.get(k) != manifest.params.get(k))
+        # only what the user gave now: the rest of `planned` is the default set's, not the run's
+        given = {name for name, _ in args.param} | {name for f in args.file
+                                                     for name in parameters.load_yaml(study.param_file(f))}
+        changed = sorted(k for k in given if planned.params.get(k) != manifest.params.get(k))
         if changed:
             raise runs.ResumeError(f"a resumed run keeps its parameters; these differ from {folder.name}'s: "
                                    + ", ".join(f"{k} ({manifest.params.get(k)!r} -> {planned.params.get(k)!r})"
@@ -138,8 +141,8 @@ def cmd_resume(project: Project, args) -> int:
     print(f"resuming {folder} ({manifest.observed_status()}; {shards} finished shards kept) ...", flush=True)
     try:
         result = runs.resume(project, study, folder, with_code=args.with_code, log_output=args.log_output)
-    except KeyboardInterrupt:
-        return _interrupted(study.name)
+    except KeyboardInterrupt as interruption:
+        return _interrupted(study.name, interruption)
     print(f"    {result.manifest.status} in {result.manifest.duration_s:.1f} s -> {result.folder / 'report.html'}")
     print(f"index: {index.write(project)}")
     if not result:
@@ -163,8 +166,8 @@ def cmd_run(project: Project, args) -> int:
             result = runs.execute(project, planned.study, planned.params, planned.param_set, batch,
                                   environment_run=environment_run, with_code=args.with_code,
                                   log_output=args.log_output)
-        except KeyboardInterrupt:
-            return _interrupted(planned.study.name)
+        except KeyboardInterrupt as interruption:
+            return _interrupted(planned.study.name, interruption)
         if planned.study.name == catalog.ENVIRONMENT_STUDY and result:
             environment_run = str(result.folder.relative_to(project.outputs))
         print(f"    {result.manifest.status} in {result.manifest.duration_s:.1f} s -> {result.folder / 'report.html'}")
@@ -176,21 +179,31 @@ def cmd_run(project: Project, args) -> int:
     return 1 if failures else 0
 
 
-def _interrupted(study: str) -> int:
+def _interrupted(study: str | None, interruption: BaseException) -> int:
     """Ctrl-C: one line. The notebook client's abandoned cell task would otherwise report its error (a
     KeyboardInterrupt inside the kernel, a dead kernel, a closed socket) through asyncio's logger as the
     interpreter exits: several tracebacks of an interruption the user asked for and the manifest records."""
     logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
-    print(f"interrupted; the run is marked interrupted (finish it with `exactness run {study} --resume {study}`, "
-          f"which resumes the study's newest run)", file=sys.stderr)
+    folder = getattr(interruption, "folder", None)
+    if folder is not None:
+        print(f"interrupted; {folder} is marked interrupted (finish it with `exactness run {study} --resume "
+              f"{folder}`)", file=sys.stderr)
+    else:
+        print("interrupted before a run folder was created; nothing was kept", file=sys.stderr)
     return 130
+
+
+def _terminate_as_interrupt(signum, frame) -> None:
+    """SIGTERM (a job scheduler, `kill`): stop as Ctrl-C does, so the run is marked interrupted and its
+    kernel and worker processes are shut down instead of orphaned."""
+    raise KeyboardInterrupt
 
 
 def find_run(project: Project, reference: str) -> Path:
     path = Path(reference)
     if (path / MANIFEST).exists():
         return path
-    matches = list(project.outputs.glob(f"*/{reference}/{MANIFEST}"))
+    matches = list(project.outputs.glob(f"*/{glob.escape(reference)}/{MANIFEST}")) if reference.strip("/.") else []
     if matches:
         return matches[0].parent
     newest = [e.folder for e in index.collect(project) if e.manifest.study == reference]
@@ -202,15 +215,12 @@ def find_run(project: Project, reference: str) -> Path:
 def cmd_show(project: Project, reference: str) -> int:
     folder = find_run(project, reference)
     manifest = Manifest.read(folder)
+    duration = "duration unknown" if manifest.duration_s is None else f"{manifest.duration_s} s"
     print(f"{manifest.study} {manifest.run_id}: {manifest.observed_status()} ({manifest.param_set}), "
-          f"{manifest.duration_s} s, started {manifest.started}")
+          f"{duration}, started {manifest.started}")
     if manifest.error:
         print(f"  error in cell {manifest.failed_cell}: {manifest.error}")
-    summary_path = folder / "summary.json"
-    try:
-        summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-    except ValueError:
-        summary = {}
+    summary = index.read_summary(folder)
     found = findings.from_summary(summary)
     for finding in found:
         print(f"  {finding.text()}")
@@ -222,6 +232,10 @@ def cmd_show(project: Project, reference: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.out is not None and not args.out.strip():
+        print("exactness: error: --out is empty; give a folder (or leave --out out for <project>/outputs)",
+              file=sys.stderr)
+        return 2
     project = Project.at(outputs=args.out)
     try:
         if args.command in ("run", "index"):
@@ -230,6 +244,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"exactness: error: {error}", file=sys.stderr)
         return 2
     keep_state_inside(project)
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         if args.command == "list":
             return cmd_list(project)
@@ -245,6 +260,11 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as error:  # e.g. the kernel is not registered
         print(f"exactness: error: {error}", file=sys.stderr)
         return 2
+    except OSError as error:  # an outputs folder that cannot be made or written (read-only, /sys, a file)
+        print(f"exactness: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as interruption:  # before or between runs (planning, starting, the index)
+        return _interrupted(None, interruption)
 
 
 if __name__ == "__main__":

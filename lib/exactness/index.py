@@ -51,6 +51,20 @@ class RunEntry:
         return [f"{name}: {short(value)}" for name, value in list(self.summary.items())[:HEADLINES_SHOWN]]
 
 
+UNREADABLE_SUMMARY = {"summary.json": "unreadable"}
+
+
+def read_summary(folder: Path) -> dict:
+    """A run's summary.json; {} when it has none, UNREADABLE_SUMMARY when it is not a JSON object (another
+    run's damaged summary must never break the index, `show` or a later run)."""
+    path = folder / "summary.json"
+    try:
+        summary = json.loads(path.read_text()) if path.exists() else {}
+    except (ValueError, OSError):  # not JSON, not UTF-8, not readable
+        summary = None
+    return summary if isinstance(summary, dict) else dict(UNREADABLE_SUMMARY)
+
+
 def collect(project: Project) -> list[RunEntry]:
     entries = []
     for manifest_path in project.outputs.glob(f"*/*/{MANIFEST}"):
@@ -61,12 +75,7 @@ def collect(project: Project) -> list[RunEntry]:
         except (ManifestError, OSError) as error:  # shown as such (with its path), never breaking the index
             manifest = Manifest(study=folder.parent.name, run_id=folder.name, param_set="?", params={},
                                 batch="?", status="unreadable", error=str(error))
-        summary_path = folder / "summary.json"
-        try:
-            summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-        except ValueError:
-            summary = {"summary.json": "unreadable"}
-        entries.append(RunEntry(folder, manifest, summary))
+        entries.append(RunEntry(folder, manifest, read_summary(folder)))
     return sorted(entries, key=lambda e: (e.manifest.started or "", e.manifest.run_id or ""), reverse=True)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import socket
@@ -64,6 +65,13 @@ def _type_problem(data) -> str | None:
             return f"field {name!r} is {type(data[name]).__name__} {data[name]!r}, expected {expected}"
     if data.get("status", "running") not in STATUSES:
         return f"field 'status' is {data['status']!r}, expected one of {', '.join(STATUSES)}"
+    if data.get("pid") is not None and not 0 < data["pid"] < 2**31:  # a process id, which os.kill can take
+        return f"field 'pid' is {data['pid']!r}, not a process id"
+    if data.get("started"):
+        try:
+            dt.datetime.fromisoformat(data["started"])
+        except ValueError:
+            return f"field 'started' is {data['started']!r}, not an ISO date and time"
     return None
 
 

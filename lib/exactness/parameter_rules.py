@@ -10,24 +10,35 @@ interactively, so a bad value costs one line, not a failed run.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
 @dataclass(frozen=True)
 class AtLeast:
-    """An integer (or a number) no smaller than `minimum`."""
+    """A finite number no smaller than `minimum` and, when given, no larger than `maximum`; a whole number
+    when `whole` (a seed or a count: 1.5 would be silently truncated further down)."""
 
     minimum: float
     meaning: str = ""  # what the smallest value means, when it is special (workers 0: one per core)
+    maximum: float | None = None
+    whole: bool = False
+    why_maximum: str = ""
 
     def problem(self, value: Any) -> str | None:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             return f"must be a finite number, got {value!r}"
+        if self.whole and not isinstance(value, int):
+            return f"must be a whole number, got {value!r}"
         if value < self.minimum:
             note = f" ({self.meaning})" if self.meaning else ""
             return f"must be at least {self.minimum:g}{note}, got {value!r}"
+        if self.maximum is not None and value > self.maximum:
+            note = f" ({self.why_maximum})" if self.why_maximum else ""
+            return f"must be at most {self.maximum:g}{note}, got {value!r}"
         return None
 
 
@@ -57,6 +68,35 @@ class OneOf:
 
 
 @dataclass(frozen=True)
+class Matches:
+    """A string matching `pattern` (a scheduler address, say), described in words for the message."""
+
+    pattern: str
+    description: str
+
+    def problem(self, value: Any) -> str | None:
+        if not isinstance(value, str) or not re.fullmatch(self.pattern, value):
+            return f"must be {self.description}, got {value!r}"
+        return None
+
+
+@dataclass(frozen=True)
+class RunFolder:
+    """Another study's run to read: "" (none), "latest" (the newest passed run of the same outputs), or an
+    absolute path to a run folder. A relative path would be read from the notebook's own run folder."""
+
+    def problem(self, value: Any) -> str | None:
+        if value in ("", "latest"):
+            return None
+        path = Path(str(value))
+        if not path.is_absolute():
+            return f"must be \"\", \"latest\" or an absolute path to a run folder, got {value!r}"
+        if not (path / "manifest.json").is_file():
+            return f"names {value!r}, which is not a run folder (no manifest.json there)"
+        return None
+
+
+@dataclass(frozen=True)
 class EachOf:
     """A list whose items each follow `item`; empty lists and repeated items are refused unless allowed,
     because a study counts per item: a model listed twice would be screened and counted twice."""
@@ -64,6 +104,9 @@ class EachOf:
     item: AtLeast | Positive | OneOf
     allow_empty: bool = False
     allow_repeats: bool = False
+    min_items: int = 1
+    needs_one_of: tuple[str, ...] = ()  # at least one item must be one of these (what the study can measure)
+    why_needed: str = ""
 
     # Each rule's problem reads after the parameter's name: "n_seeds must be at least 1, got 0".
     def problem(self, value: Any) -> str | None:
@@ -71,15 +114,19 @@ class EachOf:
             return f"must be a list, got {value!r}"
         if not value and not self.allow_empty:
             return "must not be empty"
+        if value and len(value) < self.min_items:
+            return f"must list at least {self.min_items} items, got {len(value)}"
         problems = [p if isinstance(self.item, OneOf) else f"item {item!r} {p}"
                     for item in value if (p := self.item.problem(item))]
+        if self.needs_one_of and value and not set(value) & set(self.needs_one_of) and not problems:
+            problems.append(f"must include one of {', '.join(self.needs_one_of)} ({self.why_needed})")
         repeated = _repeated(value)
         if repeated and not self.allow_repeats:
             problems.append(f"lists {', '.join(map(str, repeated))} more than once")
         return "; ".join(problems) or None
 
 
-Rule = AtLeast | Positive | OneOf | EachOf
+Rule = AtLeast | Positive | OneOf | Matches | RunFolder | EachOf
 
 
 class StudyParameterError(ValueError):

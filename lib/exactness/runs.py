@@ -68,6 +68,15 @@ def new_run_folder(project: Project, study: str, param_set: str) -> tuple[str, P
             continue
 
 
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C (or SIGTERM) during a run: `folder` is the run folder, marked interrupted, or None when the
+    run had not created one yet."""
+
+    def __init__(self, folder: Path | None):
+        super().__init__(str(folder or ""))
+        self.folder = folder
+
+
 def ensure_kernel() -> None:
     from jupyter_client.kernelspec import KernelSpecManager
 
@@ -81,11 +90,16 @@ def ensure_kernel() -> None:
 def execute(project: Project, study: Study, params: dict[str, Any], param_set: str, batch: str,
             environment_run: str | None = None, with_code: bool = False, log_output: bool = False) -> RunResult:
     keep_state_inside(project)
+    try:
+        facts = run_facts(project.root)  # seconds of subprocesses: before the folder, so Ctrl-C leaves nothing
+    except KeyboardInterrupt:
+        raise RunInterrupted(None) from None
     run_id, folder = new_run_folder(project, study.name, param_set)
-    (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     manifest = Manifest(study=study.name, run_id=run_id, param_set=param_set, params=params, batch=batch,
                         started=dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-                        environment_run=environment_run, machine=run_facts(project.root))
+                        environment_run=environment_run, machine=facts)
+    manifest.write(folder)  # at once: a folder without a manifest would be invisible to the index and resume
+    (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
     return _execute_into(project, study, folder, manifest, with_code, log_output)
 
 
@@ -106,7 +120,11 @@ def resume(project: Project, study: Study, folder: Path, with_code: bool = False
     manifest.status = manifest.observed_status()  # a killed attempt is recorded as "died"
     number = len(manifest.attempts) + 1
     keep = folder / "attempts" / str(number)
-    keep.mkdir(parents=True, exist_ok=False)
+    try:
+        keep.mkdir(parents=True, exist_ok=False)  # atomic: of two resumes started together, one gets here
+    except FileExistsError:
+        raise ResumeError(f"{folder} is being resumed by another process (its attempt {number} exists); "
+                          "wait for it, or resume again once it has stopped") from None
     for name in (study.notebook.name, "report.html", "summary.json"):
         if (folder / name).exists():
             os.replace(folder / name, keep / name)
@@ -187,7 +205,7 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
         manifest.error = f"{error.ename}: {_last_line(error.evalue)}"
     except KeyboardInterrupt:
         manifest.status, manifest.error = "interrupted", "interrupted by the user (Ctrl-C)"
-        raise
+        raise RunInterrupted(folder) from None
     except Exception as error:  # the kernel died, the notebook could not be read, ...
         manifest.status, manifest.error = "failed", _last_line(f"{type(error).__name__}: {error}")
     finally:

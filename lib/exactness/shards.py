@@ -8,6 +8,7 @@ inside one run folder, whose parameters never change, so a shard can never belon
 
 from __future__ import annotations
 
+import hashlib
 import os
 import pickle
 import re
@@ -30,24 +31,38 @@ class ShardStore:
         return self._path(key).exists()
 
     def load(self, key: str):
+        """The chunk's result, after checking that the file is the shard of `key` and that its bytes are
+        the ones written: a damaged shard must never feed a resumed run wrong numbers."""
+        path = self._path(key)
         try:
-            with self._path(key).open("rb") as handle:
-                return pickle.load(handle)
-        except (pickle.UnpicklingError, EOFError, AttributeError, ImportError) as error:
-            raise ShardError(f"shard {self._path(key)} cannot be read ({type(error).__name__}: {error}); "
+            data = path.read_bytes()
+            header, payload = data[:_HEADER], data[_HEADER:]
+            if header != _header(key, payload):
+                raise ValueError("its checksum or chunk name does not match (damaged, or written by another "
+                                 "version of exactness)")
+            return pickle.loads(payload)
+        except Exception as error:  # a checked payload that still fails to unpickle: a changed class, say
+            raise ShardError(f"shard {path} cannot be read ({type(error).__name__}: {error}); "
                              "delete it to compute that chunk again") from error
 
     def save(self, key: str, result) -> Path:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self._path(key)
         partial = path.with_suffix(f".partial-{os.getpid()}")
-        with partial.open("wb") as handle:
-            pickle.dump(result, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
+        partial.write_bytes(_header(key, payload) + payload)
         os.replace(partial, path)
         return path
 
     def keys(self) -> list[str]:
         return sorted(p.stem for p in self.folder.glob("*.pkl")) if self.folder.exists() else []
+
+
+_HEADER = 64  # sha256 of the chunk's key and payload, hex
+
+
+def _header(key: str, payload: bytes) -> bytes:
+    return hashlib.sha256(key.encode() + b"\0" + payload).hexdigest().encode()
 
 
 def _slug(text: str) -> str:

@@ -43,13 +43,25 @@ def _init_worker() -> None:
     keep_freed_memory()
 
 
-def _init_pool_worker() -> None:
+def _init_pool_worker(owner: int) -> None:
     """A pool worker leaves Ctrl-C to its parent, which cancels what is pending: otherwise every worker
-    prints its own KeyboardInterrupt traceback, and again when the kernel shuts down."""
+    prints its own KeyboardInterrupt traceback, and again when the kernel shuts down. It exits when the
+    process that owns the pool (`owner`, a notebook kernel) is gone: a kernel killed without shutting its
+    pool down (SIGKILL, its client gone) would otherwise leave workers of a few hundred MB each running."""
     import signal
+    import threading
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_when_gone, args=(owner,), daemon=True, name="owner-watch").start()
     _init_worker()
+
+
+def _exit_when_gone(owner: int, every: float = 1.0) -> None:
+    from exactness.manifest import process_alive
+
+    while process_alive(owner):
+        time.sleep(every)
+    os._exit(1)
 
 
 class _SingleThreaded:
@@ -160,7 +172,8 @@ def _executor(workers: int, function=None) -> ProcessPoolExecutor:
         pool.shutdown(wait=False, cancel_futures=True)
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["torch", "pandas"])
-    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_pool_worker)
+    pool = ProcessPoolExecutor(max_workers=workers, mp_context=context, initializer=_init_pool_worker,
+                               initargs=(os.getpid(),))
     _EXECUTORS[workers] = (pool, roots, _fingerprint(roots))
     return pool
 

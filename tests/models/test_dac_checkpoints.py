@@ -151,6 +151,18 @@ def test_weight_norm_pair_of_wrong_shape_is_named_with_found_and_expected_shapes
     assert key in str(error.value) and str(shape) in str(error.value) and str(expected) in str(error.value)
 
 
+@pytest.mark.parametrize("fold", [True, False])
+def test_a_weight_v_with_a_zero_output_channel_is_named_instead_of_giving_nan_outputs(tmp_path, plain, fold):
+    def zero_channel(state):
+        v = state["encoder.block.0.weight_v"].clone()
+        v[3] = 0.0
+        state["encoder.block.0.weight_v"] = v
+
+    path = _broken_original(tmp_path, plain, "zero", zero_channel)
+    with pytest.raises(dac_checkpoints.CheckpointError, match=r"all-zero output channel .*encoder\.block\.0\.weight_v"):
+        dac_checkpoints.load_original(path, fold=fold)
+
+
 def test_empty_and_text_files_say_what_they_are_and_what_was_expected(tmp_path):
     (tmp_path / "empty.pth").write_bytes(b"")
     with pytest.raises(dac_checkpoints.CheckpointError, match=r"is empty \(0 bytes\); expected a PyTorch checkpoint"):

@@ -26,3 +26,9 @@ def test_shape_modes_equal_the_graph_pools():
     from exactness.runtimes import graph_pool
 
     assert names.SHAPE_MODES == graph_pool.SHAPE_MODES
+
+
+def test_the_classes_that_call_their_quantizer_are_the_ones_the_screen_takes():
+    from exactness.models import wav2vec2_family
+
+    assert names.QUANTIZER_CALLED == tuple(m for m in wav2vec2_family.MODELS if wav2vec2_family.quantizer_is_called(m))

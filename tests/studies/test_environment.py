@@ -1,3 +1,5 @@
+import math
+
 import pandas as pd
 
 from exactness import machine
@@ -57,3 +59,17 @@ def test_findings_of_this_machine_are_all_records():
                                  environment.float_behaviour(), spacing)
     assert 3 <= len(found) <= 7 and all(f.verdict in ("new", "reproduced") for f in found)
     assert isinstance(environment.spacing_against_ieee(spacing), pd.DataFrame)
+
+
+def test_ieee_spacing_holds_below_the_normal_range_and_is_absent_beyond_the_largest_value():
+    assert environment.ieee_ulp(1e-5, "float16") == 2.0 ** (-14 - 10)  # a float16 subnormal: 5.96e-08
+    assert environment.ieee_ulp(1e-40, "float32") == 2.0 ** (-126 - 23)
+    assert math.isnan(environment.ieee_ulp(1e5, "float16")) and not environment.representable(1e5, "float16")
+    assert environment.ieee_ulp(6e4, "float16") == 32.0
+
+
+def test_subnormal_and_out_of_range_magnitudes_are_no_false_disagreement():
+    checked = environment.spacing_against_ieee(machine.float_spacing([1e-5, 1e5, 1e39]))
+    assert checked[checked.representable].agrees.all()
+    finding = environment.spacing_finding(checked)
+    assert "differ" not in finding.claim and "beyond the dtype's range and are not compared" in finding.claim

@@ -107,6 +107,12 @@ def check_ulp_close(actual: torch.Tensor, expected: torch.Tensor, max_ulp: int, 
     ulps are a vanishing absolute difference); the message says which elements failed, where, and by how much.
     The shapes must be equal: broadcasting would compare pairs that were never meant to be compared, and
     a shape that differs from the reference's is a defect of its own."""
+    for label, value in (("actual", actual), ("expected", expected)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{name}: {label} is a {type(value).__module__}.{type(value).__name__}, not a "
+                            "torch.Tensor (convert with torch.from_numpy)")
+    if max_ulp < 0 or not atol >= 0:
+        raise ValueError(f"{name}: max_ulp and atol must be zero or more, got max_ulp={max_ulp}, atol={atol}")
     if actual.shape != expected.shape:
         raise ValueError(f"{name}: actual has shape {list(actual.shape)}, expected has shape "
                          f"{list(expected.shape)}; check_ulp_close compares equal shapes only")

@@ -240,8 +240,24 @@ def _check_state(expected: dict, found: dict, path: Path, sources: dict | None =
     problems = [f"{label} {_first(items, 8)}" for label, items in (
         ("weight_g and weight_v come in pairs; found only one of", alone), ("missing keys", missing),
         ("unexpected keys", unexpected), ("shape mismatches", shapes)) if items] + kinds[:8]
+    if not problems:
+        problems = [f"{label} {_first(items, 8)}" for label, items in (
+            ("weight_v with an all-zero output channel (weight norm would divide by zero: every output NaN) in",
+             _zero_directions(found, name)),) if items]
     if problems:
         raise CheckpointError(f"{path}: " + "; ".join(problems))
+
+
+def _zero_directions(found: dict, name) -> list[str]:
+    """The weight_v tensors (found only after keys, types and shapes passed) with an output channel of
+    zero norm: w = g * v / ||v|| is NaN there, silently, in fold and no-fold alike."""
+    zero = []
+    for key, value in found.items():
+        if key.endswith(NORMED[1]) and value.numel():
+            norms = value.detach().reshape(value.shape[0], -1).double().norm(dim=1)
+            if bool((norms == 0).any()):
+                zero.append(name(key, key))
+    return zero
 
 
 def _first(items: list[str], n: int) -> str:

@@ -14,6 +14,9 @@ WAV2VEC2_FAMILY = (
     "UniSpeechForPreTraining",
     "UniSpeechSatForPreTraining",
 )
+# The classes whose eval forward takes the quantizer's argmax (wav2vec2_family.quantizer_is_called): the
+# others have nothing a near-tie could flip.
+QUANTIZER_CALLED = ("Wav2Vec2ForPreTraining", "Wav2Vec2ConformerForPreTraining", "UniSpeechForPreTraining")
 # exactness.models.dac.VARIANT_CONFIGS and dac.INITS.
 DAC_VARIANTS = ("16khz", "24khz", "44khz", "tiny")
 DAC_INITS = ("default", "variance_preserving")

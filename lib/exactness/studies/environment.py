@@ -18,6 +18,9 @@ FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 # Explicit mantissa bits: 1 ulp at a magnitude m is 2 ** (floor(log2 m) - bits) for a normal m (IEEE 754;
 # bfloat16 keeps float32's exponent with 7 bits).
 MANTISSA_BITS = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}
+# The smallest and largest exponent of a normal number: below the first, spacing stops shrinking (subnormals);
+# above the second (and its mantissa's top), the value is not representable.
+EXPONENTS = {"float16": (-14, 15), "bfloat16": (-126, 127), "float32": (-126, 127), "float64": (-1022, 1023)}
 SEED_ULP_MAGNITUDE = 10.0  # seed 000, section 3: "with logits around 10, 1 ulp is 9.5e-7"
 
 
@@ -30,9 +33,22 @@ def float_behaviour() -> dict[str, object]:
     return {**machine.denormal_behaviour(), **machine.ort_settings()}
 
 
+def representable(magnitude: float, dtype: str) -> bool:
+    """Whether `magnitude` rounds to a finite value of `dtype` (below the largest finite value plus half an
+    ulp; the round-to-nearest boundary is close enough here: the study's magnitudes are far from it)."""
+    bits, (_, top) = MANTISSA_BITS[dtype], EXPONENTS[dtype]
+    return abs(magnitude) < (2.0 - 2.0 ** -bits) * 2.0 ** top
+
+
 def ieee_ulp(magnitude: float, dtype: str) -> float:
-    """The spacing IEEE 754 prescribes just above a normal `magnitude` in `dtype`."""
-    return 2.0 ** (math.floor(math.log2(abs(magnitude))) - MANTISSA_BITS[dtype])
+    """The spacing IEEE 754 prescribes just above `magnitude` in `dtype`: 2 ** (exponent - mantissa bits),
+    with the exponent held at its normal minimum for subnormals (their spacing is constant); NaN where the
+    magnitude is beyond the dtype's range."""
+    if not representable(magnitude, dtype):
+        return math.nan
+    lowest = EXPONENTS[dtype][0]
+    exponent = max(math.floor(math.log2(abs(magnitude))), lowest) if magnitude else lowest
+    return 2.0 ** (exponent - MANTISSA_BITS[dtype])
 
 
 def spacing_against_ieee(spacing: pd.DataFrame) -> pd.DataFrame:
@@ -43,8 +59,9 @@ def spacing_against_ieee(spacing: pd.DataFrame) -> pd.DataFrame:
         for dtype in FLOAT_DTYPES:
             measured, expected = float(getattr(row, dtype)), ieee_ulp(row.magnitude, dtype)
             rows.append({"magnitude": float(row.magnitude), "dtype": dtype, "measured_ulp": measured,
-                         "ieee_ulp": expected, "agrees": measured == expected})
-    return pd.DataFrame(rows, columns=["magnitude", "dtype", "measured_ulp", "ieee_ulp", "agrees"])
+                         "ieee_ulp": expected, "representable": not math.isnan(expected),
+                         "agrees": measured == expected})
+    return pd.DataFrame(rows, columns=["magnitude", "dtype", "measured_ulp", "ieee_ulp", "representable", "agrees"])
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -59,8 +76,11 @@ def kernels_finding(hardware: dict) -> Finding:
              + (f" (widest vector extension: {widest})" if widest else " (no vector extension found)")
              + "; other CPUs pick other kernels and round differently, so absolute noise figures hold for this "
                "kind of machine.")
-    return Finding(claim, f"{capability}; extensions: {', '.join(extensions) or 'none'}", "new",
-                   evidence="hardware table")
+    sets = machine.available_kernel_sets(extensions)
+    claim += (f" Kernel sets a near-tie run can compare here (its cpu_kernels, set in fresh worker processes): "
+              f"{', '.join(sets)}; ONNX Runtime has no such switch.")
+    ours = f"{capability}; extensions: {', '.join(extensions) or 'none'}; kernel sets: {', '.join(sets)}"
+    return Finding(claim, ours, "new", evidence="hardware table")
 
 
 def threads_finding(hardware: dict) -> Finding:
@@ -89,11 +109,16 @@ def subnormals_finding(behaviour: dict) -> Finding:
 
 def spacing_finding(checked: pd.DataFrame) -> Finding:
     """The seed's own spacing figure (1 ulp near 10) where this run tabulated it, else the IEEE check alone."""
+    beyond = checked[~checked.representable]
+    checked = checked[checked.representable]  # beyond a dtype's range there is no spacing to compare
     wrong = checked[~checked.agrees]
     ieee_words = (f"every one of the {len(checked)} tabulated spacings ({len(checked.magnitude.unique())} magnitudes, "
                   f"{len(FLOAT_DTYPES)} dtypes) is the IEEE 754 value" if not len(wrong)
                   else f"{len(wrong)} of {len(checked)} tabulated spacings differ from IEEE 754 (first: "
                        f"{wrong.dtype.iloc[0]} at {significant(wrong.magnitude.iloc[0])})")
+    if len(beyond):
+        ieee_words += (f" ({len(beyond)} magnitude-dtype pairs lie beyond the dtype's range and are not "
+                       f"compared, first: {beyond.dtype.iloc[0]} at {significant(beyond.magnitude.iloc[0])})")
     at_seed = checked[(checked.dtype == "float32") & (checked.magnitude == SEED_ULP_MAGNITUDE)]
     if not len(at_seed):
         return Finding(f"Float spacing: {ieee_words}.", ieee_words, "new", evidence="float spacing table")
