@@ -130,6 +130,113 @@ def study_run(study: str, arguments: list[str], label: str, outputs: Path) -> di
     return _row(study, label, seconds, [seconds], 1, "runs/s", peak_memory_mb=memory.peak_mb)
 
 
+DAC_SECONDS = (1.0, 10.0, 60.0)
+DAC_TIME_TARGET = 2.0  # the study's wall time over the plain forwards it needs, at most
+DAC_MEMORY_TARGET = 2.0  # peak memory at 10 s (and beyond) over the peak at 1 s, at most
+DAC_MEMORY_LIMIT_MB = 2048  # peak memory at 10 s, under
+WINDOWED_FROM_S = 30.0  # from here the plain forwards run in the study's windows: whole, they would not fit
+
+
+def _dac_arguments(study: str, seconds: float) -> list[str]:
+    """A study's default parameters at `seconds` of audio (the batching study: that clip and one 0.6 as long)."""
+    if study == "dac_propagation":
+        return ["-p", "seconds", f"{seconds:g}"]
+    return ["-p", "clip_seconds", f"[{seconds:g}, {0.6 * seconds:g}]"]
+
+
+def plain_dac_passes(study: str, seconds: float, windowed: bool = False, variant: str = "44khz",
+                     inits: tuple[str, ...] = ("default", "variance_preserving")) -> dict[str, float]:
+    """The forward passes a DAC study's default run at `seconds` needs, run plainly (each run's weights stored,
+    no hooks, no statistics, one model at a time): seconds spent in `encode_decode` (every run's encode and its
+    decode) and in `more_decodes` (the propagation study's second decode, from each run's own quantized
+    representation, for the codec table). `windowed`: through `dac_chunks` (whole up to CHUNK_FRAMES)."""
+    import torch
+
+    from exactness.models import dac, dac_chunks
+
+    def encode(model, audio):
+        if windowed:
+            return model.quantizer(dac_chunks.encode_latent(model, audio))[:2]
+        encoded = model.encode(audio)
+        return encoded.quantized_representation, encoded.audio_codes
+
+    def decode(model, quantized):
+        return dac_chunks.decode(model, quantized) if windowed else model.decode(quantized).audio_values
+
+    spent = {"encode_decode": 0.0, "more_decodes": 0.0}
+
+    def timed(kind, work, *arguments):
+        began = time.perf_counter()
+        result = work(*arguments)
+        spent[kind] += time.perf_counter() - began
+        return result
+
+    with torch.no_grad():
+        if study == "dac_propagation":
+            for init in inits:
+                plain = dac.template(variant, 0, init)
+                audio = dac.audio(variant, seconds, 0)
+                for run_kind in dac.VARIANTS:
+                    model = dac.build_variant(plain, run_kind, shared=False)
+                    x = audio.to(next(model.parameters()).dtype)
+                    quantized, codes = timed("encode_decode", encode, model, x)
+                    timed("encode_decode", lambda m, c: decode(m, m.quantizer.from_codes(c)[0]), model, codes)
+                    timed("more_decodes", decode, model, quantized)
+                    del model
+        else:
+            model = dac.build_variant(dac.template(variant, 0, "variance_preserving"), "folded_fp32", shared=False)
+            clips = [dac.audio(variant, s, k + 1) for k, s in enumerate((seconds, 0.6 * seconds))]
+            longest = max(c.shape[-1] for c in clips)
+            padded = [torch.nn.functional.pad(c, (0, longest - c.shape[-1])) for c in clips]
+            hop = model.config.hop_length
+            rate = model.config.sampling_rate
+            odd = [torch.zeros(1, 1, int(seconds * rate) // hop * hop + extra) for extra in (0, 1, 7)]
+            for audio in [torch.cat(padded), *clips, *padded, *odd]:  # as compare() and hop_drop() run them
+                quantized, _ = timed("encode_decode", encode, model, audio)
+                timed("encode_decode", decode, model, quantized)
+    return spent
+
+
+def dac_rows(study: str, seconds_list=DAC_SECONDS, outputs: Path | None = None) -> list[dict]:
+    """Per clip length: the study's default run (`exactness run`, wall time and the peak memory of its process
+    tree) beside the plain forward passes it needs (in a process of their own, measured the same way), and the
+    ratios the targets are set on."""
+    rows = []
+    for seconds in seconds_list:
+        study_row = study_run(study, _dac_arguments(study, seconds), f"{seconds:g} s: study", outputs)
+        windowed = seconds >= WINDOWED_FROM_S
+        code = ("import json, sys; from exactness.benchmarks import plain_dac_passes; "
+                f"print(json.dumps(plain_dac_passes({study!r}, {seconds!r}, {windowed!r})))")
+        began = time.perf_counter()
+        process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   text=True)
+        with TreeMemory(process.pid) as memory:
+            output, errors = process.communicate()
+        if process.returncode != 0:
+            raise RuntimeError(f"plain forwards of {study} at {seconds:g} s failed:\n{errors[-2000:]}")
+        wall = time.perf_counter() - began
+        spent = json.loads(output.strip().splitlines()[-1])
+        passes = spent["encode_decode"] + spent["more_decodes"]
+        plain_label = f"{seconds:g} s: plain forwards" + (" (in the study's windows)" if windowed else "")
+        plain_row = _row(study, plain_label, wall, [wall], 1, "runs/s", peak_memory_mb=memory.peak_mb,
+                         encode_decode_s=spent["encode_decode"], passes_s=passes, seconds_of_audio=seconds)
+        ratio = study_row["median_s"] / spent["encode_decode"]
+        study_row.update(seconds_of_audio=seconds, ratio=ratio, ratio_of="study / (encode + decode)",
+                         target=DAC_TIME_TARGET, meets=ratio <= DAC_TIME_TARGET,
+                         time_over_passes=study_row["median_s"] / passes,
+                         seconds_per_audio_second=study_row["median_s"] / seconds,
+                         mb_per_audio_second=study_row["peak_memory_mb"] / seconds)
+        rows += [study_row, plain_row]
+    first = next((r for r in rows if r.get("seconds_of_audio") == min(seconds_list) and "study" in r["case"]), None)
+    for row in rows:
+        if "study" in row["case"] and first is not None and row is not first:
+            growth = row["peak_memory_mb"] / first["peak_memory_mb"]
+            row.update(memory_over_shortest=growth,
+                       memory_meets=growth <= DAC_MEMORY_TARGET and row["peak_memory_mb"] < DAC_MEMORY_LIMIT_MB
+                       if row["seconds_of_audio"] <= 10 else growth <= DAC_MEMORY_TARGET)
+    return rows
+
+
 def run(quick: bool = False, repeats: int = 3, out: Path | None = None) -> pd.DataFrame:
     from exactness.machine import run_facts
 
@@ -140,8 +247,8 @@ def run(quick: bool = False, repeats: int = 3, out: Path | None = None) -> pd.Da
     rows = screen_paths(repeats) + check_paths(repeats)
     rows += scaling((1000, 5000) if quick else (1000, 5000, 20000))
     runs = folder / "runs"  # the measured runs stay, with their reports, apart from outputs/index.html
-    for seconds in (1.0,) if quick else (1.0, 10.0):
-        rows.append(study_run("dac_propagation", ["-p", "seconds", str(seconds)], f"{seconds:g} s of audio", runs))
+    for study in ("dac_propagation", "dac_batching"):
+        rows += dac_rows(study, (1.0,) if quick else DAC_SECONDS, runs)
     if not quick:
         rows.append(study_run("near_tie", ["-f", "paper"], "paper.yaml", runs))
     table = pd.DataFrame(rows)
@@ -155,19 +262,25 @@ def run(quick: bool = False, repeats: int = 3, out: Path | None = None) -> pd.Da
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m exactness.benchmarks", description=__doc__)
-    parser.add_argument("--quick", action="store_true", help="skip the paper preset, 10 s of DAC audio, 20k seeds")
+    parser.add_argument("--quick", action="store_true", 
+                        help="skip the paper preset, 10 and 60 s of DAC audio, 20k seeds")
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args(argv)
     table = run(args.quick, args.repeats)
     columns = [c for c in ("benchmark", "case", "repeats", "median_s", "rate", "unit", "ratio", "target", "meets",
-                           "speedup_over_1_worker", "peak_memory_mb") if c in table]
+                           "speedup_over_1_worker", "peak_memory_mb", "time_over_passes", "memory_over_shortest",
+                           "memory_meets") if c in table]
     with pd.option_context("display.width", 200, "display.max_columns", 20, "display.float_format", "{:.4g}".format):
         print(table[columns].to_string(index=False))
     missed = table[table.get("meets", pd.Series(dtype=object)).eq(False)] if "meets" in table else table.iloc[:0]
     for _, row in missed.iterrows():
-        print(f"MISSED TARGET: {row.benchmark}: {row.ratio_of} = {row.ratio:.1f}, target {row.target:g}",
+        print(f"MISSED TARGET: {row.benchmark} {row.case}: {row.ratio_of} = {row.ratio:.1f}, target {row.target:g}",
               file=sys.stderr)
-    return 1 if len(missed) else 0
+    memory = table[table.get("memory_meets", pd.Series(dtype=object)).eq(False)] if "memory_meets" in table else []
+    for _, row in table.iloc[:0].iterrows() if not len(memory) else memory.iterrows():
+        print(f"MISSED TARGET: {row.benchmark} {row.case}: peak {row.peak_memory_mb:.0f} MB, "
+              f"{row.memory_over_shortest:.2f}x the shortest clip's", file=sys.stderr)
+    return 1 if len(missed) or len(memory) else 0
 
 
 if __name__ == "__main__":

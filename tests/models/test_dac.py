@@ -43,8 +43,29 @@ def test_variants_share_one_checkpoint_and_leave_the_template_alone():
 
 def test_weight_norm_is_recomputed_every_forward():
     model = dac.build_variant(dac.template("tiny", 0), "weight_norm")
-    assert hasattr(model.encoder.conv1, "parametrizations")
-    assert not hasattr(dac.build_variant(dac.template("tiny", 0), "folded_fp32").encoder.conv1, "parametrizations")
+    assert hasattr(model.encoder.conv1.parametrizations.weight, "original1")  # torch's own (g, v) weight norm
+    stored = dac.build_variant(dac.template("tiny", 0), "folded_fp32")
+    assert not hasattr(stored.encoder.conv1, "parametrizations")
+
+
+@pytest.mark.parametrize("variant", dac.VARIANTS)
+def test_shared_runs_hold_one_copy_of_the_weights_and_give_the_stored_runs_numbers(variant):
+    plain = dac.template("tiny", 0, "variance_preserving")
+    shared, stored = dac.build_variant(plain, variant, shared=True), dac.build_variant(plain, variant)
+    own = {p.data_ptr() for p in plain.parameters()}
+    big = {layer.weight.data_ptr() for layer in dac.weight_normed_layers(plain)}
+    assert big <= {p.data_ptr() for p in shared.parameters()}  # v is the template's weight, not a copy
+    assert not big & {p.data_ptr() for p in stored.parameters()}
+    copied = [p for p in shared.parameters() if p.data_ptr() not in own]
+    assert all(p.dtype == (torch.float64 if variant == "float64" else torch.float32) for p in copied)
+    a, b = dac.effective_weights(shared), dac.effective_weights(stored)
+    assert all(torch.equal(a[k], b[k]) and a[k].dtype == b[k].dtype for k in b)
+    audio = dac.audio("tiny", 0.1, 0).to(next(iter(b.values())).dtype)
+    with torch.no_grad():
+        x, y = shared.encode(audio), stored.encode(audio)
+        assert torch.equal(x.quantized_representation, y.quantized_representation)
+        assert torch.equal(shared.decode(x.quantized_representation).audio_values,
+                           stored.decode(y.quantized_representation).audio_values)
 
 
 def test_audio_is_deterministic_and_bounded():

@@ -17,6 +17,9 @@ def test_dac_batching_smoke_run(tmp_path):
     claims = [f["claim"] for f in summary["findings"]]
     assert 3 <= len(claims) <= 7 and "not broken" in claims[0]
     assert f"last {summary['padding_tail_latent_frames']} latent frames" in claims[0]
+    repair = pd.read_parquet(folder / "tables" / "repair.parquet").iloc[0]  # the recommended fix, measured
+    assert repair.code_frames_after == 0 and "measured below" in claims[0] and "recompute its last" in claims[-1]
+    assert isinstance(summary["batch_size_code_frames"], int)  # frames that differ, counted
     page = inspect_page(folder / "report.html")
     assert page["errors"] == [] and page["error_outputs"] == 0 and len(page["images"]) >= 2
     html = (folder / "report.html").read_text()

@@ -14,6 +14,8 @@ def test_dac_propagation_smoke_run(tmp_path):
     assert {"variant", "layer", "depth", "max_abs_err", "mean_abs_err", "growth", "act_rms", "rel_err"} <= set(
         table.columns)
     assert set(table.init) == {"default", "variance_preserving"}
+    others = pd.read_parquet(folder / "tables" / "other_variants.parquet")  # smoke.yaml asks for the tiny one again
+    assert list(others.variant) == ["tiny", "tiny"] and others.fold_fp32_exact.all()
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["fold_fp32_bit_identical"] is True
     assert summary["default_encoder_error"]["seed"] == 2.75e-2

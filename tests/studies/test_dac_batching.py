@@ -78,7 +78,8 @@ def _curves(latent_early: float = 0.0, audio_early: float = 0.0) -> dict:
 
 def test_before_tail_finding_counts_code_frames_and_says_when_codes_differ_early():
     clean = found.before_tail_finding(_table(5), _curves(), 1, 8, 4)
-    assert "codes are identical" in clean.claim and "4 of 50 code frames" in clean.claim
+    assert "every code frame before the padded tail is identical" in clean.claim
+    assert "4 of 50 code frames differ" in clean.claim and "codes are identical" not in clean.claim
     assert "bit-identical outside the last 8 frames" in clean.claim
     rounded = found.before_tail_finding(_table(5), _curves(latent_early=1e-7), 1, 8, 4)
     assert "even outside the last 8 frames" in rounded.claim and "bit-identical" not in rounded.claim
@@ -120,3 +121,26 @@ def test_findings_count_code_frames_from_the_curves_not_index_differences():
     result = found.findings(_table(2), curves, 1, 8, 8, 30, dropped)
     assert "2 of 50 code frames differ" in result[1].claim and "981" not in result[1].claim
     assert len(result) == 5
+
+
+def test_recomputing_the_tail_from_the_clip_alone_restores_its_codes(tiny):
+    model = dac.build_variant(tiny, "folded_fp32")
+    clip = dac.audio("tiny", 0.3, 2)
+    repaired = batching.repair(model, clip, dac.audio("tiny", 0.5, 1).shape[-1], chunk_frames=10**6)
+    left, right = batching.dac_chunks.encoder_reach(model)
+    assert repaired["tail_frames"] == -(-right // 8) + 1 and repaired["frames"] == 300
+    assert repaired["samples_rerun"] <= (repaired["tail_frames"] + -(-left // 8)) * 8
+    assert repaired["code_frames_after"] == 0 and repaired["max_latent_diff_after"] < 1e-4
+
+
+def test_repair_finding_says_when_the_fix_does_not_restore_the_codes():
+    fixed = {"tail_frames": 10, "samples_rerun": 9216, "frames": 86, "code_frames_before": 3, "code_frames_after": 0,
+             "max_latent_diff_after": 2e-7, "latent_rms": 0.5}
+    claim = found.repair_finding(fixed).claim
+    assert "recompute its last 10 frames" in claim and "every frame (3 differed before)" in claim
+    assert "RMS: rounding" in claim
+    assert "above the rounding floor" in found.repair_finding({**fixed, "latent_rms": 1e-4}).claim
+    broken = found.repair_finding({**fixed, "code_frames_after": 2}).claim
+    assert "does NOT restore" in broken and "2 code frames still differ" in broken
+    assert "measured below" in found.padding_finding(_table(5), 1, 8, True).claim
+    assert "measured below" not in found.padding_finding(_table(5), 1, 8).claim

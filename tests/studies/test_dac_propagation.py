@@ -1,14 +1,97 @@
+import math
+
+import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from exactness.models import dac
+from exactness.models import dac_chunks as chunks
 from exactness.studies import dac_propagation as propagation
+
+WHOLE = 10**6  # frames per window: the tiny clips here run whole (their 250 frames exceed CHUNK_FRAMES)
 
 
 @pytest.fixture(scope="module")
 def propagated():
     plain = dac.template("tiny", 0, "variance_preserving")
-    return propagation.propagate(plain, dac.audio("tiny", 0.25, 0))
+    return propagation.propagate(plain, dac.audio("tiny", 0.25, 0), chunk_frames=WHOLE)
+
+
+def _hooked_table(plain, audio):
+    """The study as it first ran: every variant's whole encode and decode through the library with hooks on
+    each layer, the references' outputs stored, compared afterwards (the oracle for one window)."""
+    order = ["float64", "weight_norm", "folded_fp32", "folded_fp64"]
+    models = {v: dac.build_variant(plain, v, shared=False) for v in order}
+    paths = [p for _, p, _ in propagation.layers(plain)]
+    with torch.no_grad():
+        codes = models["weight_norm"].encode(audio).audio_codes
+    stored, rows = {}, []
+    for variant in order:
+        stats, keep = {}, (stored.setdefault(variant, {}) if variant in propagation.REFERENCES else None)
+
+        def measure(path, out, stats=stats, keep=keep, variant=variant):
+            if keep is not None:
+                keep[path] = out.detach()
+            wide = out.detach().double()
+            entry = stats.setdefault(path, {"act_rms": float(wide.square().mean().sqrt())})
+            for against, activations in stored.items():
+                if against != variant:
+                    error = (wide - activations[path].double()).abs()
+                    entry[against] = (float(error.max()), float(error.mean()))
+
+        modules = dict(models[variant].named_modules())
+        handles = [modules[p].register_forward_hook(lambda m, a, out, p=p: measure(p, out)) for p in paths]
+        with torch.no_grad():
+            models[variant].encode(audio.to(next(models[variant].parameters()).dtype))
+            models[variant].decode(audio_codes=codes)
+        for handle in handles:
+            handle.remove()
+        for depth, (label, path, role) in enumerate(propagation.layers(plain)):
+            for against in (r for r in propagation.REFERENCES if r in stats[path]):
+                max_err, mean_err = stats[path][against]
+                rms = stats[path]["act_rms"]
+                rows.append({"variant": variant, "against": against, "layer": label, "depth": depth, "role": role,
+                             "max_abs_err": max_err, "mean_abs_err": mean_err, "act_rms": rms,
+                             "rel_err": max_err / rms if rms else np.nan})
+    return propagation._with_growth(pd.DataFrame(rows))
+
+
+def test_one_window_in_lockstep_gives_the_hooked_whole_runs_table_value_for_value(propagated):
+    table, _ = propagated
+    oracle = _hooked_table(dac.template("tiny", 0, "variance_preserving"), dac.audio("tiny", 0.25, 0))
+    pd.testing.assert_frame_equal(table, oracle, check_exact=True)
+
+
+def test_windows_change_the_table_by_rounding_only(propagated):
+    whole, _ = propagated
+    chunked, extra = propagation.propagate(dac.template("tiny", 0, "variance_preserving"), dac.audio("tiny", 0.25, 0),
+                                           chunk_frames=40)
+    assert extra["chunk_frames"] == 40
+    assert chunked[["variant", "against", "layer", "depth", "role"]].equals(whole[["variant", "against", "layer",
+                                                                                   "depth", "role"]])
+    assert (chunked[chunked.variant == "folded_fp32"].query("against == 'weight_norm'").max_abs_err == 0).all()
+    assert np.allclose(chunked.act_rms, whole.act_rms, rtol=1e-5, atol=0)
+    nonzero = whole.max_abs_err > 0
+    ratio = chunked.max_abs_err[nonzero] / whole.max_abs_err[nonzero]
+    assert ratio.between(0.5, 2).all()  # rounding-sized differences stay rounding-sized
+
+
+def test_statistics_over_windows_keep_maxima_exact_and_sums_to_the_last_ulps():
+    generator = torch.Generator().manual_seed(0)
+    reference = torch.randn(3, 1000, generator=generator, dtype=torch.float64)
+    outputs = {"float64": reference, "weight_norm": reference.float() + 1e-3 * torch.rand(3, 1000, generator=generator)}
+    step = chunks.encoder_steps(dac.template("tiny", 0))[0]
+    one = propagation.LayerStatistics(["float64", "weight_norm"])
+    one.add(step, outputs)
+    two = propagation.LayerStatistics(["float64", "weight_norm"])
+    two.add(step, {k: v[..., :377] for k, v in outputs.items()})
+    two.add(step, {k: v[..., 377:] for k, v in outputs.items()})
+    error = (outputs["weight_norm"].double() - reference).abs()
+    (max_one, sum_one), (max_two, sum_two) = (s.sums[("weight_norm", step.path)]["float64"] for s in (one, two))
+    assert max_one == max_two == float(error.max())
+    assert sum_one / error.numel() == float(error.mean())  # torch's mean is its sum over n: exactly
+    assert abs(sum_two - sum_one) <= 4 * math.ulp(sum_one) and "float64" not in one.sums[("float64", step.path)]
 
 
 def test_layers_follow_the_seed_naming():
@@ -146,3 +229,16 @@ def test_findings_on_another_variant_never_reproduce_the_seeds_44khz_figures(pro
     result = propagation.findings(table, weights, propagation.encoder_growth(table), codes, margins, codec,
                                   pd.DataFrame(dac.config_checks()), "tiny")
     assert [f.verdict for f in result[1:6]] == ["not comparable"] * 5 and result[-1].verdict == "reproduced"
+
+
+def test_other_rates_run_each_configuration_and_the_sentence_follows_the_rows():
+    others = propagation.other_rates(["tiny"], 0.05, 0, 0, ["variance_preserving"])
+    row = others.iloc[0]
+    assert (row.variant, row.init, row.seconds) == ("tiny", "variance_preserving", 0.05) and row.fold_fp32_exact
+    assert row.amplification == pytest.approx(row.activation_growth * row.relative_error_growth)
+    sentence = propagation.other_rates_sentence(others)
+    assert "exact in 1 of 1 runs" in sentence and "tiny variance_preserving: x" in sentence
+    flipped = others.assign(fold_fp32_exact=False, codes_differing_pct=2.5)
+    assert "exact in 0 of 1" in propagation.other_rates_sentence(flipped) and "up to 2.5%" in \
+        propagation.other_rates_sentence(flipped)
+    assert "No other configuration" in propagation.other_rates_sentence(others.iloc[:0])

@@ -17,6 +17,8 @@ import torch
 from torch.nn.utils import parametrize
 from transformers import DacConfig, DacModel
 
+from exactness import compat
+
 VARIANT_CONFIGS = {
     "16khz": {"downsampling_ratios": [2, 4, 5, 8], "n_codebooks": 12, "sampling_rate": 16000},
     "24khz": {"downsampling_ratios": [2, 4, 5, 8], "n_codebooks": 32, "sampling_rate": 24000},
@@ -121,10 +123,21 @@ def weight_normed_layers(model: DacModel) -> list[torch.nn.Module]:
     return layers
 
 
-def build_variant(plain: DacModel, variant: str) -> DacModel:
-    """One way of running the same (g, v) checkpoint; `plain` is left untouched."""
-    if variant not in VARIANTS:
-        raise DacConfigError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+class _Fold(torch.nn.Module):
+    """A weight computed from (g, v) whenever its layer runs: `torch._weight_norm(v, g, 0)` in `fold_dtype`, cast
+    to `dtype`. The same call that folds once (`remove_parametrizations(leave_parametrized=True)` evaluates
+    exactly this), so the weights are the folded ones bit for bit, without a second copy of them."""
+
+    def __init__(self, g: torch.Tensor, fold_dtype: torch.dtype, dtype: torch.dtype):
+        super().__init__()
+        self.g, self.fold_dtype, self.dtype = g, fold_dtype, dtype
+
+    def forward(self, v: torch.Tensor) -> torch.Tensor:
+        return compat.fused_weight_norm()(v.to(self.fold_dtype), self.g, 0).to(self.dtype)
+
+
+def _materialized(plain: DacModel, variant: str) -> DacModel:
+    """Each run with its own copy of the weights: folds stored once, float64 weights stored in float64."""
     model = copy.deepcopy(plain)
     if variant == "float64":
         model = model.double()
@@ -135,7 +148,7 @@ def build_variant(plain: DacModel, variant: str) -> DacModel:
             if variant == "folded_fp64":
                 g = layer.parametrizations.weight.original0.detach().double()
                 v = layer.parametrizations.weight.original1.detach().double()
-                folded = torch._weight_norm(v, g, 0).float()
+                folded = compat.fused_weight_norm()(v, g, 0).float()
                 parametrize.remove_parametrizations(layer, "weight", leave_parametrized=True)
                 with torch.no_grad():
                     layer.weight.copy_(folded)
@@ -144,11 +157,53 @@ def build_variant(plain: DacModel, variant: str) -> DacModel:
     return model.eval()
 
 
-def effective_weights(model: DacModel) -> dict[str, torch.Tensor]:
-    """The weight each weight-normed layer uses in a forward, by module path."""
-    names = {id(m): n for n, m in model.named_modules()}
+def _shared(plain: DacModel, variant: str) -> DacModel:
+    """The same run, its weight-normed layers reading v from the template's own weights (v = W): the four runs
+    of one checkpoint hold one copy of the large weights between them. Everything else (biases, Snake alphas,
+    codebooks) is copied, in float64 for the float64 run."""
+    shared = {id(layer.weight): layer.weight for layer in weight_normed_layers(plain)}
+    model = copy.deepcopy(plain, memo=dict(shared))
     with torch.no_grad():
-        return {names[id(layer)]: layer.weight.detach().clone() for layer in weight_normed_layers(model)}
+        if variant == "float64":
+            for module in model.modules():
+                for name, value in module._parameters.items():
+                    if value is not None and id(value) not in shared:
+                        module._parameters[name] = torch.nn.Parameter(value.detach().double(), value.requires_grad)
+        for layer in weight_normed_layers(model):
+            v = layer.weight
+            if variant == "weight_norm":
+                torch.nn.utils.parametrizations.weight_norm(layer)  # the original: recomputed at every forward
+                continue
+            # g as the materialized run computes it: the norm of W in the run's dtype (float32 for the folds)
+            g = torch.norm_except_dim(v.double() if variant == "float64" else v, 2, 0)
+            fold_dtype = torch.float32 if variant == "folded_fp32" else torch.float64
+            dtype = torch.float64 if variant == "float64" else torch.float32
+            parametrize.register_parametrization(layer, "weight", _Fold(g.to(fold_dtype), fold_dtype, dtype),
+                                                 unsafe=True)
+    return model.eval()
+
+
+def build_variant(plain: DacModel, variant: str, shared: bool = False) -> DacModel:
+    """One way of running the same (g, v) checkpoint; `plain` is left untouched. By default each run stores its
+    own weights (a plain module: what an export sees). `shared=True` keeps one copy for all runs: they read the
+    template's weights and compute their folds when a layer runs (the same numbers; tested), for the DAC
+    studies' long clips. Never change `plain`'s weights while a shared run of it is alive."""
+    if variant not in VARIANTS:
+        raise DacConfigError(f"unknown variant {variant!r}; known: {', '.join(VARIANTS)}")
+    return _shared(plain, variant) if shared else _materialized(plain, variant)
+
+
+def weight_paths(model: DacModel) -> list[tuple[str, torch.nn.Module]]:
+    """(module path, layer) of every weight-normed layer, in `weight_normed_layers` order."""
+    names = {id(m): n for n, m in model.named_modules()}
+    return [(names[id(layer)], layer) for layer in weight_normed_layers(model)]
+
+
+def effective_weights(model: DacModel) -> dict[str, torch.Tensor]:
+    """The weight each weight-normed layer uses in a forward, by module path (all of them at once: for small
+    models; `weight_paths` walks them one at a time)."""
+    with torch.no_grad():
+        return {name: layer.weight.detach().clone() for name, layer in weight_paths(model)}
 
 
 def audio(variant: str, seconds: float, seed: int, batch: int = 1) -> torch.Tensor:

@@ -18,9 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
 
+from exactness import compat
 from exactness.runtimes.discrete_scan import DiscreteOp
+
+TorchDispatchMode = compat.torch_dispatch_mode()
 
 # aten op (overload packet, or packet.overload) -> category, as in discrete_scan.CATEGORIES
 ATEN_CATEGORIES = {

@@ -10,6 +10,9 @@ import numpy as np
 import pandas as pd
 import torch
 
+from exactness.models import dac_chunks
+from exactness.models.dac_chunks import CHUNK_FRAMES
+
 STAGES = ("latent", "codes", "audio")
 
 
@@ -27,22 +30,40 @@ def receptive_field(config) -> dict[str, int]:
 
 def measured_receptive_field(model64, n_samples: int, frame: int) -> dict[str, int]:
     """Input samples whose float64 gradient on one latent frame is non-zero: the context it really sees."""
-    x = torch.zeros(1, 1, n_samples, dtype=torch.float64, requires_grad=True)
-    noise = torch.randn(1, 1, n_samples, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
-    latent = model64.encoder(x + 0.1 * noise)
-    latent[0, :, frame].sum().backward()
-    touched = (x.grad[0, 0] != 0).nonzero().flatten()
     hop = int(np.prod(model64.config.downsampling_ratios))
     centre = frame * hop
+    # Only the samples around the frame can matter: the gradient is taken on a stretch of the architecture's whole
+    # span (plus a frame) each side, a fraction of the saved activations; reaching its edge would be reported.
+    margin = receptive_field(model64.config)["span_samples"] // hop * hop + 2 * hop
+    start, stop = max(0, centre - margin), min(n_samples, centre + margin)
+    noise = torch.randn(1, 1, n_samples, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    x = torch.zeros(1, 1, stop - start, dtype=torch.float64, requires_grad=True)
+    parameters = list(model64.parameters())
+    wanted = [p.requires_grad for p in parameters]
+    try:  # the gradient on the input only: no weight gradients, no graph through the weights (GBs at 44.1 kHz)
+        for p in parameters:
+            p.requires_grad_(False)
+        with torch.enable_grad():
+            latent = model64.encoder(x + 0.1 * noise[..., start:stop])
+            (grad,) = torch.autograd.grad(latent[0, :, frame - start // hop].sum(), x)
+    finally:
+        for p, flag in zip(parameters, wanted, strict=True):
+            p.requires_grad_(flag)
+    touched = (grad[0, 0] != 0).nonzero().flatten() + start
+    if (int(touched.min()) == start > 0) or (int(touched.max()) == stop - 1 < n_samples - 1):
+        raise RuntimeError(f"frame {frame}'s receptive field reaches the measured stretch's edge ({start} to {stop}): "
+                           "it is wider than the architecture's span")
     return {"frame": frame, "first_sample": int(touched.min()), "last_sample": int(touched.max()),
             "left_samples": centre - int(touched.min()), "right_samples": int(touched.max()) - centre}
 
 
 @torch.no_grad()
-def _encode_decode(model, audio: torch.Tensor) -> dict[str, torch.Tensor]:
-    encoded = model.encode(audio)
-    return {"latent": encoded.quantized_representation, "codes": encoded.audio_codes,
-            "audio": model.decode(encoded.quantized_representation).audio_values}
+def _encode_decode(model, audio: torch.Tensor, chunk_frames: int = CHUNK_FRAMES) -> dict[str, torch.Tensor]:
+    """`model.encode` then `model.decode` of its quantized representation: whole for a clip of at most
+    `chunk_frames` frames (the library's own values), in windows beyond (memory flat in the clip's length;
+    see `dac_chunks`)."""
+    quantized, codes, *_ = model.quantizer(dac_chunks.encode_latent(model, audio, chunk_frames))
+    return {"latent": quantized, "codes": codes, "audio": dac_chunks.decode(model, quantized, chunk_frames)}
 
 
 def _tail(a: torch.Tensor, b: torch.Tensor, relative_floor: float = 1e-4) -> dict:
@@ -59,17 +80,20 @@ def _tail(a: torch.Tensor, b: torch.Tensor, relative_floor: float = 1e-4) -> dic
             "max_diff_in_tail": float(diff[first:].max()) if first < a.shape[-1] else 0.0}
 
 
-def compare(model, clips: list[torch.Tensor]) -> tuple[pd.DataFrame, dict]:
+def compare(model, clips: list[torch.Tensor], chunk_frames: int = CHUNK_FRAMES) -> tuple[pd.DataFrame, dict]:
     """Per clip and stage, two causes told apart: `padding` compares the clip alone with the clip
     zero-padded to the longest length, both at batch size 1 (same kernels, so only the padding can
-    differ); `batch size` compares the padded clip alone with the same clip inside the batch."""
+    differ); `batch size` compares the padded clip alone with the same clip inside the batch. Clips longer
+    than `chunk_frames` frames run in windows (each run in the same windows of the padded length where they
+    are compared position by position)."""
     longest = max(c.shape[-1] for c in clips)
     padded = [torch.nn.functional.pad(c, (0, longest - c.shape[-1])) for c in clips]
-    batched = _encode_decode(model, torch.cat(padded))
+    batched = _encode_decode(model, torch.cat(padded), chunk_frames)
     rows, curves = [], {}
     hop = int(np.prod(model.config.downsampling_ratios))
     for index, clip in enumerate(clips):
-        alone, padded_alone = _encode_decode(model, clip), _encode_decode(model, padded[index])
+        alone = _encode_decode(model, clip, chunk_frames)
+        padded_alone = _encode_decode(model, padded[index], chunk_frames)
         for stage in STAGES:
             own = alone[stage][0]
             n = own.shape[-1]
@@ -84,16 +108,15 @@ def compare(model, clips: list[torch.Tensor]) -> tuple[pd.DataFrame, dict]:
 
 
 @torch.no_grad()
-def hop_drop(model, lengths: list[int], seed: int = 0) -> pd.DataFrame:
+def hop_drop(model, lengths: list[int], seed: int = 0, chunk_frames: int = CHUNK_FRAMES) -> pd.DataFrame:
     """Inputs that are not a multiple of the hop: how many samples come back."""
     hop = int(np.prod(model.config.downsampling_ratios))
     rows = []
     for n in lengths:
         audio = torch.randn(1, 1, n, generator=torch.Generator().manual_seed(seed)) * 0.1
-        encoded = model.encode(audio)
-        out = model.decode(encoded.quantized_representation).audio_values
-        rows.append({"input_samples": n, "hop": hop, "remainder": n % hop, "frames": encoded.audio_codes.shape[-1],
-                     "output_samples": out.shape[-1], "dropped_samples": n - out.shape[-1]})
+        encoded = _encode_decode(model, audio, chunk_frames)
+        rows.append({"input_samples": n, "hop": hop, "remainder": n % hop, "frames": encoded["codes"].shape[-1],
+                     "output_samples": encoded["audio"].shape[-1], "dropped_samples": n - encoded["audio"].shape[-1]})
     return pd.DataFrame(rows)
 
 
@@ -110,6 +133,30 @@ def measured_decoder_reach(model64, frames: int, frame: int) -> dict[str, int]:
     hop = int(np.prod(model64.config.downsampling_ratios))
     return {"frame": frame, "left_samples": frame * hop - int(touched.min()),
             "right_samples": int(touched.max()) - ((frame + 1) * hop - 1)}
+
+
+def repair(model, clip: torch.Tensor, padded_length: int, chunk_frames: int = CHUNK_FRAMES) -> dict:
+    """What a user does to get a clip's own results from a batch, measured: keep the batch's frames that the
+    padding cannot reach, recompute the last ones from the clip's own samples alone (with the encoder's left
+    context), splice, and compare with the clip run alone. The batch here is the clip zero-padded to
+    `padded_length` (the padding cause; the batch size alone is measured apart)."""
+    hop = model.config.hop_length
+    left, right = dac_chunks.encoder_reach(model)
+    tail = math.ceil(right / hop) + 1  # frames whose receptive field can reach past the clip's end
+    alone = _encode_decode(model, clip, chunk_frames)
+    frames = alone["latent"].shape[-1]
+    batched = _encode_decode(model, torch.nn.functional.pad(clip, (0, padded_length - clip.shape[-1])), chunk_frames)
+    start = max(0, (frames - tail) * hop - math.ceil(left / hop) * hop)
+    again = _encode_decode(model, clip[..., start:], chunk_frames)
+    spliced = {stage: torch.cat([batched[stage][..., :frames - tail], again[stage][..., -tail:]], dim=-1)
+               for stage in ("latent", "codes")}
+    latent = (spliced["latent"].double() - alone["latent"].double()).abs()
+    codes = (spliced["codes"] != alone["codes"]).any(dim=1)[0]
+    unrepaired = (batched["codes"][..., :frames] != alone["codes"]).any(dim=1)[0]
+    return {"tail_frames": tail, "samples_rerun": clip.shape[-1] - start, "frames": frames,
+            "code_frames_before": int(unrepaired.sum()), "code_frames_after": int(codes.sum()),
+            "max_latent_diff_after": float(latent.max()),
+            "latent_rms": float(alone["latent"].double().square().mean().sqrt())}
 
 
 def changed_frames(curve: torch.Tensor) -> int:

@@ -27,7 +27,7 @@ def _outside_reach(curve, one_side_frames: int) -> float:
     return float(curve[: len(curve) - one_side_frames].max()) if len(curve) > one_side_frames else 0.0
 
 
-def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int) -> Finding:
+def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, repair_measured: bool = False) -> Finding:
     """The reviewers' question: does padding change the shorter clip, and is that explained by the receptive
     field? (Zeros appended after the clip become non-zero after the first convolution's bias and the
     activations, so a frame whose receptive field reaches past the clip's end sees other values than the
@@ -46,8 +46,8 @@ def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int) ->
                  f"frames of the shorter clip, within the {count(one_side_frames)} frames whose receptive field "
                  "reaches past its end (the appended zeros become non-zero after the first convolution's bias and the "
                  "activations, unlike the single run's zero padding). To get single-clip results from a batch, "
-                 f"drop the last {count(one_side_frames)} frames of each shorter clip and recompute them from the "
-                 "clip alone, or run clips of unequal length alone.")
+                 "recompute the frames whose receptive field reaches past the clip's end from the clip alone"
+                 + (" (measured below)" if repair_measured else "") + ", or run clips of unequal length alone.")
         return Finding(claim=claim, ours=ours, verdict="reproduced", seed=REVIEW, evidence="tables/batching.parquet")
     return Finding(claim=f"Padding changes the last {count(tail)} latent frames of the shorter clip, more than the "
                    f"{count(one_side_frames)} frames the receptive field explains.", ours=ours, verdict="differs",
@@ -72,11 +72,12 @@ def before_tail_finding(table: pd.DataFrame, curves: dict, shortest: int, one_si
         before = (f"differ by at most {significant(unreached)} even outside the last {count(one_side_frames)} frames "
                   "the padding can reach (rounding: the padded input is longer, and its convolutions may sum in "
                   "another order)")
-    codes = (f"{count(changed_code_frames)} of {count(frames)} code frames differ, all within the last "
-             f"{count(code_tail)}" if changed_code_frames else f"no code frame of {count(frames)} differs")
+    codes = (f"{count(changed_code_frames)} of {count(frames)} code frames differ (a frame counts once, whatever "
+             f"its codebooks), all within the last {count(code_tail)}" if changed_code_frames
+             else f"no code frame of {count(frames)} differs")
     clean = bool(pad.loc["codes", "bit_identical_before"])
-    claim = (f"Before that tail the latents {before}, and the codes are identical: {codes}." if clean else
-             f"Codes differ before the padding's tail as well: {codes}.")
+    claim = (f"Before that tail the latents {before}, and every code frame before the padded tail is identical: "
+             f"{codes}." if clean else f"Codes differ before the padding's tail as well: {codes}.")
     return Finding(claim=claim, ours=f"latent before the tail: largest difference "
                    f"{significant(pad.loc['latent', 'max_diff_before'])}, outside the padding's reach "
                    f"{significant(unreached)}; {codes}", verdict="new", evidence="tables/batching.parquet")
@@ -159,13 +160,33 @@ def hop_finding(dropped: pd.DataFrame) -> Finding:
                    evidence="tables/hop_drop.parquet")
 
 
+def repair_finding(repaired: dict) -> Finding:
+    """The fix the report recommends, measured (`dac_batching.repair`)."""
+    tail, rerun = count(repaired["tail_frames"]), count(repaired["samples_rerun"])
+    before, after = repaired["code_frames_before"], repaired["code_frames_after"]
+    largest = significant(repaired["max_latent_diff_after"])
+    rounding = repaired["max_latent_diff_after"] < ROUNDING_FLOOR * repaired["latent_rms"]
+    ours = (f"{count(before)} code frames differ from the clip alone before, {count(after)} after recomputing the "
+            f"last {tail} frames from {rerun} samples; latents after within {largest}")
+    if after == 0:
+        claim = (f"To get a clip's own results from a padded batch, recompute its last {tail} frames from the clip "
+                 f"alone (its last {rerun} samples, the encoder's context included) and keep the batch's other "
+                 f"frames: measured, the codes then equal the clip run alone in every frame ({count(before)} differed "
+                 f"before), the latents within {largest}" + (f" (below {ROUNDING_FLOOR:g} of their RMS: rounding)."
+                                                             if rounding else " (above the rounding floor)."))
+    else:
+        claim = (f"Recomputing the last {tail} frames from the clip alone does NOT restore the clip's own codes: "
+                 f"{count(after)} code frames still differ ({count(before)} before).")
+    return Finding(claim=claim, ours=ours, verdict="new", evidence="tables/repair.parquet")
+
+
 def findings(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: int, hop: int, decoder_left: int,
-             dropped: pd.DataFrame) -> list[Finding]:
+             dropped: pd.DataFrame, repaired: dict | None = None) -> list[Finding]:
     padding_codes = int((curves[(shortest, "codes", "padding")] > 0).sum())
     size_codes = sum(int((curve > 0).sum()) for (_, stage, cause), curve in curves.items()
                      if stage == "codes" and cause == "batch size")
-    return [padding_finding(table, shortest, one_side_frames),
+    return [padding_finding(table, shortest, one_side_frames, repaired is not None),
             before_tail_finding(table, curves, shortest, one_side_frames, padding_codes),
             batch_size_finding(table, size_codes),
             audio_finding(table, curves, shortest, hop, one_side_frames, decoder_left),
-            hop_finding(dropped)]
+            hop_finding(dropped)] + ([repair_finding(repaired)] if repaired is not None else [])

@@ -1,17 +1,23 @@
 """How a tiny weight difference grows through the DAC encoder and decoder, and why the codes survive it.
 
-Activations are not copied: the two reference runs (weight norm recomputed in float32, and float64) keep
-their layer outputs as the forward produces them, and every other run compares its outputs against them
-inside the hook and keeps only the statistics.
+Memory stays flat in the clip's length: no layer output is kept. The four runs of one checkpoint share one
+copy of the weights (`dac.build_variant`), go through each window of the clip together one layer at a time
+(`dac_chunks.lockstep`), and each layer's outputs are reduced to statistics (largest and summed difference
+against each reference, sum of squares) before the next layer runs. A clip of at most
+`dac_chunks.CHUNK_FRAMES` latent frames runs whole, as the library runs it; a longer one in windows whose
+context covers every kept value's receptive field (see `dac_chunks`).
 """
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pandas as pd
 import torch
 
-from exactness.models import dac
+from exactness.models import dac, dac_chunks
+from exactness.models.dac_chunks import CHUNK_FRAMES
 
 REFERENCES = ("weight_norm", "float64")
 
@@ -19,78 +25,99 @@ REFERENCES = ("weight_norm", "float64")
 def layers(model) -> list[tuple[str, str, str]]:
     """(label, module path, role) along the encoder then the decoder; role 'main' is the path the signal
     takes, 'inner' a residual unit inside a block (its growth is measured from the block's input)."""
-    rows = [("encoder.Conv1", "encoder.conv1", "main")]
-    for i, _ in enumerate(model.encoder.block):
-        rows += [(f"encoder.Block{i}.res_unit{j}", f"encoder.block.{i}.res_unit{j}", "inner") for j in (1, 2, 3)]
-        rows.append((f"encoder.Block{i}", f"encoder.block.{i}", "main"))
-    rows += [("encoder.Snake1", "encoder.snake1", "main"), ("encoder.Conv2", "encoder.conv2", "main"),
-             ("decoder.Conv1", "decoder.conv1", "main")]
-    for i, _ in enumerate(model.decoder.block):
-        rows += [(f"decoder.Block{i}.res_unit{j}", f"decoder.block.{i}.res_unit{j}", "inner") for j in (1, 2, 3)]
-        rows.append((f"decoder.Block{i}", f"decoder.block.{i}", "main"))
-    rows += [("decoder.Snake1", "decoder.snake1", "main"), ("decoder.Conv2", "decoder.conv2", "main")]
-    return rows
-
-
-class _Hooks:
-    def __init__(self, model, paths, hook):
-        modules = dict(model.named_modules())
-        self.handles = [modules[p].register_forward_hook(lambda m, a, out, p=p: hook(p, out)) for p in paths]
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        for handle in self.handles:
-            handle.remove()
+    return [(s.label, s.path, s.role) for s in dac_chunks.encoder_steps(model) + dac_chunks.decoder_steps(model)]
 
 
 def _cast(x: torch.Tensor, model) -> torch.Tensor:
     return x.to(next(model.parameters()).dtype)
 
 
-@torch.no_grad()
-def _run(model, audio: torch.Tensor, codes: torch.Tensor, hook, paths) -> dict:
-    with _Hooks(model, paths, hook):
-        encoded = model.encode(_cast(audio, model))
-        decoded = model.decode(audio_codes=codes).audio_values  # the decoder fed identical codes
-    return {"codes": encoded.audio_codes, "quantized": encoded.quantized_representation, "audio": decoded}
+class LayerStatistics:
+    """Per run and layer, what the table needs and nothing more: the sum of squares of the output (for its
+    RMS) and, against each reference run listed before it, the largest and the summed |difference|.
+
+    Sums are added window by window; over one window they are torch's own sums, so mean = sum / n is exactly
+    `tensor.mean()` (torch's CPU mean is its sum divided by n). Over several windows the sum's order differs
+    from a whole-tensor reduction: the mean and RMS then agree with it to a few ulps, the largest values
+    exactly."""
+
+    def __init__(self, order: list[str]):
+        self.order = order
+        self.against = {v: [r for r in order[:i] if r in REFERENCES] for i, v in enumerate(order)}
+        self.sums: dict[tuple[str, str], dict] = {}
+        self._last: dict = {}
+
+    def _measure(self, outputs: dict[str, torch.Tensor]) -> dict:
+        wide = {}
+        numbers = {}
+        for variant in self.order:
+            value = outputs[variant].double()
+            if variant in REFERENCES:
+                wide[variant] = value
+            entry = {"squares": float(value.square().sum()), "count": value.numel()}
+            for reference in self.against[variant]:
+                error = torch.sub(value, wide[reference]).abs_()  # in place: one large block fewer per layer
+                entry[reference] = (float(error.max()), float(error.sum()))
+            numbers[variant] = entry
+        return numbers
+
+    def add(self, step: dac_chunks.Step, outputs: dict[str, torch.Tensor]) -> None:
+        if outputs[self.order[0]].numel() == 0:
+            return
+        numbers = self._last if step.same_as_previous else self._measure(outputs)
+        self._last = numbers
+        for variant, entry in numbers.items():
+            total = self.sums.setdefault((variant, step.path), {"squares": 0.0, "count": 0})
+            total["squares"] += entry["squares"]
+            total["count"] += entry["count"]
+            for reference in self.against[variant]:
+                largest, summed = total.get(reference, (-math.inf, 0.0))
+                total[reference] = (max(largest, entry[reference][0]), summed + entry[reference][1])
+
+    def rows(self, model) -> list[dict]:
+        rows = []
+        for variant in self.order:
+            for depth, (label, path, role) in enumerate(layers(model)):
+                total = self.sums[(variant, path)]
+                # torch's float64 sqrt, as `tensor.square().mean().sqrt()` takes it: it is not always math.sqrt's
+                # correctly rounded one (about 1 value in 70 differs by an ulp)
+                rms = float(torch.tensor(total["squares"] / total["count"], dtype=torch.float64).sqrt())
+                for reference in (r for r in REFERENCES if r in total):
+                    max_err, summed = total[reference]
+                    mean_err = summed / total["count"]
+                    rows.append({"variant": variant, "against": reference, "layer": label, "depth": depth,
+                                 "role": role, "max_abs_err": max_err, "mean_abs_err": mean_err, "act_rms": rms,
+                                 "rel_err": max_err / rms if rms else np.nan})
+        return rows
 
 
-def propagate(plain, audio: torch.Tensor, variants=dac.VARIANTS) -> tuple[pd.DataFrame, dict]:
+def propagate(plain, audio: torch.Tensor, variants=dac.VARIANTS,
+              chunk_frames: int = CHUNK_FRAMES) -> tuple[pd.DataFrame, dict]:
     """Error per layer of every variant against each reference (float64 first, then weight norm), plus
-    each variant's codes, quantized representation and audio decoded from the shared codes."""
+    each variant's codes, quantized representation, the quantizer's projected latents, and the audio decoded
+    from the shared codes (weight norm's: every decoder gets these)."""
+    if "weight_norm" not in variants:
+        raise ValueError(f"variants must include weight_norm (its codes feed every decoder), got {list(variants)}")
     order = [v for v in ("float64", "weight_norm") if v in variants] + [v for v in variants if v not in REFERENCES]
-    paths = [p for _, p, _ in layers(plain)]
-    models = {v: dac.build_variant(plain, v) for v in order}
+    models = {v: dac.build_variant(plain, v, shared=True) for v in order}
+    statistics = LayerStatistics(order)
+    plan = dac_chunks.encoder_windows(plain, audio.shape[-1], chunk_frames)
+    latents = dac_chunks.lockstep(models, {v: _cast(audio, models[v]) for v in order},
+                                  dac_chunks.encoder_steps(plain), plan, statistics.add)
+    results = {}
     with torch.no_grad():
-        codes = models["weight_norm"].encode(audio).audio_codes  # every decoder gets these
-    stored: dict[str, dict] = {}
-    results, rows = {}, []
-    for variant in order:
-        stats: dict[str, dict] = {}
-        keep = stored.setdefault(variant, {}) if variant in REFERENCES else None
-
-        def measure(path, out, stats=stats, keep=keep, variant=variant):
-            value = out.detach()
-            if keep is not None:
-                keep[path] = value
-            wide = value.double()
-            entry = stats.setdefault(path, {"act_rms": float(wide.square().mean().sqrt())})
-            for reference, activations in stored.items():
-                if reference != variant:
-                    error = (wide - activations[path].double()).abs()
-                    entry[reference] = (float(error.max()), float(error.mean()))
-
-        results[variant] = _run(models[variant], audio, codes, measure, paths)
-        for depth, (label, path, role) in enumerate(layers(plain)):
-            for reference in (r for r in REFERENCES if r in stats[path]):
-                max_err, mean_err = stats[path][reference]
-                rms = stats[path]["act_rms"]
-                rows.append({"variant": variant, "against": reference, "layer": label, "depth": depth, "role": role,
-                             "max_abs_err": max_err, "mean_abs_err": mean_err, "act_rms": rms,
-                             "rel_err": max_err / rms if rms else np.nan})
-    return _with_growth(pd.DataFrame(rows)), {"codes": codes, "results": results, "models": models}
+        for variant in order:
+            quantized, codes, projected, _, _ = models[variant].quantizer(latents.pop(variant))
+            results[variant] = {"codes": codes, "quantized": quantized, "projected": projected}
+        codes = results["weight_norm"]["codes"]
+        inputs = {v: models[v].quantizer.from_codes(codes)[0] for v in order}  # the decoder fed identical codes
+    plan = dac_chunks.decoder_windows(plain, codes.shape[-1], chunk_frames)
+    decoded = dac_chunks.lockstep(models, inputs, dac_chunks.decoder_steps(plain), plan, statistics.add)
+    with torch.no_grad():
+        for variant in order:
+            results[variant]["audio"] = models[variant].decoder.tanh(decoded.pop(variant)).squeeze(1)
+    table = _with_growth(pd.DataFrame(statistics.rows(plain)))
+    return table, {"codes": codes, "results": results, "models": models, "chunk_frames": chunk_frames}
 
 
 def _with_growth(table: pd.DataFrame) -> pd.DataFrame:
@@ -149,43 +176,57 @@ def beside_seed(propagation: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
+def _largest_difference(a: torch.Tensor, b: torch.Tensor, elements: int = 1 << 22) -> float:
+    """max |a - b| in float64, in blocks of about `elements` values (the exact maximum, without float64
+    copies of a whole large layer)."""
+    rows = max(1, elements // max(1, a[0].numel()))
+    return max(float((a[i:i + rows].double() - b[i:i + rows].double()).abs().max()) for i in range(0, len(a), rows))
+
+
 def weight_table(models: dict) -> pd.DataFrame:
-    """Per weight-normed layer, how far each variant's effective weight is from the recomputed one."""
-    reference = dac.effective_weights(models["weight_norm"])
-    rows = []
-    for variant, model in models.items():
-        weights = dac.effective_weights(model)
-        rows += [{"variant": variant, "layer": name, "max_abs_diff": float((w.double() - reference[name].double())
-                                                                           .abs().max())}
-                 for name, w in weights.items()]
+    """Per weight-normed layer, how far each variant's effective weight is from the recomputed one (one
+    layer's weights at a time)."""
+    reference = dict(dac.weight_paths(models["weight_norm"]))
+    walks = {variant: dac.weight_paths(model) for variant, model in models.items()}
+    rows: dict[str, list[dict]] = {variant: [] for variant in models}
+    with torch.no_grad():
+        for index, name in enumerate(reference):
+            recomputed = reference[name].weight
+            for variant, walk in walks.items():
+                layer_name, layer = walk[index]
+                assert layer_name == name, f"{variant}'s layer {index} is {layer_name}, weight_norm's {name}"
+                rows[variant].append({"variant": variant, "layer": name,
+                                      "max_abs_diff": _largest_difference(layer.weight, recomputed)})
+    return pd.DataFrame([row for variant in models for row in rows[variant]])
+
+
+def code_margins_from(model, projected: torch.Tensor) -> pd.DataFrame:
+    """Per codebook and frame: how far the chosen codebook entry beats the runner-up (the near-tie view:
+    a code only flips when the latent error exceeds this margin), from the quantizer's projected latents
+    (each codebook's `in_proj` output, as `quantizer(...)` returns them)."""
+    rows, offset = [], 0
+    with torch.no_grad():
+        for k, q in enumerate(model.quantizer.quantizers):
+            width = q.in_proj.out_channels
+            latent = projected[:, offset:offset + width]
+            offset += width
+            encodings = torch.nn.functional.normalize(latent.permute(0, 2, 1).reshape(-1, latent.shape[1]))
+            codebook = torch.nn.functional.normalize(q.codebook.weight)
+            # the same distance DacVectorQuantize.decode_latents maximises
+            squared = encodings.pow(2).sum(1, keepdim=True)
+            dist = -(squared - 2 * encodings @ codebook.t()) + codebook.pow(2).sum(1).unsqueeze(0)
+            top = dist.topk(2, dim=1).values
+            margin = (top[:, 0] - top[:, 1]).double()
+            rows.append({"codebook": k, "frames": margin.numel(), "min_margin": float(margin.min()),
+                         "median_margin": float(margin.median()),
+                         "margins_below_1e-4": int((margin < 1e-4).sum())})
     return pd.DataFrame(rows)
 
 
 @torch.no_grad()
 def code_margins(model, audio: torch.Tensor) -> pd.DataFrame:
-    """Per codebook and frame: how far the chosen codebook entry beats the runner-up (the near-tie view:
-    a code only flips when the latent error exceeds this margin)."""
-    latents = {}
-    handles = [q.in_proj.register_forward_hook(lambda m, a, out, k=k: latents.__setitem__(k, out.detach()))
-               for k, q in enumerate(model.quantizer.quantizers)]
-    try:
-        model.encode(_cast(audio, model))
-    finally:
-        for handle in handles:
-            handle.remove()
-    rows = []
-    for k, q in enumerate(model.quantizer.quantizers):
-        latent = latents[k]
-        encodings = torch.nn.functional.normalize(latent.permute(0, 2, 1).reshape(-1, latent.shape[1]))
-        codebook = torch.nn.functional.normalize(q.codebook.weight)
-        # the same distance DacVectorQuantize.decode_latents maximises
-        squared = encodings.pow(2).sum(1, keepdim=True)
-        dist = -(squared - 2 * encodings @ codebook.t()) + codebook.pow(2).sum(1).unsqueeze(0)
-        top = dist.topk(2, dim=1).values
-        margin = (top[:, 0] - top[:, 1]).double()
-        rows.append({"codebook": k, "frames": margin.numel(), "min_margin": float(margin.min()),
-                     "median_margin": float(margin.median()), "margins_below_1e-4": int((margin < 1e-4).sum())})
-    return pd.DataFrame(rows)
+    """`code_margins_from` after encoding `audio` (whole)."""
+    return code_margins_from(model, model.encode(_cast(audio, model)).projected_latents)
 
 
 def code_agreement(codes: dict[str, torch.Tensor], reference: str = "weight_norm") -> pd.DataFrame:
@@ -201,13 +242,13 @@ def code_agreement(codes: dict[str, torch.Tensor], reference: str = "weight_norm
 def codec_errors(extra: dict, audio: torch.Tensor) -> pd.DataFrame:
     """Per variant (from `propagate`'s results): codec error (own decode against the input, over the samples
     both have), decoded audio from the shared codes against float64's, and decoding from codes against
-    decoding from the quantized representation."""
+    decoding from the quantized representation (each decode in the same windows as `propagate`'s)."""
     results, models = extra["results"], extra["models"]
     reference = results["float64"]["audio"].double()
     rows = []
     for variant, model in models.items():
         from_codes = results[variant]["audio"].double()
-        own = model.decode(results[variant]["quantized"]).audio_values.double()
+        own = dac_chunks.decode(model, results[variant]["quantized"], extra["chunk_frames"]).double()
         n = min(own.shape[-1], audio.shape[-1])
         error = own[..., :n] - audio[:, 0, :n].double()
         rows.append({"variant": variant, "codec_max_abs_err": float(error.abs().max()),
@@ -216,6 +257,59 @@ def codec_errors(extra: dict, audio: torch.Tensor) -> pd.DataFrame:
                      "codes_vs_quantized_decode": float((from_codes - own).abs().max()),
                      "samples_in": audio.shape[-1], "samples_out": own.shape[-1]})
     return pd.DataFrame(rows)
+
+
+def one_init(plain, audio: torch.Tensor, chunk_frames: int = CHUNK_FRAMES) -> dict[str, pd.DataFrame]:
+    """Every table of one template: propagation, weights, codes (agreement), margins and codec. The runs are
+    dropped on return, so one template's weights are in memory at a time."""
+    table, extra = propagate(plain, audio, chunk_frames=chunk_frames)
+    results = extra["results"]
+    return {"propagation": table, "weights": weight_table(extra["models"]),
+            "codes": code_agreement({v: r["codes"] for v, r in results.items()}),
+            "margins": code_margins_from(extra["models"]["weight_norm"], results["weight_norm"]["projected"]),
+            "codec": codec_errors(extra, audio)}
+
+
+def other_rates(variants: list[str], seconds: float, seed: int, audio_seed: int, inits: list[str]) -> pd.DataFrame:
+    """The same study on other configurations (the paper runs the 16 and 24 kHz models at 10 s), one row per
+    variant and init: whether the float32 fold is exact, the float64 fold's error from Conv1 to the encoder
+    output (and its two factors), how many code frames any float32 run changes, and the decoded audio's
+    largest difference from float64's."""
+    rows = []
+    for variant in variants:
+        signal = dac.audio(variant, seconds, audio_seed)
+        for init in inits:
+            tables = one_init(dac.template(variant, seed, init), signal)
+            table = tables["propagation"].assign(init=init)
+            growth = encoder_growth(table).loc[init]
+            folded = tables["weights"][tables["weights"].variant == "folded_fp32"].max_abs_diff.max()
+            outputs = table[(table.variant == "folded_fp32") & (table.against == "weight_norm")].max_abs_err.max()
+            codes = tables["codes"]
+            rows.append({"variant": variant, "init": init, "seconds": seconds,
+                         "fold_fp32_exact": bool(folded == 0 and outputs == 0),
+                         "conv1_error": growth.conv1_error, "encoder_error": growth.encoder_error,
+                         "amplification": growth.amplification, "activation_growth": growth.activation_growth,
+                         "relative_error_growth": growth.relative_error_growth,
+                         "codes_differing_pct": 100 * codes[codes.variant.isin(["folded_fp32", "folded_fp64"])]
+                         .fraction_differing.max(),
+                         "decoded_vs_float64": tables["codec"].decoded_vs_float64.max()})
+    return pd.DataFrame(rows)
+
+
+def other_rates_sentence(others: pd.DataFrame) -> str:
+    """One computed sentence over `other_rates`' rows."""
+    from exactness.findings import count, significant
+
+    if others.empty:
+        return "No other configuration was asked for (other_variants is empty; paper.yaml runs 16khz and 24khz)."
+    exact = int(others.fold_fp32_exact.sum())
+    parts = "; ".join(f"{r.variant} {r.init}: x{significant(r.amplification, 3)} = activations "
+                      f"x{significant(r.activation_growth, 3)} x relative error "
+                      f"x{significant(r.relative_error_growth, 3)}" for r in others.itertuples())
+    flips = others.codes_differing_pct.max()
+    return (f"Folding in float32 is exact in {count(exact)} of {count(len(others))} runs; the float64 fold's error "
+            f"from Conv1 to the encoder output: {parts}. Code frames changed by a float32 run: "
+            + (f"up to {significant(flips)}%." if flips > 0 else "none."))
 
 
 from exactness.studies.dac_propagation_findings import block_table, findings, seed_chain  # noqa: E402,F401
