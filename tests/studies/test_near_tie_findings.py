@@ -206,3 +206,9 @@ def test_findings_are_three_to_seven_valid_records_and_reexported():
 def test_class_finding_never_prints_inf(k):
     finding = class_finding(OTHER, _checks(model=OTHER), _rates(model=OTHER, failed=k))
     assert "inf" not in finding.claim and "inf" not in finding.ours
+
+
+def test_the_noise_medians_of_a_static_export_are_not_compared_with_the_seeds_dynamic_one():
+    static = noise_finding(_noise(1.2), {"static"})
+    assert static.verdict == "not comparable" and "dynamic export" in static.why
+    assert noise_finding(_noise(1.2), {"static", "dynamic"}).verdict == "reproduced"

@@ -17,7 +17,7 @@ from exactness.compare.rates import wilson_interval
 NOISE_FLOOR_ULPS = 16.0
 EXPORT_FAILED = "export failed"
 RANDOM = "random ops on the outputs: not deterministic"
-NO_DISCRETE = "no discrete op reaches an output: compare values (skip unfounded)"
+NO_DISCRETE = "no discrete op that can flip reaches an output: compare values (skip unfounded)"
 NOISE_ONLY = "float noise only: values compare at a wider tolerance"
 NEVER_FLIPPED = "discrete ops reach outputs but never flipped: compare values"
 EXACT_TIES = "exact ties flip: comparison ill-posed on the tiny model (skip founded)"

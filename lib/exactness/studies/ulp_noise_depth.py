@@ -104,9 +104,9 @@ def growth_sentence(kinds: pd.DataFrame, table: pd.DataFrame) -> str:
     parts = [f"{r.kind} x{significant(r.relative_factor)} relative, x{significant(r.absolute_factor)} absolute "
              f"({count(r.modules)} module{'s' if r.modules != 1 else ''}: {role(r)})" for r in kinds.itertuples()]
     rel = table.rel_rms[np.isfinite(table.rel_rms)]
-    span = (f"Relative noise (max |diff| / RMS) stays within {significant(rel.min())} to {significant(rel.max())} "
-            f"along the depth while the absolute noise spans {significant(table.max_abs_diff.min())} to "
-            f"{significant(table.max_abs_diff.max())}. ")
+    span = (f"Over the {count(len(table))} module outputs with an input, relative noise (max |diff| / RMS) stays "
+            f"within {significant(rel.min())} to {significant(rel.max())} while the absolute noise spans "
+            f"{significant(table.max_abs_diff.min())} to {significant(table.max_abs_diff.max())}. ")
     roles = {r.kind: role(r) for r in kinds.itertuples()}
     growing = [k for k, r in roles.items() if r == "grows the relative noise"]
     rescaling = kinds[[roles[k].startswith("rescales") and r.absolute_factor > FLAT
