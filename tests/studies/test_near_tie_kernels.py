@@ -81,3 +81,27 @@ def test_the_environment_report_lists_the_kernel_sets_this_cpu_offers():
     finding = environment.kernels_finding(hardware)
     assert "Kernel sets a near-tie run can compare here" in finding.claim and "native, avx2, default;" in finding.claim
     assert "avx512" not in finding.claim
+
+
+def test_across_kernel_sets_reruns_only_the_other_sets_with_the_native_failing_seeds(monkeypatch):
+    import pandas as pd
+
+    from exactness.studies import near_tie_kernels
+
+    calls = []
+
+    def fake_run_under(name, models, seed_start, n_seeds, threshold, threshold_ulps, shape_mode, failing, *rest):
+        calls.append((name, shape_mode, failing))
+        return screen, checks[checks.shape_mode == shape_mode], "AVX2"
+
+    screen = pd.DataFrame({"model": ["M", "M"], "seed": [0, 1], "min_gap": [1e-6, 1e-3], "min_gap_ulps": [2.0, 900.0]})
+    checks = pd.DataFrame({"model": ["M", "M"], "seed": [0, 0], "shape_mode": ["static", "dynamic"],
+                           "test_rule_passed": [False, True]})
+    monkeypatch.setattr(near_tie_kernels, "run_under", fake_run_under)
+    none = near_tie_kernels.across_kernel_sets(["native"], screen, checks, ["M"], 0, 2, 1e-5, 0.0, "static",
+                                               1e-3, 1e-3, 0, 1)
+    assert none.table.empty and calls == [] and set(none.capabilities) == {"native"}
+    sets = near_tie_kernels.across_kernel_sets(["native", "avx2"], screen, checks, ["M"], 0, 2, 1e-5, 0.0,
+                                               "static", 1e-3, 1e-3, 0, 1)
+    assert calls == [("avx2", "static", {"M": [0]})] and sets.capabilities["avx2"] == "AVX2"
+    assert set(sets.screens.kernel_set) == {"avx2"} and len(sets.table)

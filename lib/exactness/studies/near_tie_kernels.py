@@ -20,6 +20,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -89,6 +90,39 @@ def _main(spec_path: str) -> None:
     (checks[CHECK_COLUMNS] if len(checks) else pd.DataFrame(columns=CHECK_COLUMNS)).to_parquet(
         out / "checks.parquet")
     (out / "capability.txt").write_text(torch.backends.cpu.get_cpu_capability())
+
+
+@dataclass
+class KernelSets:
+    """The same seeds screened and checked under each kernel set, beside the machine's own ("native")."""
+
+    table: pd.DataFrame  # `compare`: one row per kernel set and class
+    capabilities: dict[str, str]  # kernel set -> the capability torch reported under it
+    screens: pd.DataFrame  # the other sets' screens, with a kernel_set column
+    checks: pd.DataFrame  # the other sets' checks, with a kernel_set column
+
+
+def across_kernel_sets(kernel_sets, screen: pd.DataFrame, checks: pd.DataFrame, models, seed_start: int,
+                       n_seeds: int, threshold: float, threshold_ulps: float, shape_mode: str, atol: float,
+                       rtol: float, max_checks: int, workers: int) -> KernelSets:
+    """Screen and check the seeds of this run again under every kernel set but "native" (`run_under`), and
+    compare each with this run's own screen and checks of `shape_mode` (the native failing seeds are checked
+    under every set, whether or not they are candidates there)."""
+    others = [k for k in kernel_sets if k != "native"]
+    capabilities = {"native": machine.torch_cpu_capability()}
+    if not others:
+        return KernelSets(pd.DataFrame(), capabilities, pd.DataFrame(), pd.DataFrame())
+    mine = checks[checks.shape_mode == shape_mode] if len(checks) else checks
+    failing = mine[~mine.test_rule_passed.astype(bool)] if len(mine) else mine
+    failing_natively = {m: g.seed.tolist() for m, g in failing.groupby("model")} if len(failing) else {}
+    screens, kernel_checks = {"native": screen}, {"native": mine}
+    for name in others:
+        screens[name], kernel_checks[name], capabilities[name] = run_under(
+            name, models, seed_start, n_seeds, threshold, threshold_ulps, shape_mode, failing_natively,
+            atol, rtol, max_checks, workers)
+    return KernelSets(compare(screens, kernel_checks, threshold, threshold_ulps), capabilities,
+                      pd.concat([s.assign(kernel_set=k) for k, s in screens.items() if k != "native"]),
+                      pd.concat([c.assign(kernel_set=k) for k, c in kernel_checks.items() if k != "native"]))
 
 
 def compare(screens: dict[str, pd.DataFrame], checks: dict[str, pd.DataFrame], threshold: float,
