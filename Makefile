@@ -45,4 +45,4 @@ clean-state:
 
 # Speed claims as measured ratios (about 40 minutes: the near-tie paper preset, 10 s of DAC audio); not part of the tests.
 bench: install
-	$(PY) -m exactness.benchmarks
+	$(PY) -m exactness.workbook.benchmarks

@@ -32,12 +32,13 @@ def tiny_project(tmp_path: Path, monkeypatch) -> Path:
     """notebooks/{environment,ok,failing}.ipynb with params/<study>/smoke.yaml, outputs/ empty."""
     root = tmp_path / "project"
     write_notebook(root / "notebooks" / "environment.ipynb", "note = 'env'",
-                   "from exactness.artifacts import RunArtifacts",
+                   "from exactness.workbook.artifacts import RunArtifacts",
                    "RunArtifacts.current('environment').summary(note=note)")
     write_notebook(
         root / "notebooks" / "ok.ipynb",
         "n_values = 3  # how many values\nscale = 1.5\nlabel = 'x'\nmodels: list = ['a']\nscheduler: str | None = None",
-        "import pandas as pd\nfrom exactness.artifacts import RunArtifacts\nartifacts = RunArtifacts.current('ok')",
+        "import pandas as pd\nfrom exactness.workbook.artifacts import RunArtifacts\n"
+        "artifacts = RunArtifacts.current('ok')",
         "frame = pd.DataFrame({'value': [scale * i for i in range(n_values)]})\nartifacts.table('values', frame)",
         "artifacts.summary(total=float(frame.value.sum()), label=label)",
     )
@@ -63,12 +64,20 @@ def cli_env(project: Path | None = None, home: Path | None = None) -> dict[str, 
     return env
 
 
-def run_study(study: str, outputs: Path, *arguments: str) -> Path:
-    """`exactness --out OUTPUTS run STUDY ARGUMENTS...` as a user types it; the study's run folder."""
+@pytest.fixture(scope="session")
+def smoke_batch(tmp_path_factory):
+    """`exactness run all -f smoke` once per test session, as `make run` would run every study (smoke-sized),
+    with a HOME of its own: (outputs folder, home). The per-study notebook tests read their runs from it."""
     import subprocess
 
-    result = subprocess.run([sys.executable, "-m", "exactness.cli", "--out", str(outputs), "run", study, *arguments],
-                            capture_output=True, text=True, env=cli_env(REPO), timeout=900)
-    assert result.returncode == 0, result.stdout + result.stderr
-    (folder,) = (outputs / study).iterdir()
+    outputs, home = tmp_path_factory.mktemp("smoke-outputs"), tmp_path_factory.mktemp("smoke-home")
+    result = subprocess.run([sys.executable, "-m", "exactness", "--out", str(outputs), "run", "all", "-f", "smoke"],
+                            capture_output=True, text=True, env=cli_env(REPO, home), timeout=1800)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return outputs, home
+
+
+def smoke_run(batch, study: str) -> Path:
+    """The one run folder of `study` in the smoke batch."""
+    (folder,) = (batch[0] / study).iterdir()
     return folder

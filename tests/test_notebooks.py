@@ -5,8 +5,8 @@ import json
 import pytest
 
 from conftest import REPO
-from exactness import catalog, parameters
-from exactness.project import Project
+from exactness.workbook import catalog, parameters
+from exactness.workbook.project import Project
 
 PROJECT = Project.at(REPO)
 STUDIES = catalog.discover(PROJECT)

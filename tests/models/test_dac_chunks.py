@@ -105,3 +105,11 @@ def test_the_report_says_whether_a_clip_ran_whole_or_in_windows_and_with_what_co
     left, right = chunks.encoder_reach(tiny)
     assert "ran in 5 windows of 100 frames" in windowed and f"receptive field: {left} and {right}" in windowed
     assert "136 samples before and up to 144 after" in windowed  # whole frames of 8 samples around 133 and 140
+
+
+def test_a_skeleton_describes_the_windows_as_the_template_does_without_weights(tiny):
+    skeleton = dac.skeleton("tiny")
+    assert all(p.is_meta for p in skeleton.parameters())
+    for samples in (1000, 50000):
+        assert chunks.describe(skeleton, samples) == chunks.describe(tiny, samples)
+    assert chunks.encoder_reach(skeleton) == chunks.encoder_reach(tiny)

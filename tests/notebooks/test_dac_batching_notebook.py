@@ -5,11 +5,11 @@ import json
 import pandas as pd
 
 from browser import inspect_page
-from conftest import run_study
+from conftest import smoke_run
 
 
-def test_dac_batching_smoke_run(tmp_path):
-    folder = run_study("dac_batching", tmp_path, "-f", "smoke")
+def test_dac_batching_smoke_run(smoke_batch):
+    folder = smoke_run(smoke_batch, "dac_batching")
     table = pd.read_parquet(folder / "tables" / "batching.parquet")
     assert {"clip", "stage", "first_diff_from_end", "receptive_field", "bit_identical_before"} <= set(table.columns)
     summary = json.loads((folder / "summary.json").read_text())

@@ -5,11 +5,11 @@ import json
 import pandas as pd
 
 from browser import inspect_page
-from conftest import run_study
+from conftest import smoke_run
 
 
-def test_dac_propagation_smoke_run(tmp_path):
-    folder = run_study("dac_propagation", tmp_path, "-f", "smoke")
+def test_dac_propagation_smoke_run(smoke_batch):
+    folder = smoke_run(smoke_batch, "dac_propagation")
     table = pd.read_parquet(folder / "tables" / "propagation.parquet")
     assert {"variant", "layer", "depth", "max_abs_err", "mean_abs_err", "growth", "act_rms", "rel_err"} <= set(
         table.columns)

@@ -6,12 +6,12 @@ import pandas as pd
 import pytest
 
 from browser import inspect_page
-from conftest import run_study
+from conftest import smoke_run
 
 
 @pytest.fixture(scope="module")
-def discrete_ops_run(tmp_path_factory):
-    return run_study("discrete_ops", tmp_path_factory.mktemp("outputs"), "-f", "smoke")
+def discrete_ops_run(smoke_batch):
+    return smoke_run(smoke_batch, "discrete_ops")  # the session's `run all -f smoke`
 
 
 def test_tables_have_the_promised_columns(discrete_ops_run):

@@ -1,25 +1,19 @@
 """End to end: the environment study through the real CLI, its report and the index in a real browser."""
 
 import json
-import subprocess
-import sys
 
 import pandas as pd
 import pytest
 
 from browser import inspect_page
-from conftest import REPO, cli_env
+from conftest import REPO, smoke_run
 
 
 @pytest.fixture(scope="module")
-def environment_run(tmp_path_factory):
-    home = tmp_path_factory.mktemp("home")
-    outputs = tmp_path_factory.mktemp("outputs")
-    result = subprocess.run([sys.executable, "-m", "exactness.cli", "--out", str(outputs), "run", "environment",
-                             "-f", "smoke"], capture_output=True, text=True, env=cli_env(REPO, home), timeout=600)
-    assert result.returncode == 0, result.stderr
-    (folder,) = (outputs / "environment").iterdir()
-    return folder, outputs, home
+def environment_run(smoke_batch):
+    """The environment run of the session's smoke batch (`run all -f smoke` with a HOME of its own)."""
+    outputs, home = smoke_batch
+    return smoke_run(smoke_batch, "environment"), outputs, home
 
 
 def test_environment_run_writes_tables_figures_and_summary(environment_run):
@@ -63,7 +57,7 @@ def test_report_opens_with_computed_findings(environment_run):
 
 
 def test_parameters_cell_is_smoke_sized_and_default_yaml_keeps_the_main_jobs_magnitudes():
-    from exactness import parameters
+    from exactness.workbook import parameters
 
     notebook, default = REPO / "notebooks" / "environment.ipynb", REPO / "params" / "environment" / "default.yaml"
     assert parameters.resolve(notebook, [], [])["magnitudes"] == [0.001, 1.0, 1000.0]

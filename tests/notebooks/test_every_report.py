@@ -1,15 +1,13 @@
 """Every study's smoke report, read in a real browser as its reader meets it: findings first, tables and
 figures for people, nothing meant for a developer."""
 
-import subprocess
-import sys
 
 import pytest
 
 from browser import inspect_page
-from conftest import REPO, cli_env
-from exactness import catalog
-from exactness.project import Project
+from conftest import REPO, smoke_run
+from exactness.workbook import catalog
+from exactness.workbook.project import Project
 
 STUDIES = list(catalog.discover(Project.at(REPO)))
 # What leaks when a raw object is printed instead of presented: a pandas Series or DataFrame repr, a path
@@ -18,22 +16,8 @@ LEAKS = ("dtype:", "rows × ", "PosixPath(", "Name: ", "Traceback", "WARNING")
 
 
 @pytest.fixture(scope="module")
-def smoke_batch(tmp_path_factory):
-    """`exactness run all -f smoke`: every study once, in one outputs folder, as `make run` would."""
-    outputs = tmp_path_factory.mktemp("outputs")
-    result = subprocess.run([sys.executable, "-m", "exactness.cli", "--out", str(outputs), "run", "all", "-f", "smoke"],
-                            capture_output=True, text=True, env=cli_env(REPO), timeout=1800)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return outputs
-
-
-@pytest.fixture(scope="module")
 def pages(smoke_batch):
-    seen = {}
-    for study in STUDIES:
-        (folder,) = (smoke_batch / study).iterdir()
-        seen[study] = inspect_page(folder / "report.html")
-    return seen
+    return {study: inspect_page(smoke_run(smoke_batch, study) / "report.html") for study in STUDIES}
 
 
 @pytest.mark.parametrize("study", STUDIES)

@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 
 from browser import inspect_page
-from conftest import run_study
+from conftest import smoke_run
 
 
 @pytest.fixture(scope="module")
-def near_tie_run(tmp_path_factory):
-    return run_study("near_tie", tmp_path_factory.mktemp("outputs"), "-f", "smoke")
+def near_tie_run(smoke_batch):
+    return smoke_run(smoke_batch, "near_tie")  # the session's `run all -f smoke`
 
 
 def test_tables_have_the_promised_columns(near_tie_run):
@@ -78,7 +78,7 @@ def test_a_kernel_set_the_cpu_lacks_or_an_unknown_one_is_refused_before_any_run(
 
     from conftest import REPO, cli_env
 
-    result = subprocess.run([sys.executable, "-m", "exactness.cli", "--out", str(tmp_path), "run", "near_tie", "-f",
+    result = subprocess.run([sys.executable, "-m", "exactness", "--out", str(tmp_path), "run", "near_tie", "-f",
                              "smoke", "-p", "cpu_kernels", "[native, avx3]"], capture_output=True, text=True,
                             env=cli_env(REPO), timeout=300)
     assert result.returncode == 2 and "unknown kernel set 'avx3'" in result.stdout + result.stderr

@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 
 from browser import inspect_page
-from conftest import REPO, run_study
+from conftest import REPO, smoke_run
 
 
 @pytest.fixture(scope="module")
-def ulp_run(tmp_path_factory):
-    return run_study("ulp_noise", tmp_path_factory.mktemp("outputs"), "-f", "smoke", "-p", "near_tie_run", "''")
+def ulp_run(smoke_batch):
+    return smoke_run(smoke_batch, "ulp_noise")
 
 
 def test_noise_table_has_one_row_per_draw_and_tensor(ulp_run):
@@ -60,7 +60,7 @@ def test_report_opens_with_findings_and_hides_nothing_for_the_reader(ulp_run):
 
 
 def test_parameters_cell_is_smoke_sized_and_default_yaml_keeps_the_main_job():
-    from exactness import parameters
+    from exactness.workbook import parameters
 
     notebook, params = REPO / "notebooks" / "ulp_noise.ipynb", REPO / "params" / "ulp_noise"
     plain = parameters.resolve(notebook, [], [])

@@ -74,6 +74,12 @@ def test_a_split_graph_runs_its_tail_with_constant_weights(monkeypatch):
     _assert_like_per_seed_sessions(fed, graph, range(3, 6))
 
 
+def test_a_graph_whose_every_node_falls_in_the_tail_is_refused_before_an_empty_head_is_built(monkeypatch):
+    monkeypatch.setattr(fed_graph, "_rounding_differently", lambda *args: {0, 4})  # both MatMuls that read X
+    with pytest.raises(fed_graph.FedError, match="no head to share"):
+        fed_graph.learn(_graph(), [_seed(1), _seed(2)])
+
+
 def test_a_feed_that_differs_from_per_seed_sessions_is_refused(monkeypatch):
     real_run = fed_graph.FedRunner.run
 

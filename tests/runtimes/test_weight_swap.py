@@ -1,5 +1,8 @@
 """The learnt weight swap on a conv followed by an eval BatchNorm, as a detector's conv+norm layers are:
-the exporter folds the norm into the conv's weight, and the swap must reproduce that fold bit for bit."""
+the exporter folds the norm into the conv's weight, and the swap must reproduce that fold bit for bit. Then
+values the exporter folds from a parameter (an expanded class token, an embedding looked up by constant ids,
+a projection of learnt queries): each rebuilt for an unseen seed bit for bit, and a fold no rule explains
+refused."""
 
 import numpy as np
 import pytest
@@ -49,3 +52,145 @@ def test_without_the_fold_the_swap_is_refused():
         patch.setattr(weight_swap, "_batchnorm_folds", lambda model: {})
         with pytest.raises(weight_swap.SwapError, match="matches no model tensor"):
             weight_swap.learn(a_graph, a_model, b_graph, b_model, 1)
+
+
+class Tiny(torch.nn.Module):
+    """A linear layer (stored transposed by the exporter) and two tensors that are no parameter or buffer: one
+    the same for every seed, one drawn per seed (the exporter makes both initializers the model cannot explain)."""
+
+    def __init__(self, width: int = 4):
+        super().__init__()
+        self.linear = torch.nn.Linear(3, width)
+        self.fixed = torch.arange(width, dtype=torch.float32) + 1.0
+        self.drawn = torch.rand(width)
+
+    def forward(self, x):
+        return {"out": self.linear(x) * self.fixed + (self.drawn if self.drawn_used else 0.0)}
+
+
+def _tiny(seed: int, width: int = 4, drawn: bool = False):
+    torch.manual_seed(seed)
+    model = Tiny(width).eval()
+    model.drawn_used = drawn
+    return model, onnx_graph.export(model, {"x": torch.rand(2, 3)}, dynamic=False)
+
+
+def test_exports_with_different_initializers_are_not_reusable():
+    (a_model, a_graph), (b_model, b_graph) = _tiny(0), _tiny(1, width=5)
+    with pytest.raises(weight_swap.SwapError, match="different initializers"):
+        weight_swap.learn(a_graph, a_model, b_graph, b_model, 1)
+
+
+def test_seed_independent_values_stay_constants_and_the_rest_is_rebuilt_from_the_model():
+    (a_model, a_graph), (b_model, b_graph), (c_model, c_graph) = _tiny(0), _tiny(1), _tiny(2)
+    plan = weight_swap.learn(a_graph, a_model, b_graph, b_model, 1)
+    kinds = {rule.kind for rule in plan.rules.values()}
+    assert "constant" in kinds and kinds & {"same", "transpose", "reshape"}, kinds
+    swapped = plan.initializers(c_model)
+    assert set(swapped) == {n for n, r in plan.rules.items() if r.kind != "constant"}  # constants are not swapped
+    fresh = c_graph.initializer_arrays()
+    assert all(np.array_equal(swapped[name], fresh[name]) for name in swapped)
+    assert all(np.array_equal(plan.constants[name], fresh[name]) for name in plan.constants)
+
+
+def test_a_seed_dependent_value_no_model_tensor_explains_is_refused():
+    (a_model, a_graph), (b_model, b_graph) = _tiny(0, drawn=True), _tiny(1, drawn=True)
+    with pytest.raises(weight_swap.SwapError, match="depends on the seed but matches no model tensor"):
+        weight_swap.learn(a_graph, a_model, b_graph, b_model, 1)
+
+
+# Values the exporter folds from a seed's parameters into constants that no model tensor holds as they are: each
+# module below has one, and the swap must rebuild it by the rule named, bit for bit, for a seed it has not seen.
+
+
+class ClassToken(torch.nn.Module):
+    """A class token expanded over the batch and put before the sequence (CLIPSeg's and DepthPro's encoders):
+    the exporter folds the `expand` into a constant of the expanded shape."""
+
+    def __init__(self):
+        super().__init__()
+        self.token = torch.nn.Parameter(torch.randn(1, 1, 4))
+        self.linear = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return {"out": self.linear(torch.cat([self.token.expand(x.shape[0], 1, 4), x], dim=1))}
+
+
+class ConstantIds(torch.nn.Module):
+    """An embedding looked up by ids fixed in the model (a token type, a level index): the exporter folds
+    the lookup into a constant holding the rows it gathered."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = torch.nn.Embedding(3, 4)
+        self.register_buffer("ids", torch.tensor([[2, 0, 2]]), persistent=False)
+
+    def forward(self, x):
+        return {"out": x + self.table(self.ids)}
+
+
+class LearntQueries(torch.nn.Module):
+    """Learnt queries repeated over the batch, projected and split into heads as an attention layer's values
+    (a detector's decoder): the exporter folds the projection of the parameter into a constant."""
+
+    def __init__(self):
+        super().__init__()
+        self.queries = torch.nn.Embedding(3, 8)
+        self.value = torch.nn.Linear(8, 8)
+
+    def forward(self, probabilities):  # (batch, heads, targets, queries)
+        values = self.value(self.queries.weight.unsqueeze(0).repeat(probabilities.shape[0], 1, 1))
+        return {"out": probabilities @ values.view(probabilities.shape[0], 3, 2, 4).transpose(1, 2)}
+
+
+class ScaledToken(ClassToken):
+    """The class token doubled before use: a folded value no rule explains (a product, not a copy)."""
+
+    def forward(self, x):
+        return {"out": self.linear(torch.cat([(self.token * 2.0).expand(x.shape[0], 1, 4), x], dim=1))}
+
+
+# the inputs only fix the graph's shapes: the folded values come from the parameters
+_FOLDING = {ClassToken: {"x": torch.ones(2, 3, 4)}, ConstantIds: {"x": torch.ones(2, 3, 4)},
+            LearntQueries: {"probabilities": torch.ones(2, 2, 5, 3)}, ScaledToken: {"x": torch.ones(2, 3, 4)}}
+
+
+def _folding(module: type, seed: int):
+    torch.manual_seed(seed)
+    model = module().eval()
+    return model, onnx_graph.export(model, _FOLDING[module], dynamic=False)
+
+
+@pytest.mark.parametrize(("module", "kind"), [(ClassToken, "broadcast"), (ConstantIds, "rows"),
+                                              (LearntQueries, "projection")])
+def test_a_value_folded_from_a_parameter_is_rebuilt_for_another_seed_bit_for_bit(module, kind):
+    (a_model, a_graph), (b_model, b_graph), (c_model, c_graph) = (_folding(module, seed) for seed in (0, 1, 2))
+    with pytest.MonkeyPatch.context() as patch:  # the fold is what needs the rule: without it, the swap is refused
+        patch.setattr(weight_swap, "_explain_seeded", lambda *args: None)
+        with pytest.raises(weight_swap.SwapError, match="depends on the seed"):
+            weight_swap.learn(a_graph, a_model, b_graph, b_model, 1)
+    plan = weight_swap.learn(a_graph, a_model, b_graph, b_model, 1)
+    assert kind in {rule.kind for rule in plan.rules.values()}
+    swapped, fresh = plan.initializers(c_model), c_graph.initializer_arrays()
+    assert all(np.array_equal(swapped[name], fresh[name]) for name in swapped)
+    assert all(np.array_equal(plan.constants[name], fresh[name]) for name in plan.constants)
+
+
+def test_a_folded_product_of_a_parameter_is_refused():
+    (a_model, a_graph), (b_model, b_graph) = _folding(ScaledToken, 0), _folding(ScaledToken, 1)
+    with pytest.raises(weight_swap.SwapError, match="nor a broadcast, gathered rows or a Linear projection"):
+        weight_swap.learn(a_graph, a_model, b_graph, b_model, 1)
+
+
+def test_gathered_rows_name_the_row_each_target_row_copies_and_refuse_a_row_in_no_table():
+    table = np.array([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]], dtype=np.float32)
+    assert weight_swap.gathered_rows(table, table[[2, 0, 2]].reshape(1, 3, 2)) == (2, 0, 2)
+    assert weight_swap.gathered_rows(table, np.array([[3.0, 4.0], [3.0, 4.5]], dtype=np.float32)) is None
+
+
+def test_the_folding_rules_refuse_what_does_not_fit():
+    assert weight_swap.broadcast_of(torch.ones(2, 3), (3, 2)) is None
+    assert weight_swap.heads_layout(np.zeros((2, 3, 8), np.float32), (2, 3, 2, 5)) is None
+    table, weight = np.ones((3, 8), np.float32), np.ones((8, 8), np.float32)
+    assert weight_swap.projected_rows(table, weight, None, (2, 4, 8)) is None  # 4 rows asked, the table has 3
+    assert weight_swap.projected_rows(table, np.ones((8, 6), np.float32), None, (2, 3, 8)) is None  # 6 inputs

@@ -94,6 +94,58 @@ def test_statistics_over_windows_keep_maxima_exact_and_sums_to_the_last_ulps():
     assert abs(sum_two - sum_one) <= 4 * math.ulp(sum_one) and "float64" not in one.sums[("float64", step.path)]
 
 
+def _slow_largest_difference(a, b, elements):
+    """The weight table's function before its shortcuts: float64 differences in blocks of rows."""
+    rows = max(1, elements // max(1, a[0].numel()))
+    return max(float((a[i:i + rows].double() - b[i:i + rows].double()).abs().max()) for i in range(0, len(a), rows))
+
+
+def _same(x, y):
+    return x == y or (math.isnan(x) and math.isnan(y))
+
+
+def test_largest_weight_difference_takes_shortcuts_that_give_the_float64_blocks_number():
+    generator = torch.Generator().manual_seed(1)
+    a = torch.randn(64, 3, 5, generator=generator)
+    near = a + 1e-6 * torch.randn(64, 3, 5, generator=generator)  # float32 differences round: ties are likely
+    wide = torch.tensor([[3e38, -3e38], [1.0, 2.0]])  # 6e38 overflows float32 but not float64
+    nan, inf = a.clone(), a.clone()
+    nan[5, 1, 2], inf[0, 0, 0] = float("nan"), float("inf")
+    cases = [(a, a.clone()), (a, near), (near, a), (a, a.double()), (a, near.double() * 1.5),
+             (wide, torch.tensor([[-3e38, 3e38], [1.0, 2.5]])), (nan, a), (nan, nan.clone()), (inf, inf.clone()),
+             (inf, a)]
+    for x, y in cases:
+        ours = propagation._largest_difference(x, y, elements=7)
+        assert _same(ours, _slow_largest_difference(x, y, 7)), (x.dtype, y.dtype, ours)
+    ties = (a.double() - near.double()).abs()
+    assert int((ties == ties.max()).sum()) == 1 and int(((a - near).abs() == (a - near).abs().max()).sum()) >= 1
+
+
+def test_a_run_identical_to_an_earlier_one_takes_its_numbers_and_they_are_the_ones_it_would_compute():
+    generator = torch.Generator().manual_seed(2)
+    reference = torch.randn(2, 4, 300, generator=generator, dtype=torch.float64)
+    recomputed = (reference + 1e-4 * torch.randn(2, 4, 300, generator=generator, dtype=torch.float64)).float()
+    other = recomputed + 1e-5
+    nan, inf = recomputed.clone(), recomputed.clone()
+    nan[0, 0, 0], inf[1, 2, 3] = float("nan"), float("inf")
+    order = ["float64", "weight_norm", "folded_fp32", "folded_fp64"]
+    step = chunks.encoder_steps(dac.template("tiny", 0))[0]
+    for twin_of_first, last in ((recomputed.clone(), other), (other, other.clone()), (nan, nan.clone()),
+                                (inf, inf.clone())):
+        outputs = {"float64": reference, "weight_norm": recomputed, "folded_fp32": twin_of_first,
+                   "folded_fp64": last}
+        statistics = propagation.LayerStatistics(order)
+        statistics.add(step, outputs)
+        for variant in order:
+            value = outputs[variant].double()
+            got = statistics.sums[(variant, step.path)]
+            assert _same(got["squares"], float(value.square().sum())) and got["count"] == value.numel()
+            for against in statistics.against[variant]:
+                error = (value - outputs[against].double()).abs()
+                expected = (float(error.max()), float(error.sum()))
+                assert all(map(_same, got[against], expected)), (variant, against, got[against], expected)
+
+
 def test_layers_follow_the_seed_naming():
     labels = [label for label, _, _ in propagation.layers(dac.template("tiny", 0))]
     assert labels[:5] == ["encoder.Conv1", "encoder.Block0.res_unit1", "encoder.Block0.res_unit2",
@@ -203,7 +255,7 @@ def test_codes_finding_turns_when_a_code_flips():
 
 
 def test_codec_finding_turns_when_runs_differ_as_much_as_the_codec_error():
-    codec = pd.DataFrame({"codec_rms_err": [0.2, 0.2], "decoded_vs_float64": [0.0, 1e-6]})
+    codec = pd.DataFrame({"init": "trained", "codec_rms_err": [0.2, 0.2], "decoded_vs_float64": [0.0, 1e-6]})
     assert found.codec_finding(codec).verdict == "reproduced"
     assert found.codec_finding(codec.assign(decoded_vs_float64=[0.0, 0.1])).verdict == "differs"
 
@@ -225,7 +277,7 @@ def test_findings_on_another_variant_never_reproduce_the_seeds_44khz_figures(pro
         init="variance_preserving")
     margins = propagation.code_margins(extra["models"]["weight_norm"], dac.audio("tiny", 0.25, 0)).assign(
         init="variance_preserving")
-    codec = propagation.codec_errors(extra, dac.audio("tiny", 0.25, 0))
+    codec = propagation.codec_errors(extra, dac.audio("tiny", 0.25, 0)).assign(init="variance_preserving")
     result = propagation.findings(table, weights, propagation.encoder_growth(table), codes, margins, codec,
                                   pd.DataFrame(dac.config_checks()), "tiny")
     assert [f.verdict for f in result[1:6]] == ["not comparable"] * 5 and result[-1].verdict == "reproduced"

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
+from exactness import reference
 from exactness.models import tiny_subjects
 from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph
 from exactness.studies import discrete_ops, discrete_ops_check, discrete_ops_verdicts
@@ -140,9 +141,29 @@ def test_verdicts_read_the_skip_reason_and_judge_it():
     table, counterfactual = discrete_ops_verdicts.verdicts(graphs, ops, margins_table, outputs)
     xlm, bert = table.set_index("model").loc["XLMForQuestionAnswering"], table.set_index("model").loc["BertModel"]
     assert xlm.verdict == discrete_ops_verdicts.EXACT_TIES and xlm.reason_holds and xlm.flip_rate == 0.5
-    assert "tie" in xlm.skip_reason_reference and xlm.reason_kind == "tie"
+    assert "tie" in xlm.skip_reason_reference and xlm.reason_claim == xlm.measured_cause == "exact tie at TopK"
     assert bert.verdict == discrete_ops_verdicts.EXPORT_FAILED and "ValueError" in bert.detail
     assert counterfactual.explained_by_flip.all()
+
+
+def test_a_reason_holds_only_when_its_labelled_claim_is_the_measured_cause_at_the_named_op():
+    holds = discrete_ops_verdicts.reason_holds
+    tied_topk, near_topk = reference.skip_claim("XLMForQuestionAnswering"), reference.skip_claim(
+        "LwDetrForObjectDetection")
+    assert holds(tied_topk, discrete_ops_verdicts.EXACT_TIES, {"TopK"})
+    # LwDetr's reason claims distinct scores ~1e-4 apart: exact ties measured do not bear it out
+    assert holds(near_topk, discrete_ops_verdicts.EXACT_TIES, {"TopK"}) is False
+    assert holds(near_topk, discrete_ops_verdicts.NEAR_TIES, {"TopK"})
+    assert holds(tied_topk, discrete_ops_verdicts.EXACT_TIES, {"ArgMax"}) is False  # a tie, at another op
+    assert holds(reference.skip_claim("BitModel"), discrete_ops_verdicts.NO_DISCRETE, set()) is False
+    assert holds(reference.skip_claim("Wav2Vec2ForPreTraining"), discrete_ops_verdicts.NEVER_FLIPPED, set()) is False
+    assert holds(tied_topk, discrete_ops_verdicts.UNEXPLAINED, {"TopK"}) is None and holds(None, "", set()) is None
+
+
+def test_every_skip_reason_has_one_labelled_claim():
+    assert set(reference.SKIP_CLAIMS) == set(reference.SKIP_REASONS)
+    assert {claim.cause for claim in reference.SKIP_CLAIMS.values()} <= set(reference.CLAIM_CAUSES)
+    assert all(claim.op in ("", "TopK", "ArgMax") for claim in reference.SKIP_CLAIMS.values())
 
 
 def test_stacked_token_types_and_an_undrawn_pixel_mask_follow_the_testers():
@@ -157,3 +178,99 @@ def test_stacked_token_types_and_an_undrawn_pixel_mask_follow_the_testers():
 
     rng = random.Random(2)  # the mask draws nothing: pixel values are the whole of the seed's stream
     assert lw["pixel_values"].reshape(-1)[:5].tolist() == pytest.approx([rng.random() for _ in range(5)])
+
+
+def test_prefix_masks_and_fixed_prompts_follow_the_testers():
+    clap = tiny_subjects.inputs("ClapModel", 5)
+    mask = clap["attention_mask"]
+    starts = mask.sum(dim=1)
+    assert mask.shape == (12, 7) and clap["input_features"].shape == (12, 1, 256, 16)
+    assert starts.min() >= 1 and starts.max() <= 5  # numpy's randint(1, seq - 1): the tester's range
+    assert all(torch.equal(row, (torch.arange(7) < start).long()) for row, start in zip(mask, starts, strict=True))
+    assert not torch.equal(mask, tiny_subjects.inputs("ClapModel", 6)["attention_mask"])
+    dino = tiny_subjects.inputs("MMGroundingDinoForObjectDetection", 5)
+    prompt = torch.tensor([101, 3869, 1012, 11420, 3869, 1012, 102])
+    assert dino["input_ids"].shape == (4, 7) and (dino["input_ids"] == prompt).all()
+    assert torch.equal(dino["pixel_mask"], torch.ones(4, 98, 98))
+
+
+@pytest.mark.parametrize("name", [n for n in tiny_subjects.NAMES if not tiny_subjects.subject(n).family])
+def test_every_registered_tester_config_builds_its_config_class(name):
+    config = tiny_subjects.tester_config(name)
+    assert type(config).__name__ == tiny_subjects.subject(name).config_class
+    for key, value in tiny_subjects.subject(name).config.items():
+        # the export test's less-flaky settings raise every *_eps to 1.0 on purpose
+        if isinstance(value, (int, float, str)) and hasattr(config, key) and not key.endswith("_eps"):
+            assert getattr(config, key) == value, f"{name}: {key} is {getattr(config, key)!r}, tester: {value!r}"
+
+
+class NotEqual(torch.nn.Module):
+    """`!=` on float data: ONNX has no NotEqual, so the graph computes Not(Equal) and the scan finds the Equal."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 6)
+
+    def forward(self, x):
+        h = self.proj(x)
+        return {"y": torch.where(h != 0.25, h, h * 3)}
+
+
+def test_a_not_equal_is_compared_with_the_negation_of_its_exported_equal():
+    torch.manual_seed(0)
+    model, inputs = NotEqual().eval(), {"x": torch.randn(5, 4)}
+    cg = discrete_ops_check.from_graph("ne", "static", 0, onnx_graph.export(model, inputs, dynamic=False), inputs)
+    (op,) = [op for op in cg.ops if op.on_output_path and op.can_flip]
+    assert op.op_type == "Equal"
+    result = discrete_ops_check.check_seed(cg, 0, model, inputs)
+    (row,) = [r for r in result["margins"] if r["node"] == op.node]
+    assert row["match_verified"] and row["decisions"] == 30 and row["flipped"] == 0  # not 30: every choice inverted
+    assert not result["seed"]["flipped"]
+
+
+def test_inputs_are_fed_under_the_names_the_exporter_gave_them():
+    x = onnx.helper.make_tensor_value_info("input.input_ids", onnx.TensorProto.INT64, [2])
+    y = onnx.helper.make_tensor_value_info("output.input_ids", onnx.TensorProto.INT64, [2])
+    model = onnx.helper.make_model(onnx.helper.make_graph(
+        [onnx.helper.make_node("Identity", ["input.input_ids"], ["output.input_ids"])], "g", [x], [y]))
+    ids = torch.tensor([3, 4])
+    assert set(discrete_ops_check.graph_named(model, {"input_ids": ids, "pixel_values": ids})) == {
+        "input.input_ids", "pixel_values"}
+
+
+def test_the_paper_set_runs_every_registered_class_and_default_says_why_it_leaves_one_out():
+    import pathlib
+
+    import yaml
+
+    folder = pathlib.Path(__file__).resolve().parents[2] / "params" / "discrete_ops"
+    paper = yaml.safe_load((folder / "paper.yaml").read_text())
+    text = (folder / "default.yaml").read_text()
+    default = yaml.safe_load(text)
+    assert sorted(paper["models"]) == sorted(tiny_subjects.NAMES)
+    assert set(default["models"]) <= set(tiny_subjects.NAMES) and len(set(default["models"])) == len(default["models"])
+    comments = " ".join(line for line in text.splitlines() if line.startswith("#"))
+    for name in set(tiny_subjects.NAMES) - set(default["models"]):
+        assert f"Left out: {name}" in comments, f"{name} is registered but neither in default.yaml nor explained there"
+
+
+def test_a_registry_entry_can_state_its_own_reason_and_claim(monkeypatch):
+    entry = tiny_subjects.Subject("MyModel", skip_reason="ties in my argmax", skip_claim=("exact tie", "ArgMax"))
+    monkeypatch.setitem(tiny_subjects.SUBJECTS, "MyModel", entry)
+    reason, claim = discrete_ops_verdicts.stated_reason("MyModel")
+    assert reason == "ties in my argmax" and claim == reference.Claim("exact tie", "ArgMax")
+    assert discrete_ops_verdicts.stated_reason("BitModel") == (reference.SKIP_REASONS["BitModel"],
+                                                               reference.Claim("float noise"))
+    assert discrete_ops_verdicts.stated_reason("BertModel") == ("", None)
+
+
+def test_flavas_masked_patches_and_masked_ids_follow_its_tester():
+    flava = tiny_subjects.inputs("FlavaForPreTraining", 7)
+    ids, masked = flava["input_ids"], flava["input_ids_masked"]
+    assert (masked[:, 1:3] == 100).all() and torch.equal(masked[:, 3:], ids[:, 3:]) and torch.equal(masked[:, :1],
+                                                                                                    ids[:, :1])
+    assert not (ids[:, 1:3] == 100).all()  # the copy is masked, not the ids it copies
+    patches = flava["bool_masked_pos"]
+    assert patches.shape == (12, 15, 15) and set(patches.unique().tolist()) == {0, 1}
+    assert 0.8 < patches.float().mean() < 0.97  # about the tester's 0.9 of 2,700 patches
+    assert ids.max() < 102 and flava["token_type_ids"].max() <= 1

@@ -113,6 +113,7 @@ def test_the_skip_reason_finding_turns_with_the_verdict():
     assert "for 1 of 1 skipped classes (XLMForQuestionAnswering)" in f.skip_reasons(holds).claim
     assert "for 0 of 1" in f.skip_reasons(fails).claim and "it does not for XLMForQuestionAnswering" in \
         f.skip_reasons(fails).claim
+    assert "XLMForQuestionAnswering (claimed exact tie at TopK, measured no flip)" in f.skip_reasons(fails).claim
     assert f.control(holds) is None and f.control(v.verdicts(*_tables(can_flip=False))[0]) is not None
 
 
@@ -127,3 +128,54 @@ def test_a_remaining_mismatch_leaves_the_skip_reason_undecided():
     verdicts, _ = v.verdicts(*_tables(model="XLMForQuestionAnswering", flips=(0,), ties=(0,), forced_ulps=1e5))
     assert verdicts.iloc[0].verdict == v.UNEXPLAINED and verdicts.iloc[0].reason_holds is None
     assert "undecided for XLMForQuestionAnswering" in f.skip_reasons(verdicts).claim
+
+
+def test_the_report_sections_sentences_follow_their_tables():
+    from exactness.studies import discrete_ops_sections as sections
+
+    graphs, ops, margins, outputs = _tables(model="XLMForQuestionAnswering", flips=(0, 1), ties=(0,))
+    failed = pd.concat([graphs, pd.DataFrame([{"model": "BrokenModel", "shape_mode": "static", "error": "E: no"}])])
+    assert sections.graphs(failed.assign(exports=[2, 1], export_seconds=[3.0, 1.0])).sentence == (
+        "1 of 2 graphs exported; failed: BrokenModel; 3 fresh exports took 4 s.")
+    assert sections.ops(ops).sentence.startswith("1 of 1 discrete ops can flip and reach an output, in 1 of 1")
+    assert sections.ops(ops.assign(can_flip=False, not_counted=FOLLOWS_CHOICE)).sentence.startswith("0 of 1")
+    assert sections.ops(ops.iloc[:0]).sentence == "No graph has a discrete op."
+    margins = margins.assign(min_margin_ulps=[0.0, 2.5, 3.0, 4.0], read_noise_ulps=1.0, match_verified=True,
+                             decisions=5)
+    verdicts, counterfactual = v.verdicts(graphs, ops, margins, outputs)
+    margin = sections.margins(margins, ops, verdicts)
+    assert margin.extra == {"live": {("XLMForQuestionAnswering", "op")}, "noise": {"XLMForQuestionAnswering": 1.0}}
+    assert margin.sentence == "Exact ties in 1 of 1 ops; every op's smallest margin is an exact tie."
+    equal_holds = sections.margins(margins, ops.assign(op_type="Equal", category="compare"), verdicts)
+    assert equal_holds.sentence.startswith("Exact ties in 0 of 1 ops")  # an Equal that holds is not a tie
+    untied = margins.assign(exact_ties=0, min_margin_ulps=[2.5, 3.0, 4.0, 5.0])
+    assert sections.margins(untied, ops, verdicts).sentence == (
+        "Exact ties in 0 of 1 ops; the smallest non-zero margin is 2.5 ulps.")
+    assert "nothing to measure" in sections.margins(margins, ops.assign(can_flip=False), verdicts).sentence
+    assert sections.counterfactual(counterfactual).sentence == (
+        "Forcing ORT's choices explains every output on 2 of 2 flipped seeds.")
+    unexplained = v.verdicts(*_tables(flips=(0, 1), ties=(0, 1), forced_ulps=1e5))[1]
+    assert "on 0 of 2 flipped seeds" in sections.counterfactual(unexplained).sentence
+    # XLM's reason claims an exact tie at TopK: one of two flips was a near-tie, so it does not hold
+    assert sections.verdicts(verdicts).sentence == (
+        f"1 class graphs: 1 {v.NEAR_TIES}. The skip's stated reason holds for 0 of the 1 skipped classes, not for 1.")
+    tied = v.verdicts(*_tables(model="XLMForQuestionAnswering", flips=(0, 1), ties=(0, 1)))[0]
+    assert "holds for 1 of the 1 skipped classes." in sections.verdicts(tied).sentence
+
+
+def test_the_summary_names_each_class_verdict_and_leaves_unchecked_classes_without_a_rate():
+    from exactness.studies import discrete_ops_sections as sections
+
+    checked = v.verdicts(*_tables(flips=(0, 1), ties=(0, 1)))[0]
+    failed = pd.DataFrame([{"model": "BrokenModel", "verdict": v.EXPORT_FAILED, "seeds": 0, "flip_rate": np.nan}])
+    summary = sections.summary(pd.concat([checked, failed], ignore_index=True), 4)
+    assert summary["classes"] == 2 and summary["seeds"] == 4
+    assert summary["verdicts"] == {MODEL: v.EXACT_TIES, "BrokenModel": v.EXPORT_FAILED}
+    assert summary["flip_rate"] == {MODEL: 0.5}
+
+
+def test_a_run_of_one_class_with_no_discrete_op_at_all_gets_a_verdict():
+    graphs, _, _, outputs = _tables()
+    verdicts, counterfactual = v.verdicts(graphs, pd.DataFrame(), pd.DataFrame(), outputs.drop(
+        columns=["forced_max_abs_diff", "forced_max_ulps_of_scale", "forced_mismatched"]))
+    assert verdicts.iloc[0].verdict == v.NO_DISCRETE and verdicts.iloc[0].discrete_ops == 0 and not len(counterfactual)

@@ -2,8 +2,8 @@ import math
 
 import pandas as pd
 
-from exactness import machine
 from exactness.studies import environment
+from exactness.workbook import machine
 
 HARDWARE = {"cpu_model": "Test CPU", "usable_cpus": 4, "vector_extensions": ["sse4_2", "avx2", "fma"],
             "torch_cpu_capability": "AVX2", "torch_intra_op_threads": 4, "ort_intra_op_threads_setting": 0}
@@ -73,3 +73,23 @@ def test_subnormal_and_out_of_range_magnitudes_are_no_false_disagreement():
     assert checked[checked.representable].agrees.all()
     finding = environment.spacing_finding(checked)
     assert "differ" not in finding.claim and "beyond the dtype's range and are not compared" in finding.claim
+
+
+def test_subnormals_sentence_names_the_runtimes_that_flush():
+    kept = {"torch_keeps_subnormals": True, "onnxruntime_keeps_subnormals": True, "providers": "CPU"}
+    assert environment.subnormals_sentence(kept) == "Subnormal float32 values are kept by every runtime."
+    flushed = environment.subnormals_sentence({**kept, "onnxruntime_keeps_subnormals": False})
+    assert flushed.startswith("Subnormals are flushed to zero by: onnxruntime;")
+    assert environment.summary_values({"torch": "t", "onnxruntime": "o"},
+                                      {"cpu_model": "c", "torch_intra_op_threads": 2},
+                                      {**kept, "torch_keeps_subnormals": False},
+                                      pd.DataFrame({"magnitude": [2.0], "float32": [2.4e-7]})) == {
+        "cpu": "c", "torch": "t", "onnxruntime": "o", "torch_threads": 2, "subnormals_kept": False,
+        "float32_ulp_at_1": None}
+
+
+def test_spacing_sentence_counts_the_spacings_that_match_ieee():
+    spacing = pd.DataFrame({"magnitude": [1.0, 10.0], "float32": [2.0**-23, 2.0**-20]})
+    checked = pd.DataFrame({"agrees": [True, False, True]})
+    assert environment.spacing_sentence(spacing, checked) == (
+        "At magnitude 1, one float32 ulp is 1.19e-07; 2 of 3 measured spacings equal the IEEE 754 value.")

@@ -4,7 +4,6 @@ import pandas as pd
 import pytest
 
 from exactness.compare.rates import poisson_interval
-from exactness.findings import VERDICTS
 from exactness.studies import near_tie, near_tie_findings
 from exactness.studies.near_tie_findings import (
     SEED_MODEL,
@@ -16,6 +15,7 @@ from exactness.studies.near_tie_findings import (
     tie_aware_finding,
     tolerance_finding,
 )
+from exactness.workbook.findings import VERDICTS
 
 OTHER = "UniSpeechForPreTraining"
 
@@ -153,6 +153,16 @@ def test_the_seeds_count_per_40000_is_held_against_the_conformers_predicted_inte
     missed = prediction_finding(_prediction(0, predicted=3.0))  # 1 to 6: the seed's 15 above
     assert missed.verdict == "differs" and "lies above the predicted 1 to 6 per 40,000" in missed.why
     assert prediction_finding(_prediction(1).assign(model=OTHER)).verdict == "new"
+
+
+def test_a_prediction_from_no_seed_within_reach_is_not_held_against_the_seeds_count():
+    empty = _prediction(0, predicted=0.0).assign(failures_per_scale_low=0.0, failures_per_scale_high=0.0,
+                                                 near_seeds=0)
+    finding = prediction_finding(empty)
+    assert finding.verdict == "not comparable"
+    assert "no screened seed's gap lies within reach" in finding.why and "0 to 0" in finding.why
+    few = prediction_finding(_prediction(0, predicted=3.0).assign(noise_checks=2))
+    assert few.verdict == "not comparable" and "learnt from 2 checked seeds" in few.why
 
 
 def test_prediction_judges_the_factor_two_target_on_a_paper_scale_run():

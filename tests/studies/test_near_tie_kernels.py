@@ -1,10 +1,12 @@
 """Machine dependence: kernel sets offered, refused before any work, run in fresh processes, and compared."""
 
+from dataclasses import replace
+
 import pandas as pd
 
-from exactness import machine
 from exactness.studies import near_tie_kernels as kernels
 from exactness.studies import near_tie_screen
+from exactness.workbook import machine
 
 MODEL = "Wav2Vec2ConformerForPreTraining"
 
@@ -59,16 +61,20 @@ def test_a_seed_that_fails_on_one_set_only_is_not_portable_and_a_far_rate_is_not
     none = kernels.compare({"native": native, "avx2": other},
                            {"native": _checks(set(), [0]), "avx2": _checks(set(), [0])}, 1.5e-5)
     assert "not measured here" in kernels.sentence(none, {})
+    assert "nor is the rate: no failure to compare" in kernels.sentence(none, {})
+    assert "rate is portable" not in kernels.sentence(none, {})
 
 
 def test_a_kernel_set_runs_in_its_own_process_and_reaches_its_workers():
-    screen, checks, capability = kernels.run_under("avx2", [MODEL], 0, 12, 1e-12, 0.0, "static", {})
+    few = kernels.SeedRange((MODEL,), 0, 12, 1e-12, shape_mode="static")
+    screen, checks, capability = kernels.run_under("avx2", few, {})
     assert capability == "AVX2" and len(checks) == 0  # no gap below 1e-12: nothing to check
     native = near_tie_screen.screen([MODEL], 0, 12)
     assert screen.seed.tolist() == native.seed.tolist() and list(screen.columns) == list(native.columns)
     # 300 seeds make two chunks of the screen, so two worker processes run them: they inherit the kernel set
-    one, _, _ = kernels.run_under("avx2", [MODEL], 0, 300, 1e-12, 0.0, "static", {})
-    two, _, _ = kernels.run_under("avx2", [MODEL], 0, 300, 1e-12, 0.0, "static", {}, workers=2)
+    more = kernels.SeedRange((MODEL,), 0, 300, 1e-12, shape_mode="static")
+    one, _, _ = kernels.run_under("avx2", more, {})
+    two, _, _ = kernels.run_under("avx2", replace(more, workers=2), {})
     pd.testing.assert_frame_equal(one, two)
     if machine.torch_cpu_capability() == "AVX512":  # oneDNN's AVX2 kernels round differently from its AVX-512 ones
         assert (screen.min_gap != native.min_gap).any()
@@ -90,18 +96,17 @@ def test_across_kernel_sets_reruns_only_the_other_sets_with_the_native_failing_s
 
     calls = []
 
-    def fake_run_under(name, models, seed_start, n_seeds, threshold, threshold_ulps, shape_mode, failing, *rest):
-        calls.append((name, shape_mode, failing))
-        return screen, checks[checks.shape_mode == shape_mode], "AVX2"
+    def fake_run_under(name, seeds, failing):
+        calls.append((name, seeds.shape_mode, failing))
+        return screen, checks[checks.shape_mode == seeds.shape_mode], "AVX2"
 
     screen = pd.DataFrame({"model": ["M", "M"], "seed": [0, 1], "min_gap": [1e-6, 1e-3], "min_gap_ulps": [2.0, 900.0]})
     checks = pd.DataFrame({"model": ["M", "M"], "seed": [0, 0], "shape_mode": ["static", "dynamic"],
                            "test_rule_passed": [False, True]})
     monkeypatch.setattr(near_tie_kernels, "run_under", fake_run_under)
-    none = near_tie_kernels.across_kernel_sets(["native"], screen, checks, ["M"], 0, 2, 1e-5, 0.0, "static",
-                                               1e-3, 1e-3, 0, 1)
+    seeds = near_tie_kernels.SeedRange(("M",), 0, 2, 1e-5, shape_mode="static")
+    none = near_tie_kernels.across_kernel_sets(["native"], screen, checks, seeds)
     assert none.table.empty and calls == [] and set(none.capabilities) == {"native"}
-    sets = near_tie_kernels.across_kernel_sets(["native", "avx2"], screen, checks, ["M"], 0, 2, 1e-5, 0.0,
-                                               "static", 1e-3, 1e-3, 0, 1)
+    sets = near_tie_kernels.across_kernel_sets(["native", "avx2"], screen, checks, seeds)
     assert calls == [("avx2", "static", {"M": [0]})] and sets.capabilities["avx2"] == "AVX2"
     assert set(sets.screens.kernel_set) == {"avx2"} and len(sets.table)

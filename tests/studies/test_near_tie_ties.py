@@ -35,3 +35,11 @@ def test_seeds_without_a_tie_are_left_out():
     assert near_tie_ties.exact_ties(checks).seed.tolist() == [0]
     assert near_tie_ties.sentence(near_tie_ties.exact_ties(checks.iloc[[1]])) == \
         "No checked seed had an exact tie (gap 0)."
+
+
+def test_many_tied_seeds_are_counted_per_class_not_listed_one_by_one():
+    checks = pd.concat([_checks([0.0] * 5, [False] * 5),
+                        _checks([0.0] * 3, [False] * 3).assign(model="n", seed=[10, 11, 12])])
+    text = near_tie_ties.sentence(near_tie_ties.exact_ties(checks))
+    assert text.startswith("8 checked seeds had an exact tie (gap 0: m 5, n 3; e.g. m 0, m 1, m 2; every one in")
+    assert "n 12" not in text

@@ -4,6 +4,12 @@ The argmax sees only the conv feature extractor, the feature projection's layer 
 `quantizer.weight_proj`. The fast path replays the constructor's random draws for just those tensors
 (see rng_replay) and runs just those modules of one template model: the same module code on the same
 shapes, so the logits are bit-identical to the full forward's (tests prove it on many seeds).
+
+Fast path (`exactness.runtimes.fast`, switched off by `fast_paths: false`):
+- replaces: `plain_logits`, a whole model built and run for each screened seed;
+- exact because: the same weights (replayed draws) go through the same module code on the same shapes;
+- verified by: tests/models/test_quantizer_logits.py on many seeds, `near_tie_screen.replay_proof` in every run,
+  and tests/studies/test_near_tie_paths.py (the screen both ways, equal).
 """
 
 from __future__ import annotations

@@ -30,9 +30,14 @@ class Nested:
 @dataclass(frozen=True)
 class Draw:
     """One tensor the tester draws, in order. kind: "ids" (`ids_tensor(shape, vocab) + offset`), "mask"
-    (`random_attention_mask(shape)`: ids below 2, last column 1), "floats" (`floats_tensor(shape, scale)`),
-    "ones" (`torch.ones(shape)`, a pixel mask: nothing is drawn). `name` None: drawn (it moves the generator)
-    but not passed to the model."""
+    (`random_attention_mask(shape)`: ids below 2, last column 1), "prefix_mask" (a "mask" draw, then each row
+    overwritten with ones up to a start drawn in [1, seq - 2] and zeros after: the CLIP-like text testers; they
+    draw the starts from numpy's global generator, this from the same `random.Random(seed)` so that a seed
+    decides everything), "floats" (`floats_tensor(shape, scale)`), "ones" (`torch.ones(shape)`, a pixel mask:
+    nothing is drawn), "row" (the fixed ids `row` in every batch row: nothing is drawn), "bernoulli" (1 where a
+    uniform draw is below `scale`, else 0: FLAVA's masked patches, which its tester draws with `torch.rand`),
+    "masked_copy" (the earlier draw `source` with columns `fill[0]:fill[1]` set to `fill[2]`: nothing is drawn).
+    `name` None: drawn (it moves the generator) but not passed to the model."""
 
     kind: str
     name: str | None
@@ -41,6 +46,9 @@ class Draw:
     scale: float = 1.0
     offset: int = 0
     stack: bool = False  # one of several draws of `name`, stacked along a new last axis (Tapas' token types)
+    row: tuple[int, ...] = ()  # kind "row": the fixed ids every batch row holds (nothing is drawn)
+    source: str = ""  # kind "masked_copy": the earlier draw it copies
+    fill: tuple[int, int, int] = ()  # kind "masked_copy": (first column, end column, value) written into the copy
 
 
 @dataclass(frozen=True)
@@ -52,7 +60,10 @@ class Subject:
     source: str = ""  # the tester file and commit the values were read from
     family: str = ""  # "wav2vec2": built by exactness.models.wav2vec2_family (the near-tie study's builders)
     skip_reason: str | None = None  # None: the export test's own reason (exactness.reference.skip_reason)
-    after_config: dict = field(default_factory=dict)  # attributes the tester sets on the built config
+    # what that reason claims, (cause, op) as in exactness.reference.Claim; None: reference.skip_claim's
+    skip_claim: tuple[str, str] | None = None
+    # attributes the tester sets on the built config; a dotted key sets one of a nested config
+    after_config: dict = field(default_factory=dict)
 
 
 def _bert_like_ids(batch: int, seq: int, vocab: int) -> tuple[Draw, ...]:
@@ -128,6 +139,104 @@ _TAPAS_DRAWS = (Draw("ids", "input_ids", (13, 7), 99), Draw("mask", "attention_m
                 *(Draw("ids", "token_type_ids", (13, 7), size, stack=True) for size in _TAPAS_TYPES))
 _BIT = dict(num_channels=3, embeddings_size=10, hidden_sizes=[8, 16, 32, 64], depths=[1, 1, 2, 1], hidden_act="relu",
             num_labels=3, out_features=["stage2", "stage3", "stage4"], num_groups=1)
+# PP-DocLayoutV2's tester passes its backbone and reading-order configs as plain dicts (as here); its encoder
+# input channels are its `hidden_sizes[1:]`.
+_PP_DOCLAYOUT_V2 = dict(
+    backbone_config=dict(model_type="hgnet_v2", arch="L", return_idx=[1, 2, 3], freeze_stem_only=True, freeze_at=0,
+                         freeze_norm=True, hidden_sizes=[32, 32, 32, 32], stem_channels=[3, 32, 32],
+                         stage_in_channels=[32, 32, 32, 32], stage_mid_channels=[32, 32, 32, 32],
+                         stage_out_channels=[32, 32, 32, 32], lr_mult_list=[0, 0.05, 0.05, 0.05, 0.05],
+                         out_features=["stage2", "stage3", "stage4"]),
+    reading_order_config=dict(
+        hidden_size=16, num_attention_heads=8, attention_probs_dropout_prob=0.1, has_relative_attention_bias=False,
+        has_spatial_attention_bias=True, layer_norm_eps=1e-5, hidden_dropout_prob=0.1, intermediate_size=16,
+        hidden_act="gelu", num_hidden_layers=6, rel_pos_bins=32, max_rel_pos=128, rel_2d_pos_bins=64,
+        max_rel_2d_pos=256, num_labels=510, max_position_embeddings=514, max_2d_position_embeddings=512,
+        type_vocab_size=1, vocab_size=4, start_token_id=0, pad_token_id=1, end_token_id=2, pred_token_id=3,
+        coordinate_size=171, shape_size=170, num_classes=20, relation_bias_embed_dim=16,
+        relation_bias_temperature=10000, relation_bias_scale=100, relative_head_num=1, relative_head_size=64),
+    encoder_hidden_dim=32, encoder_in_channels=[20, 30, 40], feat_strides=[8, 16, 32], encoder_layers=1,
+    encoder_ffn_dim=8, encoder_attention_heads=2, dropout=0.0, activation_dropout=0.0, encode_proj_layers=[2],
+    positional_encoding_temperature=10000, encoder_activation_function="gelu", activation_function="silu",
+    eval_size=None, normalize_before=False, d_model=32, num_queries=30, decoder_in_channels=[32, 32, 32],
+    decoder_ffn_dim=8, num_feature_levels=3, decoder_n_points=4, decoder_layers=2, decoder_attention_heads=2,
+    decoder_activation_function="relu", attention_dropout=0.0, num_denoising=0, label_noise_ratio=0.5,
+    box_noise_scale=1.0, learn_initial_query=False, anchor_image_size=None, image_size=128,
+    disable_custom_kernels=True, num_labels=25,
+    id2label=dict(enumerate(["abstract", "algorithm", "aside_text", "chart", "content", "formula", "doc_title",
+                             "figure_title", "footer", "footer", "footnote", "formula_number", "header", "header",
+                             "image", "formula", "number", "paragraph_title", "reference", "reference_content",
+                             "seal", "table", "text", "text", "vision_footnote"])),
+    class_thresholds=[0.5] * 5 + [0.4, 0.4] + [0.5] * 8 + [0.4, 0.5, 0.4, 0.5, 0.5, 0.45, 0.5, 0.4, 0.4, 0.5],
+    class_order=[4, 2, 14, 1, 5, 7, 8, 6, 11, 11, 9, 13, 10, 10, 1, 2, 3, 0, 2, 2, 12, 1, 2, 15, 6])
+_MM_GROUNDING_DINO = dict(
+    d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4,
+    encoder_ffn_dim=4, decoder_ffn_dim=4, dropout=0.1, attention_dropout=0.1, num_queries=2, num_labels=2,
+    num_feature_levels=4, encoder_n_points=2, decoder_n_points=6, use_timm_backbone=False, max_text_len=7,
+    backbone_config=Nested("SwinConfig", dict(window_size=7, embed_dim=8, depths=[1, 1, 1, 1], num_heads=[1, 1, 1, 1],
+                                              image_size=98, out_features=["stage2", "stage3", "stage4"],
+                                              out_indices=[2, 3, 4])),
+    text_config=dict(hidden_size=8, num_hidden_layers=2, num_attention_heads=2, intermediate_size=8,
+                     max_position_embeddings=8, model_type="bert"))
+# pixel values, an all-ones pixel mask, and the fixed prompt "{label}. {label}." every row holds
+_MM_GROUNDING_DINO_DRAWS = (Draw("floats", "pixel_values", (4, 3, 98, 98)), Draw("ones", "pixel_mask", (4, 98, 98)),
+                            Draw("row", "input_ids", (4, 7), row=(101, 3869, 1012, 11420, 3869, 1012, 102)))
+_CLIP_TEXT = dict(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+                  dropout=0.1, attention_dropout=0.1, max_position_embeddings=512, initializer_range=0.02)
+_CLIPSEG = dict(
+    text_config=Nested("CLIPSegTextConfig", _CLIP_TEXT),
+    vision_config=Nested("CLIPSegVisionConfig", dict(image_size=30, patch_size=2, num_channels=3, hidden_size=32,
+                                                     num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+                                                     dropout=0.1, attention_dropout=0.1, initializer_range=0.02)),
+    projection_dim=64, reduce_dim=32, extract_layers=[1])
+_CLAP = dict(
+    text_config=Nested("ClapTextConfig", {**_CLIP_TEXT, "projection_dim": 32, "num_hidden_layers": 5,
+                                          "projection_hidden_act": "relu"}),
+    audio_config=Nested("ClapAudioConfig", dict(
+        image_size=60, patch_size=2, num_mel_bins=16, window_size=4, num_channels=3, hidden_size=256, patch_stride=2,
+        projection_dim=32, num_hidden_layers=4, num_attention_heads=[2, 2, 2, 2], intermediate_size=37, dropout=0.1,
+        attention_dropout=0.1, initializer_range=0.02, spec_size=64, freq_ratio=2, patch_embeds_hidden_size=32)),
+    projection_dim=64)
+_DEPTH_PRO = dict(
+    patch_size=16, fusion_hidden_size=16, intermediate_hook_ids=[1, 0], intermediate_feature_dims=[10, 8],
+    scaled_images_ratios=[0.5, 1.0], scaled_images_overlap_ratios=[0.0, 0.2], scaled_images_feature_dims=[12, 12],
+    initializer_range=0.02, use_fov_model=False,
+    image_model_config=dict(model_type="dinov2", num_hidden_layers=2, hidden_size=16, num_attention_heads=1,
+                            patch_size=4),
+    patch_model_config=dict(model_type="vit", num_hidden_layers=2, hidden_size=24, num_attention_heads=2, patch_size=6),
+    fov_model_config=dict(model_type="vit", num_hidden_layers=2, hidden_size=32, num_attention_heads=4, patch_size=8))
+# OneFormer's tester builds its config, then sets these on it (and on its default Swin backbone)
+_ONEFORMER = dict(text_encoder_vocab_size=99, hidden_size=64, num_queries=10, num_labels=4, encoder_feedforward_dim=32,
+                  dim_feedforward=64, encoder_layers=2, decoder_layers=2)
+_ONEFORMER_AFTER = {"backbone_config.embed_dim": 16, "backbone_config.depths": [1, 1, 1, 1],
+                    "backbone_config.hidden_size": 16, "backbone_config.num_channels": 3,
+                    "backbone_config.num_heads": [1, 1, 2, 2], "backbone": None, "hidden_dim": 64, "mask_dim": 64,
+                    "conv_dim": 64, "text_encoder_width": 64, "task_seq_len": 77, "max_seq_len": 77,
+                    "text_encoder_context_length": 77, "text_encoder_n_ctx": 4}
+# pixel values, the task's ids, the text ids (drawn, not passed), and the all-ones pixel mask it builds (its
+# common inputs pass the text ids under `pixel_mask` by an unpacking slip; the mask it meant is passed here). The
+# tester draws the ids with torch.randint; here they come from the seed's one generator like every other draw.
+_ONEFORMER_DRAWS = (Draw("floats", "pixel_values", (2, 3, 256, 256)), Draw("ids", "task_inputs", (2, 77), 99),
+                    Draw("ids", None, (2, 6, 77), 99), Draw("ones", "pixel_mask", (2, 256, 256)))
+_FLAVA_LAYERS = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
+                     hidden_act="gelu", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
+                     initializer_range=0.02, layer_norm_eps=1e-12, qkv_bias=True)
+_FLAVA = dict(
+    image_config=dict(**_FLAVA_LAYERS, image_size=30, patch_size=2, num_channels=3, mask_token=True, vocab_size=99),
+    text_config=dict(**_FLAVA_LAYERS, vocab_size=102, type_vocab_size=2, max_position_embeddings=512,
+                     position_embedding_type="absolute", pad_token_id=0),
+    multimodal_config=dict(**_FLAVA_LAYERS, use_cls_token=True, ce_ignore_index=-100),
+    image_codebook_config=dict(hidden_size=32, num_groups=2, vocab_size=99),
+    hidden_size=32, projection_dim=32, initializer_range=0.02, layer_norm_eps=1e-12)
+# The image tester's draws, then the text tester's, then the masked copy of the ids. The labels (mlm, mim, itm) are
+# not passed: with the loss off (as the export test runs) they only pick which positions' logits come back.
+_FLAVA_DRAWS = (Draw("floats", "pixel_values", (12, 3, 30, 30)), Draw("bernoulli", "bool_masked_pos", (12, 15, 15),
+                                                                       scale=0.9),
+                Draw("ids", "input_ids", (12, 7), 102), Draw("prefix_mask", "attention_mask", (12, 7)),
+                Draw("ids", "token_type_ids", (12, 7), 2),
+                Draw("masked_copy", "input_ids_masked", (12, 7), source="input_ids", fill=(1, 3, 100)))
+# text ids and mask (12 x 7), then the other modality
+_CLIP_TEXT_DRAWS = (Draw("ids", "input_ids", (12, 7), 99), Draw("prefix_mask", "attention_mask", (12, 7)))
 
 SUBJECTS: dict[str, Subject] = {s.model_class: s for s in (
     # The control: nothing discrete on its outputs (its mask comparisons read integer ids).
@@ -161,9 +270,34 @@ SUBJECTS: dict[str, Subject] = {s.model_class: s for s in (
             after_config={"num_labels": 5}),
     Subject("TapasForQuestionAnswering", "TapasConfig", _TAPAS, _TAPAS_DRAWS,
             TESTS.format("tapas/test_modeling_tapas.py", "270755d62e31c34d8d4454b0c0646178ffee25cc")),
+    # Deimv2's tester is D-FINE's (its `hidden_expansion` is not passed to the config); its pixel mask and labels
+    # are not in the common inputs
+    Subject("Deimv2ForObjectDetection", "Deimv2Config", _D_FINE, (Draw("floats", "pixel_values", (3, 3, 64, 64)),),
+            TESTS.format("deimv2/test_modeling_deimv2.py", "0035bc830562d529c6ffe88260b9d76ce07d9560"),
+            after_config={"num_labels": 10}),
+    Subject("PPDocLayoutV2ForObjectDetection", "PPDocLayoutV2Config", _PP_DOCLAYOUT_V2,
+            (Draw("floats", "pixel_values", (3, 3, 128, 128)),),
+            TESTS.format("pp_doclayout_v2/test_modeling_pp_doclayout_v2.py",
+                         "0b1d8f3c1fad970c1a9d2dc7a753aa1dc382fc1f")),
+    Subject("MMGroundingDinoForObjectDetection", "MMGroundingDinoConfig", _MM_GROUNDING_DINO, _MM_GROUNDING_DINO_DRAWS,
+            TESTS.format("mm_grounding_dino/test_modeling_mm_grounding_dino.py",
+                         "0572371cbdf8babc2828123baadb3cf7bd3022fd")),
     # float noise only, by the skip list's reason
     Subject("BitModel", "BitConfig", _BIT, (Draw("floats", "pixel_values", (3, 3, 32, 32)),),
             TESTS.format("bit/test_modeling_bit.py", "bffa5defd606b3f2d3caef10444b5e570fc7189d")),
+    Subject("CLIPSegForImageSegmentation", "CLIPSegConfig", _CLIPSEG,
+            _CLIP_TEXT_DRAWS + (Draw("floats", "pixel_values", (12, 3, 30, 30)),),
+            TESTS.format("clipseg/test_modeling_clipseg.py", "0ef39c917eb5bcb48ec8f761ed7554c74578fdd3")),
+    Subject("ClapModel", "ClapConfig", _CLAP, _CLIP_TEXT_DRAWS + (Draw("floats", "input_features", (12, 1, 256, 16)),),
+            TESTS.format("clap/test_modeling_clap.py", "0338784947f97f62a188b0e5c148b7615beb1cbc")),
+    Subject("FlavaForPreTraining", "FlavaConfig", _FLAVA, _FLAVA_DRAWS,
+            TESTS.format("flava/test_modeling_flava.py", "1d2fe0d87b712f479707c7518c7a31a0b9b62443")),
+    Subject("OneFormerForUniversalSegmentation", "OneFormerConfig", _ONEFORMER, _ONEFORMER_DRAWS,
+            TESTS.format("oneformer/test_modeling_oneformer.py", "01080c629600d4ff3121446bb4f4a2e240c2cf41"),
+            after_config=_ONEFORMER_AFTER),
+    Subject("DepthProForDepthEstimation", "DepthProConfig", _DEPTH_PRO,
+            (Draw("floats", "pixel_values", (8, 3, 64, 64)),),
+            TESTS.format("depth_pro/test_modeling_depth_pro.py", "01247f8e29e83be11a5d7e92aa37673a205ae1fe")),
 )}
 NAMES = tuple(SUBJECTS)
 
@@ -198,8 +332,12 @@ def tester_config(name: str):
 
         return wav2vec2_family.tester_config(name)
     config = getattr(transformers, s.config_class)(**{k: _value(v, transformers) for k, v in s.config.items()})
-    for key, value in s.after_config.items():
-        setattr(config, key, value)
+    for key, value in s.after_config.items():  # "backbone_config.depths": an attribute of a nested config
+        *path, name = key.split(".")
+        target = config
+        for part in path:
+            target = getattr(target, part)
+        setattr(target, name, value)
     if hasattr(config, "return_loss"):
         config.return_loss = False  # the export test turns the loss off
     set_config_for_less_flaky_test(config)
@@ -243,16 +381,28 @@ def inputs(name: str, seed: int) -> dict:
             n *= size
         if draw.kind == "ones":
             tensor = torch.ones(n, dtype=torch.float)
+        elif draw.kind == "row":
+            tensor = torch.tensor(list(draw.row) * (n // len(draw.row)), dtype=torch.long)
+        elif draw.kind == "masked_copy":
+            tensor = out[draw.source].clone().reshape(-1)
+        elif draw.kind == "bernoulli":
+            tensor = torch.tensor([int(rng.random() < draw.scale) for _ in range(n)], dtype=torch.long)
         elif draw.kind == "floats":
             tensor = torch.tensor([rng.random() * draw.scale for _ in range(n)], dtype=torch.float)
-        elif draw.kind in ("ids", "mask"):
-            vocab = 2 if draw.kind == "mask" else draw.vocab
+        elif draw.kind in ("ids", "mask", "prefix_mask"):
+            vocab = draw.vocab if draw.kind == "ids" else 2
             tensor = torch.tensor([rng.randint(0, vocab - 1) for _ in range(n)], dtype=torch.long) + draw.offset
         else:
-            raise ValueError(f"{name}: unknown draw kind {draw.kind!r} (use ids, mask, floats or ones)")
+            raise ValueError(f"{name}: unknown draw kind {draw.kind!r} "
+                             "(use ids, mask, prefix_mask, floats, ones, row, bernoulli or masked_copy)")
         tensor = tensor.view(*draw.shape)
-        if draw.kind == "mask":
+        if draw.kind in ("mask", "prefix_mask"):
             tensor[:, -1] = 1  # random_attention_mask: one attended position per row
+        if draw.kind == "masked_copy":
+            tensor[..., draw.fill[0]:draw.fill[1]] = draw.fill[2]
+        if draw.kind == "prefix_mask":
+            for row, start in enumerate([rng.randint(1, draw.shape[-1] - 2) for _ in range(draw.shape[0])]):
+                tensor[row, :start], tensor[row, start:] = 1, 0
         if draw.name is not None and draw.stack:
             stacks.setdefault(draw.name, []).append(tensor)
         elif draw.name is not None:

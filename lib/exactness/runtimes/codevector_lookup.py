@@ -13,6 +13,14 @@ The lookup replaces nothing else: the argmax, the one-hot, the perplexity are th
 same way. It is only ever used for eager runs (`run`), never while exporting: the exported graph is the
 model's own. Each process checks it once per model class against the model's own forward, on the first
 inputs it is used with; if any output differs, that class keeps its own forward in that process.
+
+Fast path (`exactness.runtimes.fast`, switched off by `fast_paths: false`; a check row's `eager_lookup_path`
+and `ort_lookup_path`):
+- replaces: the quantizer's one-hot times the codebook summed over the codes, eager (`run`) and in the fed
+  ORT session (`gathered_graph`);
+- exact because: every other term is 0 * x, and adding zeros leaves the chosen codevector's value;
+- verified by: `verified` once per class and process against the model's own forward, `fed_graph.learn`
+  against the graph as exported, tests/runtimes/test_codevector_lookup.py and test_near_tie_paths.py.
 """
 
 from __future__ import annotations

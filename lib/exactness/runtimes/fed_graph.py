@@ -11,6 +11,13 @@ that still gets its weights as constants, in a session built per seed (a few nod
 millisecond); the rest, the *head*, runs in one session built once per process. The split is then
 verified bit for bit against the per-seed session on two seeds; anything it cannot reproduce makes
 `learn` fail, and callers keep building a session per seed.
+
+Fast path (`exactness.runtimes.fast`, switched off by `fast_paths: false`; a check row's `session_path`):
+- replaces: an ORT session built for each seed's swapped graph;
+- exact because: fed weights reach the same kernels, except where measured otherwise: those nodes and all
+  after them keep constant weights in the per-seed tail;
+- verified by: `learn` on two seeds against per-seed sessions (or refused: `GraphPool.fed_state`),
+  tests/runtimes/test_fed_graph.py and tests/studies/test_near_tie_paths.py.
 """
 
 from __future__ import annotations
@@ -197,6 +204,8 @@ def learn(graph: ExportedGraph, seeds: list[tuple[dict[str, np.ndarray], dict]],
     everything = _run(_session(with_initializers(_all_values_exposed(source), weights), VERIFIED_OPTIONS), arrays)
     types = {name: helper.np_dtype_to_tensor_dtype(value.dtype) for name, value in {**everything, **arrays}.items()}
     tail_nodes = _downstream(source, _rounding_differently(source, weights, arrays, everything))
+    if len(tail_nodes) == len(source.graph.node):  # nothing left to share: the head would be an empty session
+        raise FedError("every node rounds differently fed (or follows one that does): no head to share")
     head, tail = _split(source, tail_nodes, swapped, types)
     fed = FedGraph(graph, head, tail, rewritten=source is not graph.model)
     for seed_weights, seed_inputs in seeds:

@@ -5,9 +5,20 @@ The exporter does not keep weights as they are: Linear weights are stored transp
 the original name), and identical constants are merged. So the swap is learnt, not assumed: every float
 initializer of the template export is explained as a function of the template model's tensors (same
 tensor, transposed, reshaped, or the fold of an eval BatchNorm into the conv just before it: the
-conformer's depthwise conv, a detector's conv+norm layers), or as a constant. The explanation is then
-verified against a second, fresh export of another seed; anything it cannot reproduce bit for bit makes the
-plan fail loudly, and callers fall back to fresh exports.
+conformer's depthwise conv, a detector's conv+norm layers), or as a constant. A value that differs between
+the two exports but that no model tensor holds as it is was folded by the exporter from the seed's tensors:
+it is explained as a parameter broadcast (an expanded class token), rows gathered from one (an embedding
+looked up by constant ids, a repeat over the batch) or a Linear layer's projection of one (a decoder's
+learnt queries), each learnt on the template too. The explanation is then verified against a second, fresh
+export of another seed; anything it cannot reproduce bit for bit makes the plan fail loudly, and callers
+fall back to fresh exports.
+
+Fast path (`exactness.runtimes.fast`, switched off by `fast_paths: false`; a check row's `weights_path`):
+- replaces: a fresh ONNX export per seed (10-30 s);
+- exact because: the graph is the same for every seed of a class; only initializers differ, and each is
+  rebuilt by the rule learnt for it;
+- verified by: `learn` itself against a second fresh export (bit for bit, or refused: `GraphPool.swap_state`),
+  tests/runtimes/test_weight_swap.py, test_onnx_graph.py and tests/studies/test_near_tie_paths.py.
 """
 
 from __future__ import annotations
@@ -82,20 +93,96 @@ def _batchnorm_folds(model: torch.nn.Module) -> dict[str, Callable[[dict], torch
     return folds
 
 
+def broadcast_of(value: torch.Tensor, shape: tuple) -> torch.Tensor | None:
+    """`value` broadcast to `shape` (numpy's rule: trailing axes aligned, size-1 axes stretched), or None where
+    it does not broadcast. The exporter folds an `expand` of a parameter (a class token or class embedding
+    expanded over the batch before a concat) into a constant of the expanded shape: every element is a copy
+    of one of the parameter's, so broadcasting the seed's parameter rebuilds it exactly."""
+    try:
+        if torch.broadcast_shapes(tuple(value.shape), shape) != torch.Size(shape):
+            return None
+    except RuntimeError:
+        return None
+    return value.expand(shape)
+
+
+def _row_table(value: torch.Tensor, width: int) -> np.ndarray | None:
+    """`value` as a table of rows `width` wide (an embedding table: its last axis is the row), or None."""
+    if value.dim() == 0 or value.shape[-1] != width:
+        return None
+    return value.reshape(-1, width).numpy()
+
+
+def gathered_rows(table: np.ndarray, target: np.ndarray) -> tuple[int, ...] | None:
+    """The row of `table` (a parameter's rows, `_row_table`) that each row of `target` holds (the first, where
+    rows coincide), or None where some target row is in no row of the table. The exporter folds an
+    `embedding` lookup by constant ids (token type 0), an index or slice of one row (a level embedding) and a
+    `repeat` over the batch into a constant: each of its rows is a copy of one row of the table, so gathering
+    the same rows from another seed's table rebuilds it exactly."""
+    first: dict[bytes, int] = {}
+    for row in range(table.shape[0]):
+        first.setdefault(table[row].tobytes(), row)
+    index = [first.get(row.tobytes()) for row in target.reshape(-1, table.shape[1])]
+    return None if any(row is None for row in index) else tuple(index)
+
+
+def heads_layout(projected: np.ndarray, shape: tuple) -> np.ndarray | None:
+    """`projected` (batch, sequence, features) in the layout `shape` asks for: as is, or split into attention
+    heads and transposed to (batch, heads, sequence, head size) as an attention layer's `view` + `transpose`
+    does; None if neither fits."""
+    if projected.shape == shape:
+        return projected
+    if len(shape) == 4 and projected.ndim == 3 and (shape[0], shape[2], shape[1] * shape[3]) == projected.shape:
+        return projected.reshape(shape[0], shape[2], shape[1], shape[3]).transpose(0, 2, 1, 3)
+    return None
+
+
+def projected_rows(table: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, shape: tuple) -> np.ndarray | None:
+    """A Linear layer applied to a parameter's rows repeated over the batch, in the layout `shape` asks for
+    (`heads_layout`), or None where the sizes do not fit. The exporter folds a projection of a parameter (the
+    value projection of a decoder's learnt queries) into a constant; its folding evaluates each ONNX op with
+    numpy (onnx.reference): MatMul of the rows by the Transpose of the weight (a transposed view, which
+    matters for the bits), then Add of the bias. The same numpy calls here give the same bits; the learnt
+    rule is still checked against both exports."""
+    batch = shape[0]
+    if table.shape[1] != weight.shape[1] or len(shape) not in (3, 4):
+        return None
+    sequence = shape[1] if len(shape) == 3 else shape[2]
+    if table.shape[0] != sequence:
+        return None
+    projected = np.matmul(np.broadcast_to(table, (batch, *table.shape)), weight.T)
+    if bias is not None:
+        projected = projected + bias
+    return heads_layout(projected, shape)
+
+
 @dataclass(frozen=True)
 class _Rule:
-    kind: str  # "same", "transpose", "reshape", "batchnorm_fold", "constant"
+    # "same", "transpose", "reshape", "batchnorm_fold", "constant"; for values that depend on the seed and no
+    # model tensor holds as they are: "broadcast", "rows" (gathered by `index`), "projection" (of `source`'s
+    # rows by the Linear whose weight and bias are `linear`)
+    kind: str
     source: str | None
     shape: tuple
+    index: tuple[int, ...] | None = None
+    linear: tuple[str, str | None] | None = None
 
     def apply(self, state: dict[str, torch.Tensor], folds: dict, constant: np.ndarray | None) -> np.ndarray:
         if self.kind == "constant":
             return constant
         if self.kind == "batchnorm_fold":
-            value = folds[self.source](state)
-        else:
-            value = state[self.source]
-            value = value.T if self.kind == "transpose" else value
+            return folds[self.source](state).reshape(self.shape).contiguous().numpy()
+        value = state[self.source]
+        if self.kind == "broadcast":
+            return np.ascontiguousarray(broadcast_of(value, self.shape).numpy())
+        if self.kind == "rows":
+            return _row_table(value, self.shape[-1])[list(self.index)].reshape(self.shape)
+        if self.kind == "projection":
+            weight, bias = self.linear
+            projected = projected_rows(_row_table(value, value.shape[-1]), state[weight].numpy(),
+                                       None if bias is None else state[bias].numpy(), self.shape)
+            return None if projected is None else np.ascontiguousarray(projected)
+        value = value.T if self.kind == "transpose" else value
         return value.reshape(self.shape).contiguous().numpy()
 
 
@@ -118,6 +205,48 @@ def _explain(name: str, array: np.ndarray, state: dict[str, torch.Tensor], folds
     return None
 
 
+def _linears(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> list[tuple[str, str | None]]:
+    """(weight, bias or None) of every Linear layer, by their names in the model's state (a layer shared by
+    several modules is listed under the one name its tensors have there)."""
+    found = []
+    for path, module in model.named_modules(remove_duplicate=False):
+        if not isinstance(module, torch.nn.Linear):
+            continue
+        weight, bias = f"{path}.weight", f"{path}.bias" if module.bias is not None else None
+        if weight in state and (bias is None or bias in state):
+            found.append((weight, bias))
+    return found
+
+
+def _explain_seeded(array: np.ndarray, state: dict[str, torch.Tensor],
+                    linears: list[tuple[str, str | None]]) -> _Rule | None:
+    """A rule for a value that depends on the seed but that no model tensor holds as it is: a parameter
+    broadcast, rows gathered from one, or a Linear layer's projection of one (`broadcast_of`,
+    `gathered_rows`, `projected_rows`), in that order, learnt on the template like every other rule."""
+    shape, dtype = tuple(array.shape), torch.from_numpy(np.empty(0, array.dtype)).dtype
+    sources = [name for name, value in state.items() if value.numel() > 1 and value.dtype == dtype]
+
+    def holds(rule: _Rule) -> bool:
+        rebuilt = rule.apply(state, {}, None)
+        return rebuilt is not None and np.array_equal(rebuilt, array)
+
+    for source in sources:
+        if state[source].numel() < array.size and broadcast_of(state[source], shape) is not None:
+            if holds(rule := _Rule("broadcast", source, shape)):
+                return rule
+    for source in sources:
+        table = _row_table(state[source], shape[-1])
+        index = gathered_rows(table, array) if table is not None else None
+        if index is not None:
+            return _Rule("rows", source, shape, index)
+    for source in sources:
+        for weight, bias in linears:
+            if state[weight].shape[1] == state[source].shape[-1]:
+                if holds(rule := _Rule("projection", source, shape, linear=(weight, bias))):
+                    return rule
+    return None
+
+
 @dataclass
 class SwapPlan:
     rules: dict[str, _Rule]
@@ -137,6 +266,7 @@ def learn(template: ExportedGraph, template_model: torch.nn.Module, check: Expor
     if {k: v.shape for k, v in first.items()} != {k: v.shape for k, v in second.items()}:
         raise SwapError("two exports of the same class have different initializers; the graph is not reusable")
     state, folds = _state(template_model), _batchnorm_folds(template_model)
+    linears = _linears(template_model, state)
     rules, constants = {}, {}
     for name, array in first.items():
         if array.dtype.kind != "f":
@@ -144,10 +274,15 @@ def learn(template: ExportedGraph, template_model: torch.nn.Module, check: Expor
             continue
         rule = _explain(name, array, state, folds)
         if rule is None or (rule.kind != "batchnorm_fold" and state[rule.source].numel() <= 1):
-            if not np.array_equal(array, second[name]):
-                raise SwapError(f"initializer {name!r} {array.shape} depends on the seed but matches no model tensor")
-            rule = _Rule("constant", None, array.shape)
-            constants[name] = array
+            rule = None
+            if np.array_equal(array, second[name]):  # the same for both seeds: kept as it is
+                rule = _Rule("constant", None, array.shape)
+                constants[name] = array
+            else:  # folded by the exporter from the seed's tensors
+                rule = _explain_seeded(array, state, linears)
+            if rule is None:
+                raise SwapError(f"initializer {name!r} {array.shape} depends on the seed but matches no model tensor "
+                                "(nor a broadcast, gathered rows or a Linear projection of one)")
         rules[name] = rule
     plan = SwapPlan(rules, constants, check_seed)
     rebuilt = plan.initializers(check_model)

@@ -135,18 +135,25 @@ def measured_decoder_reach(model64, frames: int, frame: int) -> dict[str, int]:
             "right_samples": int(touched.max()) - ((frame + 1) * hop - 1)}
 
 
+def repair_span(model, frames: int) -> tuple[int, int]:
+    """For a clip of `frames` latent frames: how many last frames the padding can reach (their receptive field
+    reaches past the clip's end), and the sample from which `repair` runs the clip again (the encoder's left
+    context before the first of them, in whole frames)."""
+    hop = model.config.hop_length
+    left, right = dac_chunks.encoder_reach(model)
+    tail = math.ceil(right / hop) + 1
+    return tail, max(0, (frames - tail) * hop - math.ceil(left / hop) * hop)
+
+
 def repair(model, clip: torch.Tensor, padded_length: int, chunk_frames: int = CHUNK_FRAMES) -> dict:
     """What a user does to get a clip's own results from a batch, measured: keep the batch's frames that the
     padding cannot reach, recompute the last ones from the clip's own samples alone (with the encoder's left
     context), splice, and compare with the clip run alone. The batch here is the clip zero-padded to
     `padded_length` (the padding cause; the batch size alone is measured apart)."""
-    hop = model.config.hop_length
-    left, right = dac_chunks.encoder_reach(model)
-    tail = math.ceil(right / hop) + 1  # frames whose receptive field can reach past the clip's end
     alone = _encode_decode(model, clip, chunk_frames)
     frames = alone["latent"].shape[-1]
     batched = _encode_decode(model, torch.nn.functional.pad(clip, (0, padded_length - clip.shape[-1])), chunk_frames)
-    start = max(0, (frames - tail) * hop - math.ceil(left / hop) * hop)
+    tail, start = repair_span(model, frames)
     again = _encode_decode(model, clip[..., start:], chunk_frames)
     spliced = {stage: torch.cat([batched[stage][..., :frames - tail], again[stage][..., -tail:]], dim=-1)
                for stage in ("latent", "codes")}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from exactness.findings import Finding, count, significant
+from exactness.workbook.findings import Finding, count, significant
 
 REVIEW = ("the shorter clip of a two-clip batch did not match the clip run alone (seed 002, review by vasqu; "
           "DAC as used in Dia, no figure given)")
@@ -180,13 +180,95 @@ def repair_finding(repaired: dict) -> Finding:
     return Finding(claim=claim, ours=ours, verdict="new", evidence="tables/repair.parquet")
 
 
+def equal_lengths(table: pd.DataFrame) -> bool:
+    """Every clip of the batch has the same number of samples: nothing is padded (a table of one clip's rows
+    says nothing about the others)."""
+    audio = table[table.stage == "audio"]
+    return audio["clip"].nunique() > 1 and audio["length"].nunique() == 1
+
+
+def no_padding_finding(table: pd.DataFrame) -> Finding:
+    """A batch of clips of equal length pads nothing: it tests the batch size alone."""
+    length = int(table[table.stage == "audio"]["length"].iloc[0])
+    clips = table["clip"].nunique()
+    return Finding(claim=f"The {count(clips)} clips have the same length ({count(length)} samples): the batch pads "
+                   "nothing, so this run measures the batch size alone, not the reviewers' padded shorter clip.",
+                   ours=f"{count(clips)} clips of {count(length)} samples, no padding", verdict="not comparable",
+                   seed=REVIEW, why="the reviewers' mismatch was the shorter clip of a padded batch; give clips of "
+                   "different lengths (clip_seconds) to measure it", evidence="tables/batching.parquet")
+
+
 def findings(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: int, hop: int, decoder_left: int,
              dropped: pd.DataFrame, repaired: dict | None = None) -> list[Finding]:
     padding_codes = int((curves[(shortest, "codes", "padding")] > 0).sum())
     size_codes = sum(int((curve > 0).sum()) for (_, stage, cause), curve in curves.items()
                      if stage == "codes" and cause == "batch size")
+    if equal_lengths(table):
+        return [no_padding_finding(table), batch_size_finding(table, size_codes), hop_finding(dropped)]
     return [padding_finding(table, shortest, one_side_frames, repaired is not None),
             before_tail_finding(table, curves, shortest, one_side_frames, padding_codes),
             batch_size_finding(table, size_codes),
             audio_finding(table, curves, shortest, hop, one_side_frames, decoder_left),
             hop_finding(dropped)] + ([repair_finding(repaired)] if repaired is not None else [])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The notebook's sentences and small tables, one per section: each reads its measurement and nothing else
+
+UNITS = {"latent": "frames", "codes": "frames", "audio": "samples"}
+
+
+def reach_table(field: dict, measured: dict) -> pd.DataFrame:
+    """The encoder's context per frame, from the architecture and from a float64 gradient."""
+    return pd.DataFrame([{"from": "architecture", "left_samples": field["one_side_samples"],
+                          "right_samples": field["one_side_samples"]},
+                         {"from": "float64 gradient", "left_samples": measured["left_samples"],
+                          "right_samples": measured["right_samples"]}])
+
+
+def reach_sentence(field: dict, measured: dict) -> str:
+    return (f"A latent frame sees {count(field['one_side_samples'])} samples on each side by the architecture and "
+            f"{count(measured['left_samples'])} / {count(measured['right_samples'])} by gradient: about "
+            f"{count(field['one_side_frames'])} frames of {count(field['hop'])} samples.")
+
+
+def shortest_clip(clips) -> int:
+    return int(pd.Series([c.shape[-1] for c in clips]).idxmin())
+
+
+def with_code_frames(table: pd.DataFrame, curves: dict) -> pd.DataFrame:
+    """The comparison table with, for the codes rows, how many code frames differ (not a difference of indices)."""
+    frames = {key: int((curve > 0).sum()) for key, curve in curves.items() if key[1] == "codes"}
+    counts = [frames.get((r.clip, r.stage, r.cause)) for r in table.itertuples()]
+    return table.assign(changed=pd.array(counts, dtype="Int64"))  # whole frames; empty where no codes
+
+
+def padding_tail(table: pd.DataFrame, shortest: int, stage: str) -> int:
+    return int(_rows(table, shortest, "padding").loc[stage, "first_diff_from_end"])
+
+
+def decoder_sentence(decoder: dict, hop: int) -> str:
+    return (f"Changing one latent frame in the float64 decoder changes {count(decoder['left_samples'])} samples "
+            f"before that frame's {count(hop)} samples and {count(decoder['right_samples'])} after: the decoder's "
+            "receptive field.")
+
+
+def odd_lengths(seconds: float, sampling_rate: int, hop: int, extras) -> list[int]:
+    """Lengths a few samples past a multiple of the hop, near `seconds` of audio."""
+    return [int(seconds * sampling_rate) // hop * hop + int(extra) for extra in extras]
+
+
+def repair_sentence(repaired: dict) -> str:
+    return (f"Recomputing the last {count(repaired['tail_frames'])} frames leaves "
+            f"{count(repaired['code_frames_after'])} of {count(repaired['frames'])} code frames different from the "
+            f"clip run alone ({count(repaired['code_frames_before'])} before).")
+
+
+def summary_values(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: int,
+                   dropped: pd.DataFrame) -> dict:
+    """summary.json's figures for the index and later runs."""
+    size_codes = int((curves[(shortest, "codes", "batch size")] > 0).sum())
+    return {"receptive_field_frames": one_side_frames,
+            "padding_tail_latent_frames": padding_tail(table, shortest, "latent"),
+            "padding_tail_code_frames": padding_tail(table, shortest, "codes"),
+            "batch_size_code_frames": size_codes, "max_dropped_samples": int(dropped.dropped_samples.max())}

@@ -32,6 +32,16 @@ def _cast(x: torch.Tensor, model) -> torch.Tensor:
     return x.to(next(model.parameters()).dtype)
 
 
+def _identical(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """The same values in the same dtype (NaN never equals itself, so a NaN takes the long way)."""
+    return a.dtype == b.dtype and a.shape == b.shape and torch.equal(a, b)
+
+
+def _larger(a: float, b: float) -> float:
+    """max(a, b) that keeps a NaN as torch's max does (Python's max(-inf, nan) is -inf)."""
+    return a if math.isnan(a) or (not math.isnan(b) and a >= b) else b
+
+
 class LayerStatistics:
     """Per run and layer, what the table needs and nothing more: the sum of squares of the output (for its
     RMS) and, against each reference run listed before it, the largest and the summed |difference|.
@@ -39,7 +49,9 @@ class LayerStatistics:
     Sums are added window by window; over one window they are torch's own sums, so mean = sum / n is exactly
     `tensor.mean()` (torch's CPU mean is its sum divided by n). Over several windows the sum's order differs
     from a whole-tensor reduction: the mean and RMS then agree with it to a few ulps, the largest values
-    exactly."""
+    exactly. A run whose output equals an earlier run's bit for bit (the float32 fold computes the weights
+    weight norm recomputes, so its run is weight norm's) takes that run's numbers without recomputing them:
+    the same values give the same sums, and |x - x| is +0.0 everywhere."""
 
     def __init__(self, order: list[str]):
         self.order = order
@@ -48,16 +60,31 @@ class LayerStatistics:
         self._last: dict = {}
 
     def _measure(self, outputs: dict[str, torch.Tensor]) -> dict:
-        wide = {}
-        numbers = {}
+        wide: dict[str, torch.Tensor] = {}
+        numbers: dict[str, dict] = {}
         for variant in self.order:
-            value = outputs[variant].double()
-            if variant in REFERENCES:
-                wide[variant] = value
-            entry = {"squares": float(value.square().sum()), "count": value.numel()}
+            value = outputs[variant]
+            # finite sums only: an infinity would give inf - inf = NaN where the shortcut says 0
+            twin = next((seen for seen in numbers if math.isfinite(numbers[seen]["squares"])
+                         and _identical(outputs[seen], value)), None)
+            entry: dict = {"count": value.numel()}
             for reference in self.against[variant]:
-                error = torch.sub(value, wide[reference]).abs_()  # in place: one large block fewer per layer
-                entry[reference] = (float(error.max()), float(error.sum()))
+                if reference == twin:
+                    entry[reference] = (0.0, 0.0)  # what |x - x| gives: +0.0 everywhere
+                elif twin is not None and reference in numbers[twin]:
+                    entry[reference] = numbers[twin][reference]
+                else:  # float32 minus float64 promotes exactly as value.double() would, without the copy
+                    error = torch.sub(value, wide[reference]).abs_()
+                    entry[reference] = (float(error.max()), float(error.sum()))
+                    del error
+            if variant in REFERENCES:
+                wide[variant] = value.double()
+            if twin is not None:  # the same values: the same sum of squares
+                entry["squares"] = numbers[twin]["squares"]
+            elif variant in REFERENCES:
+                entry["squares"] = float(wide[variant].square().sum())
+            else:  # its own float64 copy, squared in place (x * x, as square() computes it)
+                entry["squares"] = float(value.to(torch.float64, copy=True).square_().sum())
             numbers[variant] = entry
         return numbers
 
@@ -72,7 +99,7 @@ class LayerStatistics:
             total["count"] += entry["count"]
             for reference in self.against[variant]:
                 largest, summed = total.get(reference, (-math.inf, 0.0))
-                total[reference] = (max(largest, entry[reference][0]), summed + entry[reference][1])
+                total[reference] = (_larger(largest, entry[reference][0]), summed + entry[reference][1])
 
     def rows(self, model) -> list[dict]:
         rows = []
@@ -177,8 +204,21 @@ def beside_seed(propagation: pd.DataFrame) -> pd.DataFrame:
 
 
 def _largest_difference(a: torch.Tensor, b: torch.Tensor, elements: int = 1 << 22) -> float:
-    """max |a - b| in float64, in blocks of about `elements` values (the exact maximum, without float64
-    copies of a whole large layer)."""
+    """max |a - b| in float64: the exact maximum, without float64 copies of a whole large layer.
+
+    Two shortcuts give the same number as the float64 blocks: identical tensors differ by 0.0 everywhere, and
+    for two float32 tensors the float32 differences are computed first. Rounding to nearest is monotone, so
+    the element whose float64 difference is largest also has the largest float32 difference: only the
+    elements at that float32 value are recomputed in float64. Where a difference is NaN (a NaN, or inf - inf)
+    the float64 blocks run as they always did (their largest value then depends on the block the NaN is in)."""
+    if _identical(a, b) and bool(torch.isfinite(a).all()):  # inf - inf would be NaN, not 0
+        return 0.0
+    if a.dtype == b.dtype == torch.float32 and a.shape == b.shape:
+        rounded = torch.sub(a, b).abs_()
+        top = rounded.max()
+        if not torch.isnan(top):
+            at = rounded == top
+            return float((a[at].double() - b[at].double()).abs().max())
     rows = max(1, elements // max(1, a[0].numel()))
     return max(float((a[i:i + rows].double() - b[i:i + rows].double()).abs().max()) for i in range(0, len(a), rows))
 
@@ -191,12 +231,13 @@ def weight_table(models: dict) -> pd.DataFrame:
     rows: dict[str, list[dict]] = {variant: [] for variant in models}
     with torch.no_grad():
         for index, name in enumerate(reference):
-            recomputed = reference[name].weight
+            recomputed = reference[name].weight  # computed from (g, v) at each access: once per layer here
             for variant, walk in walks.items():
                 layer_name, layer = walk[index]
                 assert layer_name == name, f"{variant}'s layer {index} is {layer_name}, weight_norm's {name}"
+                weight = recomputed if layer is reference[name] else layer.weight
                 rows[variant].append({"variant": variant, "layer": name,
-                                      "max_abs_diff": _largest_difference(layer.weight, recomputed)})
+                                      "max_abs_diff": _largest_difference(weight, recomputed)})
     return pd.DataFrame([row for variant in models for row in rows[variant]])
 
 
@@ -298,7 +339,7 @@ def other_rates(variants: list[str], seconds: float, seed: int, audio_seed: int,
 
 def other_rates_sentence(others: pd.DataFrame) -> str:
     """One computed sentence over `other_rates`' rows."""
-    from exactness.findings import count, significant
+    from exactness.workbook.findings import count, significant
 
     if others.empty:
         return "No other configuration was asked for (other_variants is empty; paper.yaml runs 16khz and 24khz)."

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from exactness import study_rules, sweep
 from exactness.models import tiny_subjects
-from exactness.parameter_rules import StudyParameterError  # noqa: F401 (the notebook's error, re-exported)
+from exactness.workbook import study_rules, sweep
+from exactness.workbook.parameter_rules import StudyParameterError  # noqa: F401 (the notebook's error, re-exported)
 
 STUDY = "discrete_ops"
 

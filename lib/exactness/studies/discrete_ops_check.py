@@ -72,9 +72,16 @@ def from_graph(model: str, shape_mode: str, seed: int, graph: onnx_graph.Exporte
     return cg
 
 
+def graph_named(model: onnx.ModelProto, inputs: dict) -> dict:
+    """The inputs under the graph's input names: the exporter prefixes an input with `input.` when an output
+    has the same name (MMGroundingDino returns its `input_ids`, so the graph reads `input.input_ids`)."""
+    names = {i.name for i in model.graph.input}
+    return {(f"input.{k}" if k not in names and f"input.{k}" in names else k): v for k, v in inputs.items()}
+
+
 def _run(model: onnx.ModelProto, initializers: dict | None, inputs: dict) -> dict[str, np.ndarray]:
     graph = onnx_graph.ExportedGraph(model, [o.name for o in model.graph.output])
-    return onnx_graph.OrtRunner(graph, initializers, intra_op_threads=1).run(inputs)
+    return onnx_graph.OrtRunner(graph, initializers, intra_op_threads=1).run(graph_named(model, inputs))
 
 
 def flatten_outputs(output) -> dict[str, torch.Tensor]:
@@ -144,8 +151,15 @@ def eager_choice(record: discrete_recorder.Record):
     return (out[1] if isinstance(out, (tuple, list)) else out).numpy()
 
 
-def ort_choice(op: discrete_scan.DiscreteOp, values: dict):
-    return values[op.outputs[1] if op.op_type == "TopK" else op.outputs[0]]
+# (aten op, ONNX node) pairs where the node computes the negation of eager's choice: ONNX has no NotEqual, so
+# torch's `ne` exports as Not(Equal) and the scan finds the Equal.
+NEGATED = {("aten.ne", "Equal")}
+
+
+def ort_choice(op: discrete_scan.DiscreteOp, values: dict, record: discrete_recorder.Record | None = None):
+    """ORT's choice at `op`, in the terms of eager's `record` (the call it was matched to)."""
+    chosen = values[op.outputs[1] if op.op_type == "TopK" else op.outputs[0]]
+    return np.logical_not(chosen) if record is not None and (record.op, op.op_type) in NEGATED else chosen
 
 
 def forcing(record: discrete_recorder.Record, choice: np.ndarray):
@@ -193,7 +207,7 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module | None = None, 
     else:
         bare, exposed = cg.bare, cg.exposed
         initializers = cg.plan.initializers(built) if cg.plan is not None and seed != cg.template_seed else None
-    values = {**discrete_scan.constant_values(exposed.graph), **inputs_as_numpy(inputs),
+    values = {**discrete_scan.constant_values(exposed.graph), **inputs_as_numpy(graph_named(exposed, inputs)),
               **_run(exposed, initializers, inputs)}
     produced = values if cg.exposure_ok else _run(bare, initializers, inputs)
     nodes = {node.name: node for node in exposed.graph.node}
@@ -230,8 +244,9 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module | None = None, 
             read = _read_eager(rec) if row["match_trusted"] else None
             row.update((margins_of.margins(op.category, op.op_type, read, sel) if read else ort_margins).summary())
             if row["match_trusted"] or (op.category == "nonzero" and m.how == "traced call number"):
-                row["flipped"] = margins_of.flipped(op.category, eager_choice(rec), ort_choice(op, values), sel)
-                force[(rec.op, rec.call)] = forcing(rec, ort_choice(op, values))
+                ort = ort_choice(op, values, rec)
+                row["flipped"] = margins_of.flipped(op.category, eager_choice(rec), ort, sel)
+                force[(rec.op, rec.call)] = forcing(rec, ort)
             else:
                 row["flipped"] = float("nan")
         else:
@@ -240,14 +255,16 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module | None = None, 
         margin_rows.append(row)
     out_rows = []
     for name in cg.outputs:
-        if name in eager and name in produced:
-            out_rows.append({**labels, "output": name, **output_difference(produced[name], eager[name])})
+        mine = name if name in eager else name.removeprefix("output.")  # renamed as its clashing input was
+        if mine in eager and name in produced:
+            out_rows.append({**labels, "output": name, **output_difference(produced[name], eager[mine])})
     any_flip = any(r.get("flipped", 0) > 0 for r in margin_rows if r.get("flipped") == r.get("flipped"))
     if any_flip:  # eager again, with ORT's choices at every matched op
         forced_raw, _ = discrete_recorder.record(built, inputs, force=force, seed=EXPORT_TEST_FORWARD_SEED)
         forced = flatten_outputs(forced_raw)
         for row in out_rows:
-            after = output_difference(produced[row["output"]], forced[row["output"]])
+            name = row["output"]
+            after = output_difference(produced[name], forced[name if name in forced else name.removeprefix("output.")])
             row.update({"forced_max_abs_diff": after["max_abs_diff"], "forced_max_ulps_of_scale":
                         after["max_ulps_of_scale"], "forced_mismatched": after["mismatched"]})
     for row in out_rows:

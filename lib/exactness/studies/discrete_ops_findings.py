@@ -13,8 +13,8 @@ import pandas as pd
 
 from exactness import reference
 from exactness.compare.rates import binomial_two_sided_p
-from exactness.findings import Finding, count, rate_text, rate_verdict, significant
 from exactness.studies import discrete_ops_verdicts as v
+from exactness.workbook.findings import Finding, count, rate_text, rate_verdict, significant
 
 SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
 SEED_OP = ("argmax", "quantizer")  # the op seed 000 counted flips of: category and module scope
@@ -85,7 +85,9 @@ def skip_reasons(verdicts: pd.DataFrame) -> Finding | None:
     open_ = skipped[skipped.reason_holds.isna()]
     return Finding(f"The export test's stated reason matches the measured verdict for {len(holds)} of {len(skipped)} "
                    f"skipped classes" + (f" ({_names(holds)})" if len(holds) else "") + (
-                       f"; it does not for {_names(other)}" if len(other) else "") + (
+                       "; it does not for " + "; ".join(
+                           f"{r.model} (claimed {r.reason_claim}, measured {r.measured_cause or r.verdict})"
+                           for r in other.itertuples()) if len(other) else "") + (
                        f"; undecided for {_names(open_)}, where a mismatch remains unexplained" if len(open_) else "")
                    + ".", f"{len(holds)} of {len(skipped)}", "new", evidence="verdicts table, reason beside verdict")
 

@@ -3,7 +3,8 @@
 The noise bound of a class is measured, not chosen: twice the largest difference (in ulps of each output's
 scale) between eager and ORT on the seeds where no discrete op flipped, and at least `NOISE_FLOOR_ULPS`.
 A mismatch is explained by flips when eager re-run with ORT's choices agrees with ORT within that bound on
-every output (integer outputs: exactly).
+every output (integer outputs: exactly). The skip's reason is judged by its claim, labelled once in
+`exactness.reference.SKIP_CLAIMS` (cause, and the op for a tie), against the cause the verdict measured.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import pandas as pd
 
 from exactness import reference
 from exactness.compare.rates import wilson_interval
+from exactness.models import tiny_subjects
 
 NOISE_FLOOR_ULPS = 16.0
 EXPORT_FAILED = "export failed"
@@ -23,19 +25,36 @@ NEVER_FLIPPED = "discrete ops reach outputs but never flipped: compare values"
 EXACT_TIES = "exact ties flip: comparison ill-posed on the tiny model (skip founded)"
 NEAR_TIES = "near-ties flip: a tie-aware comparison passes"
 UNEXPLAINED = "mismatch remains after forcing ORT's choices: a bug or a non-discrete difference"
-# What the skip's reason claims, read from its words (a keyword reading, shown as such).
-REASON_KINDS = {"tie": ("tie", "tied", "apart", "the other way round"), "random": ("gumbel", "draw", "random"),
-                "noise": ("accumulation", "drift", "differs by")}
-VERDICT_KINDS = {EXACT_TIES: "tie", NEAR_TIES: "tie", RANDOM: "random", NOISE_ONLY: "noise", NO_DISCRETE: "none",
-                 NEVER_FLIPPED: "none", UNEXPLAINED: "bug", EXPORT_FAILED: "unknown"}
+# The cause each verdict measures, in the terms of the skip reasons' labelled claims (exactness.reference):
+# a reason holds when its claimed cause is the measured one (and, for a tie, its op is among those that flipped).
+VERDICT_CAUSES = {EXACT_TIES: reference.EXACT_TIE, NEAR_TIES: reference.NEAR_TIE, RANDOM: reference.RANDOM_DRAW,
+                  NOISE_ONLY: reference.FLOAT_NOISE, NO_DISCRETE: "nothing discrete on the outputs",
+                  NEVER_FLIPPED: "no flip", UNEXPLAINED: "", EXPORT_FAILED: ""}
 
 
-def reason_kind(reason: str) -> str:
-    words = reason.lower()
-    for kind, keys in REASON_KINDS.items():
-        if any(key in words for key in keys):
-            return kind
-    return "" if not reason else "other"
+def reason_holds(claim: reference.Claim | None, verdict: str, flipped_ops: set[str]) -> bool | None:
+    """Whether the measured verdict supports the reason's labelled claim. None (undecided) when the class is
+    not skipped, did not export, or a mismatch remains that forcing ORT's choices does not explain."""
+    if claim is None or verdict in (UNEXPLAINED, EXPORT_FAILED):
+        return None
+    if claim.cause != VERDICT_CAUSES[verdict]:
+        return False
+    return not claim.op or claim.op in flipped_ops
+
+
+def measured_cause(verdict: str, flipped_ops: set[str]) -> str:
+    """The verdict's cause in the claims' terms, with the op types that flipped (for a tie)."""
+    cause = VERDICT_CAUSES[verdict]
+    return cause + (f" at {', '.join(sorted(flipped_ops))}" if cause and flipped_ops else "")
+
+
+def stated_reason(model: str) -> tuple[str, reference.Claim | None]:
+    """The skip's reason and its labelled claim: the class's registry entry where it overrides them, else the
+    export test's own (exactness.reference)."""
+    entry = tiny_subjects.SUBJECTS.get(model) or tiny_subjects.Subject(model)
+    reason = entry.skip_reason if entry.skip_reason is not None else reference.skip_reason(model)
+    claim = reference.Claim(*entry.skip_claim) if entry.skip_claim else reference.skip_claim(model)
+    return reason, claim
 
 
 def noise_bound(outputs: pd.DataFrame, flipped_seeds: set, reached: set) -> float:
@@ -103,11 +122,12 @@ def verdicts(graphs: pd.DataFrame, ops: pd.DataFrame, margins: pd.DataFrame, out
     rows, counterfactual = [], []
     for graph in graphs.itertuples(index=False):
         key = (graph.model, graph.shape_mode)
-        reason = reference.skip_reason(graph.model)
+        reason, claim = stated_reason(graph.model)
         row = {"model": graph.model, "shape_mode": graph.shape_mode, "skip_reason_reference": reason,
-               "reason_kind": reason_kind(reason)}
+               "reason_claim": str(claim or "")}
         if getattr(graph, "error", ""):
-            rows.append({**row, "verdict": EXPORT_FAILED, "detail": graph.error, "seeds": 0})
+            rows.append({**row, "verdict": EXPORT_FAILED, "detail": graph.error, "seeds": 0, "measured_cause": "",
+                         "reason_holds": None})
             continue
         o, m, out = (_of(frame, key) for frame in (ops, margins, outputs))
         live = o[o.on_output_path & o.can_flip] if len(o) else o
@@ -129,7 +149,7 @@ def verdicts(graphs: pd.DataFrame, ops: pd.DataFrame, margins: pd.DataFrame, out
         counterfactual.append(explained)
         unexplained = explained[~explained.explained_by_flip] if len(explained) else explained
         low, high = wilson_interval(len(flipped_seeds), seeds)
-        quiet = out[~out.seed.isin(flipped_seeds | set(stray.seed))] if len(out) else out
+        quiet = out[~out.seed.isin(flipped_seeds | (set(stray.seed) if len(stray) else set()))] if len(out) else out
         tolerance = float(quiet.max_ulps_of_scale.max()) if len(quiet) else float("nan")
         tolerance_abs = float(quiet.max_abs_diff.max()) if len(quiet) else float("nan")
         row.update(seeds=seeds, discrete_ops=len(o), discrete_ops_on_outputs=len(live),
@@ -169,10 +189,10 @@ def verdicts(graphs: pd.DataFrame, ops: pd.DataFrame, margins: pd.DataFrame, out
                          "distinct (no padded or masked positions, a non-constant head) remove the ties"
                          if verdict == EXACT_TIES else "flipped calls came within "
                          f"{float(flipped_rows.min_margin.max()):.3g} of a tie"))
-        kind = VERDICT_KINDS[verdict]
+        flipped_ops = set(flipped_rows.op_type) if verdict in (EXACT_TIES, NEAR_TIES) else set()
         # a remaining mismatch says neither that the reason holds nor that it does not: it is left open (None)
-        row.update(verdict=verdict, detail=detail,
-                   reason_holds=None if not reason or verdict == UNEXPLAINED else kind == row["reason_kind"])
+        row.update(verdict=verdict, detail=detail, measured_cause=measured_cause(verdict, flipped_ops),
+                   reason_holds=reason_holds(claim, verdict, flipped_ops))
         rows.append(row)
     frames = [f for f in counterfactual if len(f)]
     return pd.DataFrame(rows), (pd.concat(frames, ignore_index=True) if frames else explain(pd.DataFrame(), 0))

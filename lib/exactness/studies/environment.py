@@ -11,8 +11,9 @@ import math
 import numpy as np
 import pandas as pd
 
-from exactness import machine, reference
-from exactness.findings import Finding, significant
+from exactness import reference
+from exactness.workbook import machine
+from exactness.workbook.findings import Finding, count, significant
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 # Explicit mantissa bits: 1 ulp at a magnitude m is 2 ** (floor(log2 m) - bits) for a normal m (IEEE 754;
@@ -147,3 +148,49 @@ def findings(versions: dict, hardware: dict, behaviour: dict, spacing: pd.DataFr
 def relative_spacing_range(spacing: pd.DataFrame) -> tuple[float, float]:
     relative = np.asarray(spacing.float32_relative, dtype=float)
     return float(relative.min()), float(relative.max())
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The notebook's sentences, one per section: each reads its facts and nothing else
+
+def versions_sentence(versions: dict) -> str:
+    return (f"torch {versions['torch']} against onnxruntime {versions['onnxruntime']} with transformers "
+            f"{versions['transformers']}, on Python {versions['python']}.")
+
+
+def hardware_sentence(hardware: dict) -> str:
+    return (f"{hardware['usable_cpus']} usable CPUs ({hardware['cpu_model']}); torch dispatches "
+            f"{hardware['torch_cpu_capability']} kernels and uses {hardware['torch_intra_op_threads']} intra-op "
+            f"threads; ONNX Runtime's intra-op setting is {hardware['ort_intra_op_threads_setting']} "
+            "(0: one per physical core).")
+
+
+def flushing_runtimes(behaviour: dict) -> list[str]:
+    """The runtimes whose subnormal probe came back as zero."""
+    return [name.removesuffix("_keeps_subnormals") for name, kept in behaviour.items()
+            if name.endswith("_keeps_subnormals") and not kept]
+
+
+def subnormals_sentence(behaviour: dict) -> str:
+    flushed = flushing_runtimes(behaviour)
+    if not flushed:
+        return "Subnormal float32 values are kept by every runtime."
+    return f"Subnormals are flushed to zero by: {', '.join(flushed)}; results near zero can differ by that."
+
+
+def float32_ulp_at_one(spacing: pd.DataFrame) -> float | None:
+    at_one = spacing.loc[spacing.magnitude == 1.0, "float32"]
+    return float(at_one.iloc[0]) if len(at_one) else None
+
+
+def spacing_sentence(spacing: pd.DataFrame, checked: pd.DataFrame) -> str:
+    at_one = float32_ulp_at_one(spacing)
+    return ((f"At magnitude 1, one float32 ulp is {at_one:.3g}; " if at_one is not None else "")
+            + f"{count(int(checked.agrees.sum()))} of {count(len(checked))} measured spacings equal the IEEE 754 "
+            "value.")
+
+
+def summary_values(versions: dict, hardware: dict, behaviour: dict, spacing: pd.DataFrame) -> dict:
+    return {"cpu": hardware["cpu_model"], "torch": versions["torch"], "onnxruntime": versions["onnxruntime"],
+            "torch_threads": hardware["torch_intra_op_threads"], "subnormals_kept": not flushing_runtimes(behaviour),
+            "float32_ulp_at_1": float32_ulp_at_one(spacing)}

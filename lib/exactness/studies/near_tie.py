@@ -11,21 +11,24 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from exactness import reference, study_rules, sweep
+from exactness import reference
 from exactness.models import wav2vec2_family as family
 from exactness.models.seed_rebuild import Rebuilder
-from exactness.parameter_rules import StudyParameterError  # noqa: F401 (the notebook's error, re-exported)
 from exactness.runtimes import codevector_lookup
-from exactness.runtimes.graph_pool import GraphPool, export_fresh
+from exactness.runtimes.fast import BuildPath
+from exactness.runtimes.graph_pool import Case, GraphPool, export_fresh
 from exactness.studies import near_tie_check as check
-from exactness.studies import near_tie_scale
+from exactness.studies import near_tie_row, near_tie_scale
+from exactness.studies.near_tie_row import CheckRow
+from exactness.workbook import study_rules, sweep
+from exactness.workbook.parameter_rules import StudyParameterError  # noqa: F401 (the notebook's error, re-exported)
 
 
-def validate(models, n_seeds: int, threshold: float, shape_modes, workers: int) -> None:
-    """The study's declared rules (`exactness.study_rules`), for a notebook run by hand: the command line
+def validate(models, n_seeds: int, threshold: float, shape_modes, workers: int, fast_paths: bool = True) -> None:
+    """The study's declared rules (`exactness.workbook.study_rules`), for a notebook run by hand: the command line
     checks the same rules, with every parameter, before it creates a run folder."""
     study_rules.check("near_tie", {"models": list(models), "n_seeds": n_seeds, "threshold": threshold,
-                                   "shape_modes": list(shape_modes), "workers": workers})
+                                   "shape_modes": list(shape_modes), "workers": workers, "fast_paths": fast_paths})
 
 
 @dataclass
@@ -47,7 +50,7 @@ class Checks:
 class _Batch:
     """What checking some seeds of one (model, shape mode) gives; `_merge` joins batches in order."""
 
-    rows: list[dict]
+    rows: list[CheckRow]
     outputs: list[pd.DataFrame]
     tensors: list[pd.DataFrame]
     deltas: list[np.ndarray]
@@ -63,70 +66,115 @@ def _merge(batches: list[_Batch]) -> _Batch:
                                                                                         "deltas")))
 
 
+@dataclass(frozen=True)
+class SeedTask:
+    """One seed of one class and shape mode, as a sweep item (an export, a replay). `resume_key` names it in
+    the shards of a resumed run; a model id may hold '/' (a hub id), so nothing ever splits the key."""
+
+    model: str
+    shape_mode: str
+    seed: int
+
+    @property
+    def resume_key(self) -> str:
+        return f"{self.model}|{self.shape_mode}|{self.seed}"
+
+    def __str__(self) -> str:  # a shard's name is made from str() of its first and last items
+        return self.resume_key
+
+
+@dataclass(frozen=True)
+class PoolTask:
+    """One class and shape mode's pool, as a sweep item (its preparation and first checks)."""
+
+    model: str
+    shape_mode: str
+
+    @property
+    def resume_key(self) -> str:
+        return f"{self.model}|{self.shape_mode}"
+
+    def __str__(self) -> str:
+        return self.resume_key
+
+
 class _CheckChunk:
     """Picklable `seeds -> _Batch` for worker processes; the pool travels with its learnt weight swap, so
     workers never export. ORT runs on one thread wherever the chunk runs: the table cannot depend on
     the number of workers."""
 
-    def __init__(self, pool: GraphPool, atol: float, rtol: float, full_tensors: set, what_if: set, keep_deltas: bool):
+    def __init__(self, pool: GraphPool | None, *, atol: float, rtol: float, full_tensors: set, what_if: set,
+                 keep_deltas: bool, fast_paths: bool = True):
         self.pool, self.atol, self.rtol = pool, atol, rtol
         self.full_tensors, self.what_if, self.keep_deltas = full_tensors, what_if, keep_deltas
+        self.fast_paths = fast_paths
 
     def __call__(self, seeds) -> _Batch:
+        # a swapped graph keeps no model: the seed's weights can go into one reused template (fast paths)
+        rebuild = _rebuilder(self.pool.model) if self.fast_paths and self.pool.plan is not None else None
         batch = _Batch([], [], [], [])
-        # a swapped graph keeps no model: the seed's weights can go into one reused template (the first
-        # seeds export fresh, and the pool keeps their models)
-        rebuild = _rebuilder(self.pool.model) if self.pool.plan is not None else None
         for seed in seeds:
-            result = check.check_seed(self.pool, int(seed), self.atol, self.rtol,
-                                      built=rebuild(int(seed)) if rebuild else None,
-                                      all_tensors=seed in self.full_tensors, what_if=seed in self.what_if,
-                                      session_options={"intra_op_threads": 1})
-            batch.rows.append(result.row)
-            batch.outputs.append(result.outputs)
-            batch.tensors.append(result.tensors)
-            if self.keep_deltas:
-                batch.deltas.append(result.extra["delta"].numpy())
+            built = rebuild(int(seed)) if rebuild else family.build_model(self.pool.model, int(seed))
+            self.check(batch, int(seed), built, BuildPath.REBUILD if rebuild else BuildPath.BUILD)
         return batch
+
+    def check(self, batch: _Batch, seed: int, built, build_path: BuildPath) -> None:
+        result = check.check_seed(self.pool, seed, atol=self.atol, rtol=self.rtol, built=built, build_path=build_path,
+                                  all_tensors=seed in self.full_tensors, what_if=seed in self.what_if,
+                                  session_options={"intra_op_threads": 1}, fast_paths=self.fast_paths)
+        batch.rows.append(result.row)
+        batch.outputs.append(result.outputs)
+        batch.tensors.append(result.tensors)
+        if self.keep_deltas:
+            batch.deltas.append(result.delta.numpy())
 
 
 _rebuilder = functools.cache(Rebuilder)  # one per model class and process
 
 
-def check_pool(model: str, mode: str, exported: dict | None = None) -> GraphPool:
-    """A pool as the checks use it: its plain runs expose what a check reads, and its one fed session runs
-    the graph with the codevector product as a gather (both verified against the graph as exported)."""
-    return GraphPool(model, mode, exposed=family.check_exposed(model), exported=exported,
-                     rewrite=codevector_lookup.gathered_graph)
+def check_pool(model: str, mode: str, fast_paths: bool = True) -> GraphPool:
+    """A pool as the checks use it: its plain runs expose what a check reads, and (fast paths) its one fed
+    session runs the graph with the codevector product as a gather (both verified against the graph as
+    exported). Without fast paths: no swap, no fed session, no rewrite: every seed its own export."""
+    return GraphPool(model, mode, swap=fast_paths, exposed=family.check_exposed(model),
+                     rewrite=codevector_lookup.gathered_graph if fast_paths else None)
+
+
+def _case(task: SeedTask, graph=None) -> Case:
+    return Case(task.seed, family.build_model(task.model, task.seed), family.tester_inputs(task.model, task.seed),
+                graph)
 
 
 class _Export:
-    """Picklable `["model/mode/seed", ...] -> [(key, graph)]`: fresh exports, each a task of its own so that
-    the six exports of three pools share the workers evenly (an export is 15-40 s; a pool needs two)."""
+    """Picklable `[SeedTask, ...] -> [(task, graph)]`: fresh exports, each a task of its own so that the six
+    exports of three pools share the workers evenly (an export is 15-40 s; a pool needs two)."""
 
-    def __call__(self, keys) -> list:
+    def __call__(self, tasks) -> list:
         out = []
-        for key in keys:
-            model, mode, seed = key.split("/")
-            out.append((key, export_fresh(family.build_model(model, int(seed)),
-                                          family.tester_inputs(model, int(seed)), mode)))
+        for task in tasks:
+            case = _case(task)
+            out.append((task, export_fresh(case.built, case.inputs, task.shape_mode)))
         return out
 
 
 class _Warm:
-    """Picklable `["model/mode", ...] -> [(pool, _Batch)]`: the first two seeds of each pool, from their fresh
-    exports (the template, then the one the weight swap is learnt and verified on)."""
+    """Picklable `[PoolTask, ...] -> [(pool, _Batch)]`: each pool prepared from the fresh exports of its first
+    seeds (the template, then the one the weight swap is learnt and verified on), then those seeds checked."""
 
-    def __init__(self, first: dict[str, tuple[list[int], _CheckChunk]], exported: dict[str, dict]):
+    def __init__(self, first: dict[PoolTask, tuple[list[int], _CheckChunk]], exported: dict[SeedTask, object]):
         self.first, self.exported = first, exported
 
-    def __call__(self, keys) -> list:
+    def __call__(self, tasks) -> list:
         out = []
-        for key in keys:
-            model, mode = key.split("/")
-            seeds, chunk = self.first[key]
-            chunk.pool = check_pool(model, mode, self.exported[key])
-            out.append((chunk.pool, chunk(seeds)))
+        for task in tasks:
+            seeds, chunk = self.first[task]
+            cases = [_case(key, self.exported[key]) for key in (SeedTask(task.model, task.shape_mode, s)
+                                                                 for s in seeds)]
+            chunk.pool = check_pool(task.model, task.shape_mode, chunk.fast_paths).prepare(*cases)
+            batch = _Batch([], [], [], [])
+            for case in cases:
+                chunk.check(batch, case.seed, case.built, BuildPath.BUILD)
+            out.append((chunk.pool, batch))
         return out
 
 
@@ -134,44 +182,46 @@ def _flatten(parts: list[list]) -> list:
     return [x for part in parts for x in part]
 
 
-def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, max_checks: int = 0, atol: float = 1e-3,
+def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_checks: int = 0, atol: float = 1e-3,
                rtol: float = 1e-3, progress_every: float = 10.0, full_tensor_checks: int = 20,
                what_if_checks: int = 300, workers: int = 1, scheduler: str = "", shards=None,
-               chunk_size: int = 8, replay_seed: int | None = None, threshold_ulps: float = 0.0) -> Checks:
+               chunk_size: int = 8, replay_seed: int | None = None, threshold_ulps: float = 0.0,
+               fast_paths: bool = True) -> Checks:
     """Check every seed below `threshold` (the smallest gaps first when `max_checks` caps them). The first
     `full_tensor_checks` seeds of each model and mode compare every intermediate, the rest the named three;
     the `what_if_checks` smallest gaps also measure what flipping their smallest-gap row would do (one more
     eager forward; larger gaps almost never flip). The exports run first, each a task of its own; then each
-    pool checks its first two seeds from them (learning its weight swap), one pool per process; then the checks
-    run in chunks on `workers` processes (or the Dask cluster at `scheduler`), saved to `shards` as they
-    finish. `replay_seed`: the second fresh export of each pool (the one its weight swap is verified on) is
-    this seed's, so its replay (`Checks.replayed`) costs no export of its own; it is a check only if it is
-    a candidate. `threshold_ulps` > 0: the candidates are the seeds whose smallest gap in ulps of its row's top
-    logit is below it instead (`near_tie_scale.is_candidate`), smallest first."""
+    pool is prepared from them (learning its weight swap) and checks its first two seeds, one pool per
+    process; then the checks run in chunks on `workers` processes (or the Dask cluster at `scheduler`), saved
+    to `shards` as they finish. `replay_seed`: the second fresh export of each pool (the one its weight swap is
+    verified on) is this seed's, so its replay (`Checks.replayed`) costs no export of its own; it is a check
+    only if it is a candidate. `threshold_ulps` > 0: the candidates are the seeds whose smallest gap in ulps of
+    its row's top logit is below it instead (`near_tie_scale.is_candidate`), smallest first. `fast_paths=False`:
+    every seed built plainly, exported fresh and run in its own session, both lookups the model's own."""
     by = "smallest_gap_ulps" if threshold_ulps > 0 else "min_gap"
     candidates = screen[near_tie_scale.is_candidate(screen, threshold, threshold_ulps)].sort_values(["model", by,
                                                                                                    "seed"])
-    plans = {}
+    plans: dict[PoolTask, tuple[list[int], list[int], _CheckChunk]] = {}
     for model, group in candidates.groupby("model", sort=True):
         by_gap = [int(s) for s in group.seed.tolist()[: max_checks or None]]
         seeds = sorted(by_gap)
         for mode in shape_modes:
-            chunk = _CheckChunk(None, atol, rtol, set(seeds[:full_tensor_checks]), set(by_gap[:what_if_checks]),
-                                mode == shape_modes[0])
+            chunk = _CheckChunk(None, atol=atol, rtol=rtol, full_tensors=set(seeds[:full_tensor_checks]),
+                                what_if=set(by_gap[:what_if_checks]), keep_deltas=mode == shape_modes[0],
+                                fast_paths=fast_paths)
             first = seeds[:2] if replay_seed is None or replay_seed in seeds[:1] else [seeds[0], int(replay_seed)]
-            plans[f"{model}/{mode}"] = (seeds, first, chunk)
-    keys = [f"{key}/{seed}" for key, (_, first, _) in plans.items() for seed in first]
-    graphs = dict(sweep.map_chunks(_Export(), keys, workers, 1, "exports", progress_every, scheduler, shards,
-                                   combine=_flatten))
-    exported = {key: {seed: graphs[f"{key}/{seed}"] for seed in first} for key, (_, first, _) in plans.items()}
-    warm = sweep.map_chunks(_Warm({key: (first, chunk) for key, (_, first, chunk) in plans.items()}, exported),
+            plans[PoolTask(model, mode)] = (seeds, first, chunk)
+    tasks = [SeedTask(task.model, task.shape_mode, seed) for task, (_, first, _) in plans.items() for seed in first]
+    exported = dict(sweep.map_chunks(_Export(), tasks, workers, 1, "exports", progress_every, scheduler, shards,
+                                     combine=_flatten))
+    warm = sweep.map_chunks(_Warm({task: (first, chunk) for task, (_, first, chunk) in plans.items()}, exported),
                             list(plans), workers, 1, "first checks", progress_every, scheduler, shards,
                             combine=_flatten)
     pools, batches, deltas, replayed = {}, [], {}, []
-    for (key, (seeds, first, chunk)), (pool, warm_batch) in zip(plans.items(), warm, strict=True):
-        model, mode = key.split("/")
+    for (task, (seeds, first, chunk)), (pool, warm_batch) in zip(plans.items(), warm, strict=True):
+        model, mode = task.model, task.shape_mode
         pools[(model, mode)] = chunk.pool = pool
-        replayed += [{k: row[k] for k in _REPLAY_COLUMNS} for row in warm_batch.rows if row["seed"] == replay_seed]
+        replayed += [_replay_record(row) for row in warm_batch.rows if row.seed == replay_seed]
         candidates_here = set(seeds)  # a replay seed is a check only if it is a candidate
         warm_batch = _select(warm_batch, [i for i, seed in enumerate(first) if seed in candidates_here])
         local = pool.plan is None  # without a swap every seed exports: keep it in this process
@@ -183,7 +233,7 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, max_checks: 
         if chunk.keep_deltas:
             deltas[model] = np.concatenate(batch.deltas)
     joined = _merge(batches)
-    return Checks(pd.DataFrame(joined.rows), _concat(joined.outputs), _concat(joined.tensors), deltas, pools,
+    return Checks(check_table(joined.rows), _concat(joined.outputs), _concat(joined.tensors), deltas, pools,
                   pd.DataFrame(replayed, columns=list(_REPLAY_COLUMNS)))
 
 
@@ -238,67 +288,77 @@ _REPLAY_COLUMNS = ("model", "seed", "shape_mode", "n_flipped_rows", "perplexity_
                    "test_rule_passed", "first_failing_output", "skip_rule_passed")
 
 
+def _replay_record(row: CheckRow) -> dict:
+    return {k: v for k, v in row.record().items() if k in _REPLAY_COLUMNS}
+
+
+def check_table(rows: list[CheckRow]) -> pd.DataFrame:
+    """The `checks` table: one row per check, the columns `near_tie_row.CheckRow` declares."""
+    return pd.DataFrame([row.record() for row in rows]) if rows else pd.DataFrame(columns=near_tie_row.columns())
+
+
 class _Replay:
-    """Picklable `["model/mode/seed", ...] -> table`: each one rebuilt and exported fresh (no swapping)."""
+    """Picklable `[SeedTask, ...] -> table`: each one rebuilt and exported fresh (no swapping)."""
 
-    def __init__(self, atol: float, rtol: float):
-        self.atol, self.rtol = atol, rtol
+    def __init__(self, atol: float, rtol: float, fast_paths: bool = True):
+        self.atol, self.rtol, self.fast_paths = atol, rtol, fast_paths
 
-    def __call__(self, keys) -> pd.DataFrame:
+    def __call__(self, tasks) -> pd.DataFrame:
         rows = []
-        for key in keys:
-            model, mode, seed = key.split("/")
-            pool = GraphPool(model, mode, swap=False, exposed=family.check_exposed(model))
-            result = check.check_seed(pool, int(seed), self.atol, self.rtol,
-                                      session_options={"intra_op_threads": 1}).row
-            rows.append({k: result[k] for k in _REPLAY_COLUMNS})
+        for task in tasks:
+            case = _case(task)
+            pool = GraphPool(task.model, task.shape_mode, swap=False,
+                             exposed=family.check_exposed(task.model)).prepare(case)
+            result = check.check_seed(pool, task.seed, atol=self.atol, rtol=self.rtol, built=case.built,
+                                      session_options={"intra_op_threads": 1}, fast_paths=self.fast_paths)
+            rows.append(_replay_record(result.row))
         return pd.DataFrame(rows, columns=list(_REPLAY_COLUMNS))
 
 
-def replay(seeds, models, shape_modes, atol: float = 1e-3, rtol: float = 1e-3, workers: int = 1,
-           progress_every: float = 10.0, done: pd.DataFrame | None = None) -> pd.DataFrame:
+def replay(seeds, models, shape_modes, *, atol: float = 1e-3, rtol: float = 1e-3, workers: int = 1,
+           progress_every: float = 10.0, done: pd.DataFrame | None = None, fast_paths: bool = True) -> pd.DataFrame:
     """Rebuild each seed, export it fresh (no swapping), and run it through the export test's rule and
     through the `onnx.exactness` skip semantics (names checked, values not compared). Exports run side by
     side on `workers` processes. `done`: replays already made (`Checks.replayed`), not made again."""
-    def key(model, mode, seed) -> str:
-        return f"{model}/{mode}/{int(seed)}"
-
-    keys = [key(model, mode, seed) for model in models for mode in shape_modes for seed in seeds]
-    have = {key(r.model, r.shape_mode, r.seed): r._asdict() for r in done.itertuples(index=False)} if done is not None \
-        and len(done) else {}
-    made = sweep.map_chunks(_Replay(atol, rtol), [k for k in keys if k not in have], workers, 1, "replay",
-                            progress_every)
-    have.update({key(r.model, r.shape_mode, r.seed): r._asdict() for r in made.itertuples(index=False)})
-    return pd.DataFrame([have[k] for k in keys], columns=list(_REPLAY_COLUMNS))
+    tasks = [SeedTask(model, mode, int(seed)) for model in models for mode in shape_modes for seed in seeds]
+    have = {SeedTask(r.model, r.shape_mode, int(r.seed)): r._asdict() for r in done.itertuples(index=False)} \
+        if done is not None and len(done) else {}
+    made = sweep.map_chunks(_Replay(atol, rtol, fast_paths), [t for t in tasks if t not in have], workers, 1,
+                            "replay", progress_every)
+    have.update({SeedTask(r.model, r.shape_mode, int(r.seed)): r._asdict() for r in made.itertuples(index=False)})
+    return pd.DataFrame([have[t] for t in tasks], columns=list(_REPLAY_COLUMNS))
 
 
 DEFECT_COLUMNS = ("model", "shape_mode", "seed", "defect", "kind", "caught_by_tie_aware", "caught_by_test_rule",
                   "n_flipped_rows", "aligned_failing", "max_output_diff")
 
 
-def defects(pools: dict, seeds_by_model: dict[str, list[int]], bound: float, atol: float = 1e-3,
-            rtol: float = 1e-3) -> pd.DataFrame:
+def defects(pools: dict, seeds_by_model: dict[str, list[int]], bound: float, *, atol: float = 1e-3,
+            rtol: float = 1e-3, fast_paths: bool = True) -> pd.DataFrame:
     """Each defect injected into the graph of each model: does the tie-aware comparison catch it, and
-    does the export test's rule? Without a learnt swap, defects go into the one fresh graph, on its seed."""
+    does the export test's rule? A seed with its own export, or without a learnt swap, takes the defect into
+    that export; the others into the template with their weights swapped in."""
     from exactness.runtimes.defects import DEFECTS
 
     rows = []
     for (model, mode), pool in pools.items():
-        seeds = seeds_by_model.get(model, [])
-        if pool.plan is None and seeds:  # without a learnt swap only the template's own graph takes defects
-            seeds = [pool.template_seed]
-        for seed in seeds:
-            built = family.build_model(model, int(seed))  # the template's own weights when seed is its seed
+        for seed in seeds_by_model.get(model, []):
+            built = family.build_model(model, int(seed))
             for kind in DEFECTS:
                 defect = {"kind": kind, **(_confident_flip(model, int(seed), bound) if kind == "biased_code" else {})}
-                row = check.check_seed(pool, int(seed), atol, rtol, defect=defect, built=built, all_tensors=False,
-                                       what_if=False).row  # the verdicts need neither
-                caught = not (row["aligned_ok"] and row["max_flip_margin"] <= bound)
-                rows.append({"model": model, "shape_mode": mode, "seed": seed, "defect": row["defect"], "kind": kind,
-                             "caught_by_tie_aware": caught, "caught_by_test_rule": not row["test_rule_passed"],
-                             "n_flipped_rows": row["n_flipped_rows"], "aligned_failing": row["aligned_failing"],
-                             "max_output_diff": max(v for k, v in row.items() if k.startswith("max_abs_diff_"))})
+                row = check.check_seed(pool, int(seed), atol=atol, rtol=rtol, defect=defect, built=built,
+                                       all_tensors=False, what_if=False, fast_paths=fast_paths).row  # need neither
+                caught = not (row.aligned.aligned_ok and row.gaps.max_flip_margin <= bound)
+                rows.append({"model": model, "shape_mode": mode, "seed": seed, "defect": row.defect, "kind": kind,
+                             "caught_by_tie_aware": caught, "caught_by_test_rule": not row.rule.test_rule_passed,
+                             "n_flipped_rows": row.gaps.n_flipped_rows, "aligned_failing": row.aligned.aligned_failing,
+                             "max_output_diff": max(row.max_abs_diff.values())})
     return pd.DataFrame(rows, columns=list(DEFECT_COLUMNS))
+
+
+def defect_seeds(checks: pd.DataFrame, per_model: int) -> dict[str, list[int]]:
+    """The first `per_model` checked seeds of each class: those the defects are injected on."""
+    return {model: group.seed.tolist()[:per_model] for model, group in checks.groupby("model")}
 
 
 def _confident_flip(model: str, seed: int, bound: float) -> dict:

@@ -3,7 +3,7 @@ the export test's rule replicated, and what a tie-aware comparison would say."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -11,38 +11,59 @@ import torch
 
 from exactness.compare import export_rule
 from exactness.compare.intermediates import intermediate_table
-from exactness.compare.near_tie import flipped_rows, needed_rtol, tie_aware_compare, top_two, usage_profile
+from exactness.compare.near_tie import flipped_rows, needed_rtol, tie_aware_compare, top_two
 from exactness.compare.per_output import per_output_report
 from exactness.models import wav2vec2_family as family
-from exactness.runtimes import codevector_lookup
+from exactness.runtimes import codevector_lookup, eager_capture
+from exactness.runtimes.fast import BuildPath, LookupPath
 from exactness.runtimes.graph_pool import GraphPool
+from exactness.studies.near_tie_row import (
+    CheckRow,
+    MinRow,
+    NoiseFacts,
+    Paths,
+    WhatIf,
+    aligned_facts,
+    gap_facts,
+    perplexity_facts,
+    rule_facts,
+)
 
 
 @dataclass
 class Check:
-    row: dict
+    row: CheckRow
     outputs: pd.DataFrame  # one row per model output
     tensors: pd.DataFrame  # one row per intermediate tensor
-    extra: dict = field(default_factory=dict)
+    delta: torch.Tensor  # per argmax row, ORT's move of eager's top-1 minus top-2 difference (`_gap_noise`)
 
 
 def _as_torch(arrays: dict[str, np.ndarray], names) -> dict[str, torch.Tensor]:
     return {name: torch.from_numpy(np.array(arrays[name])) for name in names}
 
 
-def check_seed(pool: GraphPool, seed: int, atol: float = 1e-3, rtol: float = 1e-3,
-               defect: dict | None = None, built: torch.nn.Module | None = None, all_tensors: bool = True,
-               what_if: bool = True, session_options: dict | None = None) -> Check:
+def eager_runner(fast_paths: bool):
+    """Eager's forward: with the codevectors gathered where verified (fast), or the model's own (plain)."""
+    return codevector_lookup.run if fast_paths else eager_capture.run
+
+
+def check_seed(pool: GraphPool, seed: int, *, atol: float = 1e-3, rtol: float = 1e-3, defect: dict | None = None,
+               built: torch.nn.Module | None = None, build_path: BuildPath = BuildPath.BUILD,
+               all_tensors: bool = True, what_if: bool = True, session_options: dict | None = None,
+               fast_paths: bool = True) -> Check:
     """`all_tensors=False` keeps only the three tensors the seed names in the intermediates table;
-    `what_if=False` skips the eager forward that measures what flipping the smallest-gap row would do."""
+    `what_if=False` skips the eager forward that measures what flipping the smallest-gap row would do.
+    `built`: the seed's model when the caller has it (`build_path` says how it was made); `fast_paths=False`:
+    eager runs the model's own codevector product (the pool decides the ORT side's paths)."""
     model = pool.model
     built = built if built is not None else family.build_model(model, seed)
     inputs = family.tester_inputs(model, seed)
     named = family.named_tensors(built)
-    # eager's own outputs, with the codevectors gathered (the same values, 2-4x faster; never while exporting)
-    eager = codevector_lookup.run(built, inputs, capture=True if all_tensors else {*named, "quantizer.weight_proj"})
+    run_eager = eager_runner(fast_paths)
+    eager = run_eager(built, inputs, capture=True if all_tensors else {*named, "quantizer.weight_proj"})
     # outputs, codes and logits from a graph exposing little, which computes what the test's bare graph does
-    runner, how = pool.runner(seed, built, inputs, defect, all_values=False, **(session_options or {}))
+    options = session_options or {}
+    runner, ran = pool.runner(seed, built, inputs, defect, all_values=False, **options)
     produced = runner.run(inputs)
     graph = runner.graph
     ort_outputs = _as_torch(produced, [n for n in graph.outputs if n in eager.outputs])
@@ -54,50 +75,39 @@ def check_seed(pool: GraphPool, seed: int, atol: float = 1e-3, rtol: float = 1e-
     flips = flipped_rows(gaps.top1_index, ort_codes)
     rule = export_rule.export_test_rule(ort_outputs, eager.outputs, atol, rtol)
     # with no flip, eager re-run with ORT's choices is eager itself: skip the forward
-    aligned = codevector_lookup.run(built, inputs, capture=False, force_codes=ort_codes).outputs if flips \
-        else eager.outputs
+    aligned = run_eager(built, inputs, capture=False, force_codes=ort_codes).outputs if flips else eager.outputs
     # the noise bound is only known once every check is in: keep the margins, judge later (near_tie.tie_aware)
     tie_aware = tie_aware_compare(eager_logits, ort_codes, aligned, ort_outputs, float("inf"), atol, rtol)
-    p_eager_tensor = eager.outputs["codevector_perplexity"]
-    p_eager, p_ort = float(p_eager_tensor), float(ort_outputs["codevector_perplexity"])
     labels = {"model": model, "seed": seed, "shape_mode": pool.shape_mode}
     outputs = per_output_report(ort_outputs, eager.outputs, atol, rtol, labels)
-    would = _if_min_row_flipped(built, inputs, eager, gaps, atol) if what_if else dict(_NOT_MEASURED)
     delta = _gap_noise(eager_logits, ort_logits, gaps)
-    row = {
-        "model": model, "seed": seed, "shape_mode": pool.shape_mode, "graph": how,
-        "eager_codevectors": "gathered" if eager.gathered else "own forward",
-        "defect": getattr(runner, "defect", None),
-        "min_gap": float(gaps.gap.min()), "min_gap_ulps": float(gaps.gap_ulps[gaps.min_row]),
-        "exact_tie": bool(gaps.gap.min() == 0), "n_flipped_rows": len(flips), "flipped_rows": flips,
-        "flip_is_min_gap_row": bool(flips) and gaps.min_row in flips,
-        "max_flipped_gap": max((float(gaps.gap[r]) for r in flips), default=float("nan")),
-        "max_flip_margin": max(tie_aware.flip_margins.values(), default=0.0),
-        "usage_unchanged": usage_profile(gaps.top1_index, groups) == usage_profile(ort_codes, groups),
-        "perplexity_eager": p_eager, "perplexity_ort": p_ort, "perplexity_shift": p_ort - p_eager,
-        "perplexity_allowed": atol + rtol * abs(p_eager),
-        "test_rule_passed": rule.passed, "rule_forgiven": rule.forgiven, "first_failing_output": rule.first_mismatch,
-        "never_compared": rule.never_compared, "skip_rule_passed": export_rule.names_match(ort_outputs, eager.outputs),
-        "aligned_ok": not tie_aware.failing_outputs, "aligned_failing": tie_aware.failing_outputs,
-        "needed_rtol": max(needed_rtol(ort_outputs[n], eager.outputs[n], atol) for n in eager.outputs),
-        # the seed's "rtol ~1e-2 observed" is about the perplexity; the other outputs need far more after a flip
-        "perplexity_needed_rtol": needed_rtol(ort_outputs["codevector_perplexity"], p_eager_tensor, atol),
-        "logit_noise": float((ort_logits - eager_logits).abs().max()),
-        "gap_noise_max": float(delta.abs().max()), **would,
-        # eager's smallest-gap row on ORT: its top-1 minus top-2 logit there, for eager's two codes (0: ORT computed
-        # the two logits bit-identical too, as an exact tie needs for both argmax to take the first index)
-        "min_row": gaps.min_row, "ort_min_row_gap": _ort_gap(ort_logits, gaps, gaps.min_row),
-    }
-    differences = outputs["max_abs_diff"] if "max_abs_diff" in outputs else [float("nan")] * len(outputs)
-    for name, difference in zip(outputs["output"], differences, strict=True):
-        row[f"max_abs_diff_{name}"] = difference
+    eager_lookup = LookupPath.GATHERED if eager.gathered else LookupPath.PLAIN
+    row = CheckRow(
+        model=model, seed=seed, shape_mode=pool.shape_mode,
+        paths=Paths(BuildPath(build_path).value, ran.weights.value, ran.session.value, ran.lookup.value,
+                    eager_lookup.value),
+        defect=getattr(runner, "defect", None),
+        gaps=gap_facts(gaps, flips, tie_aware, ort_codes, groups),
+        perplexity=perplexity_facts(float(eager.outputs["codevector_perplexity"]),
+                                    float(ort_outputs["codevector_perplexity"]), atol, rtol),
+        rule=rule_facts(rule, ort_outputs, eager.outputs),
+        aligned=aligned_facts(tie_aware, ort_outputs, eager.outputs, atol),
+        noise=NoiseFacts(float((ort_logits - eager_logits).abs().max()), float(delta.abs().max())),
+        what_if=_if_min_row_flipped(built, inputs, eager, gaps, atol, run_eager) if what_if else WhatIf(),
+        min_row=MinRow(gaps.min_row, _ort_gap(ort_logits, gaps, gaps.min_row)),
+        max_abs_diff=_max_abs_diffs(outputs))
     everything, everything_graph = produced, graph
     if all_tensors and pool.exposed is not None:  # every module's output: another run, exposing all of them
-        full, _ = pool.runner(seed, built, inputs, defect, all_values=True, **(session_options or {}))
+        full, _ = pool.runner(seed, built, inputs, defect, all_values=True, **options)
         everything, everything_graph = full.run(inputs), full.graph
     tensors = intermediate_table(eager.modules, everything, everything_graph.intermediates, named, all_tensors,
                                  labels)
-    return Check(row, outputs, tensors, {"delta": delta})
+    return Check(row, outputs, tensors, delta)
+
+
+def _max_abs_diffs(outputs: pd.DataFrame) -> dict[str, float]:
+    differences = outputs["max_abs_diff"] if "max_abs_diff" in outputs else [float("nan")] * len(outputs)
+    return dict(zip(outputs["output"], differences, strict=True))
 
 
 def _gap_noise(eager_logits: torch.Tensor, ort_logits: torch.Tensor, gaps) -> torch.Tensor:
@@ -113,15 +123,11 @@ def _ort_gap(ort_logits: torch.Tensor, gaps, row: int) -> float:
     return float(ort_logits[row, first].double() - ort_logits[row, second].double())
 
 
-_NOT_MEASURED = {"flip_perplexity_shift": float("nan"), "flip_needed_rtol": float("nan"), "fails_if_flipped": None}
-
-
-def _if_min_row_flipped(built, inputs, eager, gaps, atol: float) -> dict:
+def _if_min_row_flipped(built, inputs, eager, gaps, atol: float, run_eager) -> WhatIf:
     """Eager re-run with the smallest-gap row switched to its runner-up: what one flip would do."""
     codes = gaps.top1_index.clone()
     codes[gaps.min_row] = gaps.top2_index[gaps.min_row]
-    flipped = codevector_lookup.run(built, inputs, capture=False, force_codes=codes).outputs
+    flipped = run_eager(built, inputs, capture=False, force_codes=codes).outputs
     p, q = float(eager.outputs["codevector_perplexity"]), float(flipped["codevector_perplexity"])
-    return {"flip_perplexity_shift": q - p, "flip_needed_rtol": needed_rtol(
-        flipped["codevector_perplexity"], eager.outputs["codevector_perplexity"], atol),
-        "fails_if_flipped": not export_rule.export_test_rule(flipped, eager.outputs).passed}
+    return WhatIf(q - p, needed_rtol(flipped["codevector_perplexity"], eager.outputs["codevector_perplexity"], atol),
+                  not export_rule.export_test_rule(flipped, eager.outputs).passed)

@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 
 from exactness import reference
-from exactness.findings import Finding, count, one_in, rate_text, rate_verdict, significant
 from exactness.studies import near_tie_kernels, near_tie_prediction, near_tie_scale, near_tie_ties
+from exactness.workbook.findings import Finding, count, one_in, rate_text, rate_verdict, significant
 
 SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
 NOISE_FACTOR = 3.0  # a median within this factor of the seed's counts as the same noise (same order, same CPU class)
@@ -178,10 +178,15 @@ def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = 
     # the seed measured the conformer at exactly this scale (its own 40,000 draws of the same recipe): its count
     # is a measurement the prediction per 40,000 must cover
     row, seed_k = conformer.iloc[0], int(reference.value("failures"))
+    seed = f"{count(seed_k)} failures in {count(int(row.scale))} seeds ({_seed_label('5')})"
+    thin = near_tie_prediction.too_thin(row)
+    if thin:
+        # an interval of 0 to 0 learnt from no seed within the noise's reach predicts nothing: it cannot
+        # contradict the seed's count, nor reproduce it
+        return Finding(claim, ours, "not comparable", seed=seed, evidence=evidence, why=thin)
     inside = row.failures_per_scale_low <= seed_k <= row.failures_per_scale_high
     claim += (f" The seed's {count(seed_k)} failures in {count(int(row.scale))} {SEED_MODEL} seeds lie "
               + ("inside" if inside else "outside") + " that class's predicted interval.")
-    seed = f"{count(seed_k)} failures in {count(int(row.scale))} seeds ({_seed_label('5')})"
     if inside:
         return Finding(claim, ours, "reproduced", seed=seed, why=why, evidence=evidence)  # why: a missed target
     side = "above" if seed_k > row.failures_per_scale_high else "below"

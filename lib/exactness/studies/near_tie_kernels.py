@@ -20,15 +20,15 @@ import os
 import subprocess
 import sys
 import tempfile
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pandas as pd
 
-from exactness import machine
 from exactness.compare.rates import binomial_two_sided_p, wilson_interval
-from exactness.findings import count, significant
 from exactness.studies.near_tie_scale import is_candidate
+from exactness.workbook import machine
+from exactness.workbook.findings import count, significant
 
 CHECK_COLUMNS = ["model", "seed", "shape_mode", "n_flipped_rows", "test_rule_passed", "min_gap"]
 
@@ -44,17 +44,30 @@ def unavailable(kernel_sets, extensions=None) -> list[str]:
     return problems
 
 
-def run_under(kernel_set: str, models, seed_start: int, n_seeds: int, threshold: float, threshold_ulps: float,
-              shape_mode: str, also_check: dict[str, list[int]], atol: float = 1e-3, rtol: float = 1e-3,
-              max_checks: int = 0, workers: int = 1) -> tuple[pd.DataFrame, pd.DataFrame, str]:
-    """Screen `n_seeds` seeds per model and check the candidates plus `also_check` under `kernel_set`, in a
-    fresh process with its environment: (screen, checks, torch's CPU capability there). `max_checks` caps the
-    checks per model as the native run's cap does (smallest gaps first; 0: all). `workers`: local processes
-    started from that process (they inherit its kernel set; the tables do not depend on their number)."""
-    spec = {"models": list(models), "seed_start": seed_start, "n_seeds": n_seeds, "threshold": threshold,
-            "threshold_ulps": threshold_ulps, "shape_mode": shape_mode, "atol": atol, "rtol": rtol,
-            "max_checks": max_checks, "workers": workers,
-            "also_check": {m: [int(s) for s in seeds] for m, seeds in also_check.items()}}
+@dataclass(frozen=True)
+class SeedRange:
+    """What a near-tie run screens and checks, as the native run did it: the same options under every set."""
+
+    models: tuple[str, ...]
+    seed_start: int
+    n_seeds: int
+    threshold: float
+    threshold_ulps: float = 0.0
+    shape_mode: str = "dynamic"
+    atol: float = 1e-3
+    rtol: float = 1e-3
+    max_checks: int = 0  # per model, smallest gaps first, as the native run's cap (0: all)
+    workers: int = 1  # local processes started from the set's process (they inherit its kernel set)
+    fast_paths: bool = True  # the native run's choice: the tables are the same either way, the time is not
+
+
+def run_under(kernel_set: str, seeds: SeedRange,
+              also_check: dict[str, list[int]]) -> tuple[pd.DataFrame, pd.DataFrame, str]:
+    """Screen `seeds` and check the candidates plus `also_check` under `kernel_set`, in a fresh process with
+    its environment: (screen, checks, torch's CPU capability there). The tables do not depend on the number
+    of workers."""
+    spec = {**asdict(seeds), "models": list(seeds.models),
+            "also_check": {m: [int(s) for s in chosen] for m, chosen in also_check.items()}}
     with tempfile.TemporaryDirectory(prefix=f"kernels-{kernel_set}-") as folder:
         spec_path = Path(folder) / "spec.json"
         spec_path.write_text(json.dumps({**spec, "out": folder}))
@@ -78,14 +91,13 @@ def _main(spec_path: str) -> None:
     out = Path(spec["out"])
     torch.set_num_threads(1)
     screen = near_tie_screen.screen(spec["models"], spec["seed_start"], spec["n_seeds"], workers=spec["workers"],
-                                    progress_every=1e9)
+                                    progress_every=1e9, fast_paths=spec["fast_paths"])
     chosen = is_candidate(screen, spec["threshold"], spec["threshold_ulps"])
     for model, seeds in spec["also_check"].items():
         chosen |= (screen.model == model) & screen.seed.isin(seeds)
-    checks = near_tie.run_checks(screen[chosen], float("inf"), [spec["shape_mode"]], spec["max_checks"],
-                                 atol=spec["atol"],
-                                 rtol=spec["rtol"], what_if_checks=0, full_tensor_checks=0, workers=spec["workers"],
-                                 progress_every=1e9).checks
+    checks = near_tie.run_checks(screen[chosen], float("inf"), [spec["shape_mode"]], max_checks=spec["max_checks"],
+                                 atol=spec["atol"], rtol=spec["rtol"], what_if_checks=0, full_tensor_checks=0,
+                                 workers=spec["workers"], progress_every=1e9, fast_paths=spec["fast_paths"]).checks
     screen.to_parquet(out / "screen.parquet")
     (checks[CHECK_COLUMNS] if len(checks) else pd.DataFrame(columns=CHECK_COLUMNS)).to_parquet(
         out / "checks.parquet")
@@ -102,12 +114,11 @@ class KernelSets:
     checks: pd.DataFrame  # the other sets' checks, with a kernel_set column
 
 
-def across_kernel_sets(kernel_sets, screen: pd.DataFrame, checks: pd.DataFrame, models, seed_start: int,
-                       n_seeds: int, threshold: float, threshold_ulps: float, shape_mode: str, atol: float,
-                       rtol: float, max_checks: int, workers: int) -> KernelSets:
+def across_kernel_sets(kernel_sets, screen: pd.DataFrame, checks: pd.DataFrame, seeds: SeedRange) -> KernelSets:
     """Screen and check the seeds of this run again under every kernel set but "native" (`run_under`), and
-    compare each with this run's own screen and checks of `shape_mode` (the native failing seeds are checked
-    under every set, whether or not they are candidates there)."""
+    compare each with this run's own screen and checks of `seeds.shape_mode` (the native failing seeds are
+    checked under every set, whether or not they are candidates there)."""
+    shape_mode, threshold, threshold_ulps = seeds.shape_mode, seeds.threshold, seeds.threshold_ulps
     others = [k for k in kernel_sets if k != "native"]
     capabilities = {"native": machine.torch_cpu_capability()}
     if not others:
@@ -117,9 +128,7 @@ def across_kernel_sets(kernel_sets, screen: pd.DataFrame, checks: pd.DataFrame, 
     failing_natively = {m: g.seed.tolist() for m, g in failing.groupby("model")} if len(failing) else {}
     screens, kernel_checks = {"native": screen}, {"native": mine}
     for name in others:
-        screens[name], kernel_checks[name], capabilities[name] = run_under(
-            name, models, seed_start, n_seeds, threshold, threshold_ulps, shape_mode, failing_natively,
-            atol, rtol, max_checks, workers)
+        screens[name], kernel_checks[name], capabilities[name] = run_under(name, seeds, failing_natively)
     return KernelSets(compare(screens, kernel_checks, threshold, threshold_ulps), capabilities,
                       pd.concat([s.assign(kernel_set=k) for k, s in screens.items() if k != "native"]),
                       pd.concat([c.assign(kernel_set=k) for k, c in kernel_checks.items() if k != "native"]))
@@ -198,8 +207,11 @@ def sentence(table: pd.DataFrame, capabilities: dict[str, str], reference: str =
     else:
         verdict = ("A failing seed is not portable: it may pass on a machine whose CPU picks other kernels, and "
                    "other seeds fail there instead")
-    verdict += ("; the rate is portable: the failure rates agree at the 5% level in every class." if rates else
-                "; the rate is not portable: in some class the failure rates differ at the 5% level.")
+    if seeds is None:  # 0 against 0 agrees with any rate: it says nothing about portability
+        verdict += "; nor is the rate: no failure to compare."
+    else:
+        verdict += ("; the rate is portable: the failure rates agree at the 5% level in every class." if rates else
+                    "; the rate is not portable: in some class the failure rates differ at the 5% level.")
     return (f"Against the machine's own kernels ({reference}, torch {capabilities.get(reference, '?')}): "
             + "; ".join(parts) + ". " + verdict)
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from exactness.findings import count, significant
+from exactness.workbook.findings import count, significant
 
 PAPER_SEEDS = 40_000  # the seed's scale, per class
 DEFAULT_SEEDS = 2_000  # the default run's screen per class: what the calibration predicts from
@@ -103,6 +103,26 @@ def predict(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.nda
                      "measured_flips": int((own.n_flipped_rows > 0).sum()),
                      "measured_failures": int((~own.test_rule_passed.astype(bool)).sum())})
     return pd.DataFrame(rows)
+
+
+MIN_NOISE_CHECKS = 5  # fewer checked seeds leave the noise law's tail (what reaches a gap) unmeasured
+
+
+def too_thin(row) -> str:
+    """Why one class's prediction cannot be held against a measured count, or "" when it can: no screened seed
+    within reach of the measured noise (the interval is 0 to 0 by construction, whatever the true rate), or a
+    noise law learnt from fewer than `MIN_NOISE_CHECKS` checked seeds."""
+    reasons = []
+    if int(row.noise_checks) < MIN_NOISE_CHECKS:
+        reasons.append(f"the gap noise was learnt from {count(int(row.noise_checks))} checked "
+                       f"seed{'s' if int(row.noise_checks) != 1 else ''} (at least {MIN_NOISE_CHECKS} needed)")
+    if int(row.near_seeds) == 0:
+        reasons.append("no screened seed's gap lies within reach of that noise, so the predicted interval is 0 to "
+                       "0 by construction")
+    if not reasons:
+        return ""
+    return ("this run is too small to predict a count: " + " and ".join(reasons)
+            + "; screen more seeds (the paper set) to compare")
 
 
 def calibration(prediction: pd.DataFrame) -> pd.DataFrame:

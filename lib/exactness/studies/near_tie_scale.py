@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from exactness.compare.rates import wilson_interval
-from exactness.findings import count, significant
+from exactness.workbook.findings import count, significant
 
 # Per-row densities within this factor of each other (or inside each other's 95% intervals) count as the same:
 # the rows and the scale then explain the candidates.

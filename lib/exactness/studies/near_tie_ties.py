@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from exactness.findings import count, significant
+from exactness.workbook.findings import count, significant
 
 COLUMNS = ["model", "seed", "shape_mode", "min_row", "ort_min_row_gap", "ort_bit_identical", "flipped_at_tie",
            "n_flipped_rows", "test_rule_passed", "why"]
@@ -49,6 +49,18 @@ def explained(ties: pd.DataFrame) -> pd.Series:
     return (ties.ort_min_row_gap < 0) == ties.flipped_at_tie
 
 
+LISTED = 6  # seeds named in the sentence; the exact-ties table names every one
+
+
+def _listed(seeds: pd.DataFrame) -> str:
+    """The tied seeds by name when they are few; else how many per class and the first few (the table has all)."""
+    if len(seeds) <= LISTED:
+        return ", ".join(f"{r.model} {r.seed}" for r in seeds.itertuples())
+    per_class = ", ".join(f"{model} {count(n)}" for model, n in seeds.groupby("model", sort=False).size().items())
+    first = ", ".join(f"{r.model} {r.seed}" for r in seeds.head(3).itertuples())
+    return f"{per_class}; e.g. {first}; every one in the exact-ties table"
+
+
 def sentence(ties: pd.DataFrame) -> str:
     """How many checked seeds had an exact tie, how many flipped, and why, from the seeds' rows."""
     seeds = ties.drop_duplicates(["model", "seed"]) if len(ties) else ties
@@ -59,8 +71,8 @@ def sentence(ties: pd.DataFrame) -> str:
     separated = ties[~ties.ort_bit_identical]
     second_ahead = int((separated.ort_min_row_gap < 0).sum())
     unexplained = ties[~explained(ties)]
-    listed = ", ".join(f"{r.model} {r.seed}" for r in seeds.itertuples())
-    text = (f"{count(len(seeds))} checked seed{'s' if len(seeds) != 1 else ''} had an exact tie (gap 0: {listed}); "
+    text = (f"{count(len(seeds))} checked seed{'s' if len(seeds) != 1 else ''} had an exact tie (gap 0: "
+            f"{_listed(seeds)}); "
             f"{count(flipped)} of {count(len(ties))} tied rows flipped. ")
     if len(identical):
         text += (f"On {count(len(identical))} ORT also computed the two tied logits bit-identical, so both argmax "

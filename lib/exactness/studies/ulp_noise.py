@@ -15,7 +15,6 @@ import numpy as np
 import pandas as pd
 import torch
 
-from exactness import sweep
 from exactness.compare.intermediates import intermediate_table
 from exactness.compare.scale import worst_elements
 from exactness.models import subjects
@@ -23,6 +22,7 @@ from exactness.runtimes import eager_capture, onnx_graph
 from exactness.runtimes.graph_pool import GraphPool
 from exactness.studies.ulp_noise_findings import findings as findings  # re-exported: ulp_noise.findings
 from exactness.studies.ulp_noise_findings import scale_profile as scale_profile  # re-exported as well
+from exactness.workbook import sweep
 
 OPTIMIZATION_LEVELS = ("disabled", "basic", "extended", "all")
 NOISE_COLUMNS = ["seed", "tensor", "label", "depth", "max_abs_diff", "max_ulp", "p99_ulp", "median_ulp", "rel_rms"]
@@ -215,7 +215,7 @@ def passing_vs_failing(run_folder: Path) -> pd.DataFrame:
 
 def newest_run(outputs: Path, study: str) -> Path | None:
     """The newest passed run of `study` under `outputs`; runs whose manifest cannot be read are skipped."""
-    from exactness.manifest import Manifest, ManifestError
+    from exactness.workbook.manifest import Manifest, ManifestError
 
     passed = []
     for folder in (outputs / study).glob("*"):

@@ -17,7 +17,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from exactness.findings import count, significant
+from exactness.workbook.findings import count, significant
 
 # Kinds by the last part of a module's path; the first pattern that matches names the kind.
 KINDS = (

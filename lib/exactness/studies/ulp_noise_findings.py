@@ -15,8 +15,8 @@ import pandas as pd
 
 from exactness import reference
 from exactness.compare.scale import rms_ulps
-from exactness.findings import Finding, count, significant
 from exactness.studies import ulp_noise_depth
+from exactness.workbook.findings import Finding, count, significant, span
 
 SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
 SEED_SHAPE_MODE = "dynamic"
@@ -188,7 +188,7 @@ def settings_finding(settings: pd.DataFrame) -> Finding:
              + f"a named tensor's median moves by at most a factor {factor_text} across settings "
                f"(threshold {SETTINGS_FACTOR:g}); one session run twice "
              + ("is bit-identical every time." if repeatable else "is NOT always bit-identical."))
-    ours = "; ".join(f"{label} {significant(r['min'])} to {significant(r['max'])}" for label, r in spread.iterrows())
+    ours = "; ".join(f"{label} {span(r['min'], r['max'])}" for label, r in spread.iterrows())
     return Finding(claim, ours, "new", evidence="settings table and figure")
 
 
@@ -222,3 +222,98 @@ def findings(noise: pd.DataFrame, profile: pd.DataFrame, closer: pd.DataFrame, s
     scaled = scale_profile(noise)
     return [medians_finding(noise, model, shape_mode), ulps_finding(profile, scaled), growth_finding(scaled),
             float64_finding(closer), settings_finding(settings), passing_failing_finding(comparison, near_tie_source)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The notebook's sentences, one per section: each reads its table and nothing else
+
+def medians_sentence(medians: pd.DataFrame, model: str, draws: int, swap_status: str) -> str:
+    measured = medians.dropna(subset=["ours_median_max_abs_diff"])
+    if not len(measured):
+        return f"{model} has none of the seed's three tensors; the depth profile below covers it ({draws} draws)."
+    return ("; ".join(f"{r.tensor}: {significant(r.ours_median_max_abs_diff)} here, a median of "
+                      f"{r.ours_median_ulp:.0f} ulps per element" for r in measured.itertuples())
+            + f" ({count(draws)} draws, {swap_status}).")
+
+
+def depth_caption(profile: pd.DataFrame, scaled: pd.DataFrame) -> str:
+    moving = profile[profile.max_abs_diff > 0]
+    if not len(moving):
+        return "Every tensor matches exactly."
+    return (f"The largest absolute noise is {significant(moving.max_abs_diff.max())}; in ulps of the RMS at most "
+            f"{significant(scaled.rms_ulps.max())}, while the element-wise 99th percentile reaches "
+            f"{scaled.p99_ulp.max():.0f}.")
+
+
+def depth_sentence(profile: pd.DataFrame) -> str:
+    moving = profile[profile.max_abs_diff > 0]
+    shrinks = moving[moving.growth < 0.5]
+    where = (f"The largest absolute noise is at {moving.loc[moving.max_abs_diff.idxmax(), 'tensor']} "
+             f"({significant(moving.max_abs_diff.max())}); " if len(moving) else "No tensor differs; ")
+    names = ", ".join(shrinks.tensor.str.split(".").str[-1].unique()[:8]) or "none"
+    return (where + f"the median element differs by at most {significant(profile.median_ulp.max())} ulps anywhere. "
+            "Tensors where the noise drops by more than half in absolute terms from the previous one (relative "
+            f"measures below): {names}.")
+
+
+def histogram_caption(noise: pd.DataFrame, scaled: pd.DataFrame) -> str:
+    named = noise[noise.label != ""]
+    return ("Per named tensor, how many draws (vertical) reach a given ulp distance (log scale): the worst element "
+            f"of the draw and its median element. The median element stays within "
+            f"{significant(named.median_ulp.max())} ulps and the worst reaches {significant(named.max_ulp.max())}; "
+            f"measured in ulps of the tensor's RMS (figure above) no difference exceeds "
+            f"{significant(scaled.rms_ulps.max())}.")
+
+
+def float64_sentence(closer: pd.DataFrame) -> str:
+    counts = closer.closer.value_counts()
+    return (f"Against a float64 eager run of the same weights, ORT is closer on {count(int(counts.get('ort', 0)))} "
+            f"tensors, eager float32 on {count(int(counts.get('eager', 0)))}, and they tie on "
+            f"{count(int(counts.get('tie', 0)))}.")
+
+
+def settings_medians(settings: pd.DataFrame) -> pd.DataFrame:
+    """Per setting, value and named tensor: medians over draws, and whether a session run twice matched."""
+    return settings.groupby(["setting", "value", "label"], as_index=False).agg(
+        max_abs_diff=("max_abs_diff", "median"), median_ulp=("median_ulp", "median"),
+        identical=("run_twice_identical", "all"))
+
+
+def settings_sentence(settings: pd.DataFrame) -> str:
+    spread = settings_medians(settings).groupby("label").max_abs_diff.agg(["min", "max"])
+    twice = ("One session run twice gives bit-identical outputs every time." if settings.run_twice_identical.all()
+             else "One session run twice is NOT always bit-identical.")
+    return ("Across optimisation levels and thread counts the named tensors' median noise stays within "
+            + "; ".join(f"{label} {span(r['min'], r['max'])}" for label, r in spread.iterrows())
+            + ". " + twice)
+
+
+def passing_failing_sentence(comparison: pd.DataFrame, source: str) -> str:
+    tested = comparison[comparison.failing_seeds > 0] if len(comparison) else comparison
+    if not len(tested):
+        return "No near-tie run with failing seeds to compare" + (f" ({source})." if source else ".")
+    verdict = ("no difference at the 5% level (with few failing seeds the test has little power)"
+               if (tested.p_value > 0.05).all() else "some differ at the 5% level")
+    return (f"From {source}: Mann-Whitney U p-values " + ", ".join(
+        f"{r.model} {r.label} {r.p_value:.2f} ({count(int(r.failing_seeds))} failing / "
+        f"{count(int(r.passing_seeds))} passing)" for r in tested.itertuples()) + f"; {verdict}.")
+
+
+def gpu_sentence(gpu: pd.DataFrame | None, noise: pd.DataFrame, device: str, device_name: str = "") -> str:
+    if gpu is None:
+        return "No GPU run: " + ("device is 'cpu'." if device == "cpu" else "no CUDA device is present here.")
+
+    def medians(table):
+        named = table[table.label != ""].groupby("label").max_abs_diff.median()
+        return ", ".join(f"{label} {significant(value)}" for label, value in named.items())
+    return (f"Eager on {device_name} against ORT on the CPU: median noise of the named tensors {medians(gpu)} "
+            f"(CPU eager: {medians(noise)}).")
+
+
+def summary_values(medians: pd.DataFrame, profile: pd.DataFrame) -> dict:
+    """summary.json's figures: ours beside the seed's where it measured the same tensor."""
+    measured = medians.dropna(subset=["ours_median_max_abs_diff"])
+    values = {f"{r.tensor}_median_max_abs_diff": {"ours": r.ours_median_max_abs_diff, "seed": r.seed_000_median}
+              for r in measured.itertuples()}
+    values["max_median_ulp"] = float(profile.median_ulp.max())
+    return values

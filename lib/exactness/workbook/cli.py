@@ -1,0 +1,272 @@
+"""The `exactness` command: list studies, run them through papermill, rebuild the index, show a run."""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import glob
+import logging
+import os
+import secrets
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from exactness.workbook import catalog, findings, index, parameters
+from exactness.workbook.manifest import MANIFEST, Manifest
+from exactness.workbook.project import Project, keep_state_inside
+
+DEFAULT_SET = "default"
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    study: catalog.Study
+    params: dict[str, Any]
+    param_set: str
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="exactness", description=__doc__)
+    parser.add_argument("--out", help="outputs folder (default: <project>/outputs)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    commands.add_parser("list", help="studies and their parameter sets")
+    run = commands.add_parser("run", help="run a study (or all) through papermill")
+    run.add_argument("study", help="a study name, or 'all'")
+    run.add_argument("-f", "--file", action="append", default=[], metavar="FILE",
+                     help="parameter set name or YAML file; later ones override earlier ones")
+    run.add_argument("-p", "--param", action="append", nargs=2, default=[], metavar=("NAME", "VALUE"),
+                     help="override one parameter; VALUE parses as YAML")
+    run.add_argument("--resume", metavar="RUN",
+                     help="finish a failed or interrupted run (folder or id) in place: only what is missing runs")
+    run.add_argument("--with-code", action="store_true", help="keep code cells in report.html")
+    run.add_argument("--log-output", action="store_true", help="stream cell output to the terminal")
+    commands.add_parser("index", help="rebuild outputs/index.html from the run folders")
+    show = commands.add_parser("show", help="a run's headline figures")
+    show.add_argument("run", help="a run folder, a run id, or a study name (its newest run)")
+    return parser
+
+
+def plan(project: Project, study_name: str, files: list[str], overrides: list[tuple[str, str]]) -> list[PlannedRun]:
+    """Resolve and validate every run of the batch before any of them starts."""
+    available = catalog.discover(project)
+    names = list(available) if study_name == "all" else [catalog.get(project, study_name).name]
+    if study_name != "all" and catalog.ENVIRONMENT_STUDY in available and names != [catalog.ENVIRONMENT_STUDY]:
+        names.insert(0, catalog.ENVIRONMENT_STUDY)  # every report links the environment of its batch
+    if study_name == "all" and overrides:
+        declared = set().union(*(parameters.read_parameters(available[n].notebook) for n in names))
+        unknown = [name for name, _ in overrides if name not in declared]
+        if unknown:
+            raise parameters.ParameterError(f"no study has parameter(s) {', '.join(map(repr, unknown))}")
+    planned = []
+    for name in names:
+        study = available[name]
+        primary = name == study_name or study_name == "all"
+        chosen = files if files and (primary or all(_has_set(study, f) for f in files)) else [DEFAULT_SET]
+        paths = [study.param_file(f) for f in chosen]
+        spec = parameters.read_parameters(study.notebook)
+        mine = [(n, v) for n, v in overrides if primary and (study_name != "all" or n in spec)]
+        label = "+".join(Path(f).stem for f in chosen) + ("+p" if mine else "")
+        planned.append(PlannedRun(study, parameters.resolve(study.notebook, paths, mine), label))
+    return planned
+
+
+def _has_set(study: catalog.Study, name: str) -> bool:
+    """Whether `name` is one of the study's own parameter sets: a YAML path written for another study
+    (`-f params/near_tie/paper.yaml`) is not the environment's."""
+    try:
+        found = study.param_file(name)
+    except FileNotFoundError:
+        return False
+    return found.resolve().parent == study.params_dir.resolve()
+
+
+def check_overrides(overrides: list[tuple[str, str]]) -> None:
+    """Each `-p` value must be YAML; said in one line (the parser's own message spans several)."""
+    for name, text in overrides:
+        try:
+            yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            where = f" at column {mark.column + 1}" if mark is not None else ""
+            problem = getattr(error, "problem", None) or _first_line(str(error))
+            raise parameters.ParameterError(f"-p {name}: {text!r} is not valid YAML: {problem}{where}") from None
+
+
+def check_outputs(outputs: Path) -> None:
+    """`--out` must be, or be creatable as, a writable folder; checked before anything is created."""
+    existing = next(p for p in (outputs, *outputs.parents) if p.exists())
+    if not existing.is_dir():
+        raise ValueError(f"--out {outputs}: {existing} is not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):  # also false on a read-only mount
+        raise ValueError(f"--out {outputs}: {existing} is not writable")
+
+
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), text)
+
+
+def cmd_list(project: Project) -> int:
+    for name, study in catalog.discover(project).items():
+        print(f"{name:<20} {' '.join(study.param_sets) or '(no parameter sets)'}")
+    return 0
+
+
+def cmd_resume(project: Project, args) -> int:
+    from exactness.workbook import runs
+
+    folder = find_run(project, args.resume).resolve()
+    # A run folder is <outputs>/<study>/<run-id>: its index, environment link and report links belong to
+    # its own outputs root, wherever --out points now.
+    project = Project(root=project.root, outputs=folder.parent.parent)
+    manifest = Manifest.read(folder)
+    study = catalog.get(project, args.study)
+    if args.file or args.param:
+        (planned,) = [p for p in plan(project, args.study, args.file, [tuple(p) for p in args.param])
+                      if p.study.name == study.name]
+        # only what the user gave now: the rest of `planned` is the default set's, not the run's
+        given = {name for name, _ in args.param} | {name for f in args.file
+                                                     for name in parameters.load_yaml(study.param_file(f))}
+        changed = sorted(k for k in given if planned.params.get(k) != manifest.params.get(k))
+        if changed:
+            raise runs.ResumeError(f"a resumed run keeps its parameters; these differ from {folder.name}'s: "
+                                   + ", ".join(f"{k} ({manifest.params.get(k)!r} -> {planned.params.get(k)!r})"
+                                               for k in changed))
+    runs.check_resumable(study, folder)  # a passed or running run is refused before "resuming" is printed
+    runs.ensure_kernel()
+    shards = len(list((folder / "shards").glob("*.pkl")))
+    print(f"resuming {folder} ({manifest.observed_status()}; {shards} finished shards kept) ...", flush=True)
+    try:
+        result = runs.resume(project, study, folder, with_code=args.with_code, log_output=args.log_output)
+    except KeyboardInterrupt as interruption:
+        return _interrupted(study.name, interruption)
+    print(f"    {result.manifest.status} in {result.manifest.duration_s:.1f} s -> {result.folder / 'report.html'}")
+    print(f"index: {index.write(project)}")
+    if not result:
+        print(f"FAILED: {result.reason}", file=sys.stderr)
+    return 0 if result else 1
+
+
+def cmd_run(project: Project, args) -> int:
+    from exactness.workbook import runs
+
+    check_overrides([tuple(p) for p in args.param])
+    if args.resume:
+        return cmd_resume(project, args)
+    batch_plan = plan(project, args.study, args.file, [tuple(p) for p in args.param])
+    runs.ensure_kernel()
+    batch = dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    environment_run, failures = None, []
+    for number, planned in enumerate(batch_plan, 1):
+        print(f"[{number}/{len(batch_plan)}] {planned.study.name} ({planned.param_set}) ...", flush=True)
+        try:
+            result = runs.execute(project, planned.study, planned.params, planned.param_set, batch,
+                                  environment_run=environment_run, with_code=args.with_code,
+                                  log_output=args.log_output)
+        except KeyboardInterrupt as interruption:
+            return _interrupted(planned.study.name, interruption)
+        if planned.study.name == catalog.ENVIRONMENT_STUDY and result:
+            environment_run = str(result.folder.relative_to(project.outputs))
+        print(f"    {result.manifest.status} in {result.manifest.duration_s:.1f} s -> {result.folder / 'report.html'}")
+        if not result:
+            failures.append(result.reason)
+    print(f"index: {index.write(project)}")
+    for reason in failures:
+        print(f"FAILED: {reason}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+def _interrupted(study: str | None, interruption: BaseException) -> int:
+    """Ctrl-C: one line. The notebook client's abandoned cell task would otherwise report its error (a
+    KeyboardInterrupt inside the kernel, a dead kernel, a closed socket) through asyncio's logger as the
+    interpreter exits: several tracebacks of an interruption the user asked for and the manifest records."""
+    logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
+    folder = getattr(interruption, "folder", None)
+    if folder is not None:
+        print(f"interrupted; {folder} is marked interrupted (finish it with `exactness run {study} --resume "
+              f"{folder}`)", file=sys.stderr)
+    else:
+        print("interrupted before a run folder was created; nothing was kept", file=sys.stderr)
+    return 130
+
+
+def _terminate_as_interrupt(signum, frame) -> None:
+    """SIGTERM (a job scheduler, `kill`): stop as Ctrl-C does, so the run is marked interrupted and its
+    kernel and worker processes are shut down instead of orphaned."""
+    raise KeyboardInterrupt
+
+
+def find_run(project: Project, reference: str) -> Path:
+    path = Path(reference)
+    if (path / MANIFEST).exists():
+        return path
+    matches = list(project.outputs.glob(f"*/{glob.escape(reference)}/{MANIFEST}")) if reference.strip("/.") else []
+    if matches:
+        return matches[0].parent
+    newest = [e.folder for e in index.collect(project) if e.manifest.study == reference]
+    if newest:
+        return newest[0]
+    raise FileNotFoundError(f"no run {reference!r} under {project.outputs} (give a run folder, run id or study)")
+
+
+def cmd_show(project: Project, reference: str) -> int:
+    folder = find_run(project, reference)
+    manifest = Manifest.read(folder)
+    duration = "duration unknown" if manifest.duration_s is None else f"{manifest.duration_s} s"
+    print(f"{manifest.study} {manifest.run_id}: {manifest.observed_status()} ({manifest.param_set}), "
+          f"{duration}, started {manifest.started}")
+    if manifest.error:
+        print(f"  error in cell {manifest.failed_cell}: {manifest.error}")
+    summary = index.read_summary(folder)
+    found = findings.from_summary(summary)
+    for finding in found:
+        print(f"  {finding.text()}")
+    if not found:  # a study without findings (or a run that stopped before them): its headline figures
+        for name, value in summary.items():
+            print(f"  {name}: {index.short(value)}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.out is not None and not args.out.strip():
+        print("exactness: error: --out is empty; give a folder (or leave --out out for <project>/outputs)",
+              file=sys.stderr)
+        return 2
+    project = Project.at(outputs=args.out)
+    try:
+        if args.command in ("run", "index"):
+            check_outputs(project.outputs)
+    except ValueError as error:
+        print(f"exactness: error: {error}", file=sys.stderr)
+        return 2
+    keep_state_inside(project)
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        if args.command == "list":
+            return cmd_list(project)
+        if args.command == "run":
+            return cmd_run(project, args)
+        if args.command == "index":
+            print(index.write(project))
+            return 0
+        return cmd_show(project, args.run)
+    except (parameters.ParameterError, catalog.UnknownStudyError, FileNotFoundError, ValueError) as error:
+        print(f"exactness: error: {error}", file=sys.stderr)
+        return 2
+    except RuntimeError as error:  # e.g. the kernel is not registered
+        print(f"exactness: error: {error}", file=sys.stderr)
+        return 2
+    except OSError as error:  # an outputs folder that cannot be made or written (read-only, /sys, a file)
+        print(f"exactness: error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt as interruption:  # before or between runs (planning, starting, the index)
+        return _interrupted(None, interruption)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

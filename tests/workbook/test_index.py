@@ -1,0 +1,113 @@
+import json
+
+from exactness.workbook import index
+from exactness.workbook.manifest import Manifest
+from exactness.workbook.project import Project
+
+
+def _fake_run(outputs, study, run_id, started, status="passed", summary=None, error=None):
+    folder = outputs / study / run_id
+    folder.mkdir(parents=True)
+    Manifest(study=study, run_id=run_id, param_set="smoke", params={}, batch="b", status=status,
+             started=started, duration_s=1.25, error=error, failed_cell=3 if error else None).write(folder)
+    (folder / f"{study}.ipynb").write_text("{}")
+    if summary is not None:
+        (folder / "summary.json").write_text(json.dumps(summary))
+    return folder
+
+
+def test_index_lists_every_run_newest_first_with_status_and_headlines(tmp_path):
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    _fake_run(project.outputs, "near_tie", "r1", "2026-11-30T01:00:00", summary={"rate": 0.000371, "n": 40000})
+    _fake_run(project.outputs, "environment", "r2", "2026-11-30T02:00:00", status="failed", error="ValueError: x")
+    page = index.write(project).read_text()
+    runs = page[page.index("<h2>All runs</h2>"):]
+    assert runs.index("environment") < runs.index("near_tie")
+    assert '<tr class="failed">' in page and "cell 3: ValueError: x" in page
+    assert "rate: 0.000371" in page and "n: 40000" in page
+    assert 'href="near_tie/r1/report.html"' in page and 'href="near_tie/r1/near_tie.ipynb"' in page
+    assert "<script" not in page and "http" not in page  # opens from disk, offline
+
+
+def test_a_damaged_or_ill_typed_manifest_is_an_unreadable_row_named_with_its_path(tmp_path):
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    _fake_run(project.outputs, "a", "good", "2026-11-30T01:00:00")
+    for name, text in {"broken": "{not json", "null": "null", "list": "[]",
+                       "nostart": '{"study": "a", "run_id": "x", "param_set": "p", "params": {}, "batch": "b",'
+                                  ' "started": null}'}.items():
+        (project.outputs / "a" / name).mkdir()
+        (project.outputs / "a" / name / "manifest.json").write_text(text)
+    entries = index.collect(project)
+    assert {e.manifest.run_id: e.manifest.status for e in entries} == {
+        "good": "passed", "broken": "unreadable", "null": "unreadable", "list": "unreadable",
+        "nostart": "unreadable"}
+    unreadable = next(e for e in entries if e.manifest.run_id == "nostart")
+    assert str(project.outputs / "a" / "nostart" / "manifest.json") in unreadable.manifest.error
+    assert "started" in unreadable.manifest.error
+    assert "unreadable" in index.write(project).read_text()
+
+
+def test_concurrent_index_writers_do_not_collide(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    _fake_run(project.outputs, "a", "good", "2026-11-30T01:00:00")
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: index.write(project), range(100)))
+    assert not list(project.outputs.glob("*.tmp*"))
+
+
+def test_headline_values_are_shortened():
+    assert index.short(0.123456789) == "0.1235"
+    assert index.short({"ours": 1.0, "seed": 2.5}) == "ours 1, seed 2.5"
+    assert index.short(list(range(10))) == "0, 1, 2, 3, 4, 5 ..."
+
+
+def _dead_pid():
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", "pass"])
+    process.wait()
+    return process.pid
+
+
+def test_a_running_run_whose_process_is_gone_shows_as_died_unless_on_another_host(tmp_path):
+    import socket
+
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    for run_id, host in (("here", socket.gethostname()), ("there", "another-machine")):
+        folder = _fake_run(project.outputs, "a", run_id, "2026-11-30T01:00:00", status="running")
+        manifest = Manifest.read(folder)
+        manifest.pid, manifest.host = _dead_pid(), host
+        manifest.write(folder)
+    assert {e.manifest.run_id: e.manifest.status for e in index.collect(project)} == {
+        "here": "died", "there": "running"}
+    assert Manifest.read(project.outputs / "a" / "here").observed_status() == "died"
+
+
+def test_each_study_gets_a_card_with_its_newest_passed_runs_findings_and_verdict_words(tmp_path):
+    from exactness.workbook.findings import Finding
+
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    old = Finding(claim="old claim", ours="1", verdict="new").to_dict()
+    new = Finding(claim="rate 1 in 2,000", ours="1", verdict="differs", seed="1 in 2,667 (seed 000, section 5)",
+                  why="unexplained").to_dict()
+    _fake_run(project.outputs, "near_tie", "r1", "2026-11-30T01:00:00", summary={"findings": [old]})
+    _fake_run(project.outputs, "near_tie", "r2", "2026-11-30T02:00:00", summary={"findings": [new]})
+    _fake_run(project.outputs, "near_tie", "r3", "2026-11-30T03:00:00", status="failed", error="ValueError: x")
+    page = index.write(project).read_text()
+    cards = page[:page.index("<h2>All runs</h2>")]
+    assert cards.count('class="card"') == 1 and "rate 1 in 2,000" in cards and "old claim" not in cards
+    assert "verdict-differs" in cards and 'href="near_tie/r2/report.html"' in cards
+    assert "[differs] rate 1 in 2,000 (unexplained)" in page  # the runs table shows the findings too
+
+
+def test_a_summary_that_is_not_a_json_object_is_unreadable_and_breaks_nothing(tmp_path):
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    for number, text in enumerate(["null", "[]", '"text"', "{truncated", "\xff\xfe"]):
+        folder = _fake_run(project.outputs, "a", f"r{number}", f"2026-11-30T0{number}:00:00")
+        (folder / "summary.json").write_text(text)
+    entries = index.collect(project)
+    assert [e.summary for e in entries] == [index.UNREADABLE_SUMMARY] * 5
+    assert "summary.json: unreadable" in index.write(project).read_text()

@@ -1,0 +1,23 @@
+import numpy as np
+
+from exactness.workbook import machine
+
+
+def test_float32_spacing_agrees_with_numpy():
+    table = machine.float_spacing([1e-3, 1.0, 1e3])
+    assert table.float32.tolist() == [float(np.spacing(np.float32(m))) for m in (1e-3, 1.0, 1e3)]
+    assert table.float64.tolist() == [float(np.spacing(np.float64(m))) for m in (1e-3, 1.0, 1e3)]
+    assert table.loc[1, "float16"] == 2.0**-10 and table.loc[1, "bfloat16"] == 2.0**-7
+
+
+def test_machine_facts_have_the_fields_a_manifest_needs(tmp_path):
+    facts = machine.run_facts(tmp_path)
+    assert facts["versions"]["torch"].startswith("2.13.0")
+    assert facts["logical_cpus"] >= 1 and facts["cpu_model"]
+    assert facts["git_commit"] is None  # tmp_path is not a repository
+
+
+def test_denormal_probe_answers_for_every_runtime():
+    behaviour = machine.denormal_behaviour()
+    assert set(behaviour) == {"numpy_keeps_subnormals", "torch_keeps_subnormals", "ort_keeps_subnormals"}
+    assert all(isinstance(v, bool) for v in behaviour.values())

@@ -1,0 +1,46 @@
+import json
+
+from exactness.workbook.manifest import Manifest
+
+
+def test_manifest_round_trips_and_ignores_unknown_fields(tmp_path):
+    manifest = Manifest(study="s", run_id="r", param_set="p", params={"a": [1, 2]}, batch="b", duration_s=1.5)
+    manifest.write(tmp_path)
+    data = json.loads((tmp_path / "manifest.json").read_text())
+    data["added_later"] = True
+    (tmp_path / "manifest.json").write_text(json.dumps(data))
+    assert Manifest.read(tmp_path) == manifest
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+import pytest  # noqa: E402
+
+from exactness.workbook.manifest import ManifestError  # noqa: E402
+
+
+@pytest.mark.parametrize("text, field", [
+    ("null", "manifest"), ("[1, 2]", "manifest"),
+    ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}, "batch": "b", "started": null}', "started"),
+    ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}, "batch": "b", "status": 3}', "status"),
+    ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}, "batch": "b", "duration_s": "abc"}', "duration_s"),
+    ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}}', "batch"),
+    ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}, "batch": "b", "pid": 99999999999999999999}',
+     "pid"),
+    ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}, "batch": "b", "pid": -1}', "pid"),
+    ('{"study": "s", "run_id": "r", "param_set": "p", "params": {}, "batch": "b", "started": "not a date"}',
+     "started"),
+])
+def test_an_ill_typed_manifest_raises_one_error_naming_path_and_field(tmp_path, text, field):
+    (tmp_path / "manifest.json").write_text(text)
+    with pytest.raises(ManifestError, match=field) as caught:
+        Manifest.read(tmp_path)
+    assert str(tmp_path / "manifest.json") in str(caught.value)
+
+
+def test_concurrent_writers_never_collide_on_the_temporary_file(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    manifest = Manifest(study="s", run_id="r", param_set="p", params={}, batch="b")
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda _: manifest.write(tmp_path), range(200)))
+    assert Manifest.read(tmp_path) == manifest and not list(tmp_path.glob("*.tmp*"))

@@ -1,0 +1,130 @@
+import hashlib
+import json
+
+import nbformat
+import pytest
+
+from exactness.workbook import catalog, runs
+from exactness.workbook.manifest import Manifest
+from exactness.workbook.project import Project
+
+
+def _run(root, name, params=None):
+    project = Project.at(root)
+    study = catalog.get(project, name)
+    from exactness.workbook import parameters
+
+    resolved = parameters.resolve(study.notebook, [], list((params or {}).items()))
+    return runs.execute(project, study, resolved, "smoke", batch="b1")
+
+
+def _digest(folder):
+    return {p.relative_to(folder): hashlib.sha256(p.read_bytes()).hexdigest() for p in folder.rglob("*") if p.is_file()}
+
+
+def test_a_passing_run_writes_its_folder(tiny_project):
+    result = _run(tiny_project, "ok")
+    assert result, result.reason
+    names = {p.name for p in result.folder.rglob("*")}
+    assert {"ok.ipynb", "report.html", "params.yaml", "manifest.json", "summary.json", "values.parquet"} <= names
+    manifest = Manifest.read(result.folder)
+    assert manifest.status == "passed" and manifest.duration_s > 0
+    assert manifest.params["n_values"] == 3
+    assert {"torch", "onnxruntime", "onnx", "onnxscript", "transformers", "numpy", "python"} <= set(
+        manifest.machine["versions"])
+    assert manifest.machine["cpu_model"] and "torch_intra_op_threads" in manifest.machine["threads"]
+    assert "git_commit" in manifest.machine and "git_dirty" in manifest.machine
+    assert json.loads((result.folder / "summary.json").read_text()) == {"total": 4.5, "label": "x"}
+
+
+def test_the_notebook_runs_inside_its_run_folder_with_injected_parameters(tiny_project):
+    result = _run(tiny_project, "ok", {"n_values": "4", "scale": "2"})
+    executed = nbformat.read(result.folder / "ok.ipynb", as_version=4)
+    injected = [c for c in executed.cells if "injected-parameters" in c.metadata.get("tags", [])]
+    assert injected and "n_values = 4" in injected[0].source
+    assert json.loads((result.folder / "summary.json").read_text())["total"] == 12.0
+
+
+def test_a_failing_cell_keeps_the_run_marked_failed_and_earlier_runs_intact(tiny_project):
+    earlier = _run(tiny_project, "ok")
+    before = _digest(earlier.folder)
+    result = _run(tiny_project, "failing")
+    assert not result
+    manifest = Manifest.read(result.folder)
+    assert manifest.status == "failed"
+    assert manifest.failed_cell == 4  # execution count: parameters, injected parameters, x = 1, raise
+    assert manifest.error == "ValueError: second line names the problem"
+    executed = nbformat.read(result.folder / "failing.ipynb", as_version=4)
+    assert any(o.get("output_type") == "error" for c in executed.cells for o in c.get("outputs", []))
+    assert (result.folder / "report.html").exists()
+    assert _digest(earlier.folder) == before
+    assert "failing failed in cell [4]" in result.reason
+
+
+def test_ctrl_c_leaves_the_run_marked_interrupted(tiny_project, monkeypatch):
+    import papermill
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(papermill, "execute_notebook", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        _run(tiny_project, "ok")
+    (folder,) = (tiny_project / "outputs" / "ok").iterdir()
+    assert Manifest.read(folder).status == "interrupted"
+    assert "interrupted" in (tiny_project / "outputs" / "index.html").read_text()
+
+
+def test_run_folders_are_never_reused(tiny_project):
+    project = Project.at(tiny_project)
+    folders = {runs.new_run_folder(project, "ok", "smoke")[1] for _ in range(20)}
+    assert len(folders) == 20
+
+
+def test_a_missing_kernel_is_named(monkeypatch):
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    monkeypatch.setattr(KernelSpecManager, "find_kernel_specs", lambda self: {"python3": "/x"})
+    with pytest.raises(runs.KernelMissingError, match="make install"):
+        runs.ensure_kernel()
+
+
+def test_a_run_kernel_uses_ipc_sockets_inside_the_project_and_no_tcp_warning(tiny_project):
+    import subprocess
+    import sys
+
+    from conftest import cli_env, write_notebook
+
+    write_notebook(tiny_project / "notebooks" / "conn.ipynb", "x = 1",
+                   "from ipykernel.connect import get_connection_info\n"
+                   "open('connection.json', 'w').write(get_connection_info())")
+    (tiny_project / "params" / "conn").mkdir()
+    (tiny_project / "params" / "conn" / "default.yaml").write_text("{}\n")
+    result = subprocess.run([sys.executable, "-m", "exactness", "run", "conn", "--log-output"],
+                            capture_output=True, text=True, env=cli_env(tiny_project), timeout=600)
+    assert result.returncode == 0, result.stderr
+    assert "without encryption" not in result.stdout + result.stderr
+    (folder,) = (tiny_project / "outputs" / "conn").iterdir()
+    connection = json.loads((folder / "connection.json").read_text())
+    state = tiny_project / ".state" / "k"
+    assert connection["transport"] == "ipc" and connection["ip"].startswith(str(state))
+    assert not list(state.iterdir())  # the kernels' socket files are removed when they shut down
+    assert oct(state.stat().st_mode & 0o777) == "0o700"
+
+
+def test_ipc_socket_prefix_falls_back_to_a_private_tmp_folder_for_long_paths(tmp_path):
+    import os
+
+    project = Project.at(tmp_path / ("x" * 120), tmp_path / "out")
+    prefix = runs.ipc_prefix(project)
+    assert len(prefix) < 100 and prefix.startswith("/tmp/")
+    assert oct(os.stat(os.path.dirname(prefix)).st_mode & 0o777) == "0o700"
+
+
+def test_a_second_resume_of_the_same_run_started_meanwhile_is_refused_in_one_line(tiny_project):
+    failed = _run(tiny_project, "failing")
+    project = Project.at(tiny_project)
+    (failed.folder / "attempts" / "1").mkdir(parents=True)  # what the first resume has just made
+    with pytest.raises(runs.ResumeError, match="is being resumed by another process"):
+        runs.resume(project, catalog.get(project, "failing"), failed.folder)
+    assert Manifest.read(failed.folder).status == "failed"  # untouched
