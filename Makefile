@@ -43,6 +43,6 @@ lab: install
 clean-state:
 	rm -rf $(STATE)
 
-# Speed claims as measured ratios (about 40 minutes: the near-tie paper preset, 10 s of DAC audio); not part of the tests.
+# Speed claims as measured ratios (hours on 2 cores: the paper presets, 10 and 60 s of DAC audio); not part of the tests.
 bench: install
 	$(PY) -m exactness.workbook.benchmarks

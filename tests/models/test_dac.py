@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 from transformers import DacConfig
@@ -77,3 +79,14 @@ def test_config_checks_pass_the_published_variants_and_catch_the_stale_hop():
     rows = dac.config_checks()
     assert [r["result"] for r in rows[:3]] == ["consistent"] * 3
     assert "hop_length 512 != product" in rows[3]["result"]
+
+
+def test_a_run_reading_an_earlier_runs_tensors_bit_for_bit_is_its_twin_and_one_ulp_anywhere_breaks_it():
+    models = {v: dac.build_variant(dac.template("tiny", 0, "variance_preserving"), v, shared=True)
+              for v in ("float64", "weight_norm", "folded_fp32", "folded_fp64")}
+    assert dac.twin_runs(models) == {"folded_fp32": "weight_norm"}
+    path, name, last = list(dac.forward_state(models["folded_fp32"]))[-1]  # the walk's very end
+    assert not path.startswith("encoder")
+    with torch.no_grad():
+        last.view(-1)[0] = torch.nextafter(last.view(-1)[0], torch.tensor(math.inf, dtype=last.dtype))
+    assert dac.twin_runs(models) == {}

@@ -1,4 +1,8 @@
 import math
+import os
+import pickle
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -8,6 +12,7 @@ import torch
 from exactness.models import dac
 from exactness.models import dac_chunks as chunks
 from exactness.studies import dac_propagation as propagation
+from exactness.workbook import catalog
 
 WHOLE = 10**6  # frames per window: the tiny clips here run whole (their 250 frames exceed CHUNK_FRAMES)
 
@@ -159,6 +164,33 @@ def test_fold_in_float32_is_bit_identical_to_recomputing(propagated):
     assert (same.max_abs_err == 0).all()
 
 
+def test_the_float32_fold_runs_once_as_weight_norms_twin(propagated):
+    _, extra = propagated
+    assert extra["twins"] == {"folded_fp32": "weight_norm"}
+
+
+def test_a_twins_own_decode_is_the_one_its_run_would_compute(propagated):
+    _, extra = propagated
+    codec = propagation.codec_errors(extra, dac.audio("tiny", 0.25, 0)).set_index("variant")
+    twin = extra["models"]["folded_fp32"]
+    own = chunks.decode(twin, extra["results"]["folded_fp32"]["quantized"], WHOLE).double()
+    audio = dac.audio("tiny", 0.25, 0)[:, 0, :own.shape[-1]].double()
+    assert codec.loc["folded_fp32", "codec_max_abs_err"] == float((own - audio).abs().max())
+    assert codec.loc["folded_fp32"].equals(codec.loc["weight_norm"])
+
+
+def test_the_kernel_environment_of_the_study_changes_no_number(propagated):
+    """Huge pages (catalog.KERNEL_ENVIRONMENT) move where tensors live, never what they hold: the same table in a
+    process that starts with them."""
+    code = ("import pickle, sys; from exactness.models import dac; from exactness.studies import dac_propagation as p; "
+            "table, _ = p.propagate(dac.template('tiny', 0, 'variance_preserving'), dac.audio('tiny', 0.25, 0), "
+            f"chunk_frames={WHOLE}); sys.stdout.buffer.write(pickle.dumps(table))")
+    environment = {**os.environ, **catalog.KERNEL_ENVIRONMENT["dac_propagation"]}
+    assert environment["THP_MEM_ALLOC_ENABLE"] == "1"
+    done = subprocess.run([sys.executable, "-c", code], env=environment, capture_output=True, check=True)
+    pd.testing.assert_frame_equal(pickle.loads(done.stdout), propagated[0], check_exact=True)
+
+
 def test_a_float64_fold_propagates_a_growing_error(propagated):
     table, _ = propagated
     chain = table[(table.variant == "folded_fp64") & (table.against == "weight_norm")].set_index("layer")
@@ -213,9 +245,11 @@ SEED_ERRORS = {k: reference.value(k) for k in ("encoder.Conv1", "encoder.Block0"
 def test_fold_finding_says_whether_float32_folding_is_exact():
     exact = pd.DataFrame({"variant": ["folded_fp32"], "max_abs_diff": [0.0]})
     outputs = pd.DataFrame({"variant": ["folded_fp32"], "against": ["weight_norm"], "max_abs_err": [0.0]})
-    assert "causes no error" in found.fold_finding(outputs, exact).claim
+    same = found.fold_finding(outputs, exact)
+    assert "causes no error" in same.claim and "runs it once" in same.claim
+    assert same.ours == "largest weight difference 0 over 1 layers: its 1 layer outputs are the original run's"
     inexact = found.fold_finding(outputs.assign(max_abs_err=1e-7), exact.assign(max_abs_diff=3e-8))
-    assert "does NOT" in inexact.claim and inexact.verdict == "new"
+    assert "does NOT" in inexact.claim and inexact.verdict == "new" and "1.0e-07" in inexact.ours
 
 
 def test_rounding_finding_is_beside_the_seed_only_on_44khz_and_follows_the_size():

@@ -1,3 +1,7 @@
+import json
+import subprocess
+import sys
+
 import numpy as np
 
 from exactness.workbook import machine
@@ -15,6 +19,16 @@ def test_machine_facts_have_the_fields_a_manifest_needs(tmp_path):
     assert facts["versions"]["torch"].startswith("2.13.0")
     assert facts["logical_cpus"] >= 1 and facts["cpu_model"]
     assert facts["git_commit"] is None  # tmp_path is not a repository
+
+
+def test_run_facts_count_threads_without_loading_torch_into_the_caller(tmp_path):
+    code = ("import json, sys; from pathlib import Path; from exactness.workbook.machine import run_facts; "
+            f"facts = run_facts(Path({str(tmp_path)!r})); "
+            "print(json.dumps([facts['threads'], sorted({'torch', 'onnxruntime'} & set(sys.modules))]))")
+    threads, loaded = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                                check=True).stdout.strip().splitlines()[-1])
+    assert loaded == []
+    assert threads == machine.thread_counts()  # what this process, started the same way, counts
 
 
 def test_denormal_probe_answers_for_every_runtime():

@@ -1,5 +1,6 @@
 import hashlib
 import json
+import os
 
 import nbformat
 import pytest
@@ -128,3 +129,25 @@ def test_a_second_resume_of_the_same_run_started_meanwhile_is_refused_in_one_lin
     with pytest.raises(runs.ResumeError, match="is being resumed by another process"):
         runs.resume(project, catalog.get(project, "failing"), failed.folder)
     assert Manifest.read(failed.folder).status == "failed"  # untouched
+
+
+
+def test_a_studys_kernel_starts_with_its_environment_and_the_caller_gets_its_own_back(tiny_project, monkeypatch):
+    from conftest import write_notebook
+
+    write_notebook(tiny_project / "notebooks" / "env.ipynb", "x = 0",
+                   "import os\nfrom exactness.workbook.artifacts import RunArtifacts",
+                   "RunArtifacts.current('env').summary(seen=os.environ.get('EXACTNESS_PROBE', 'unset'))")
+    (tiny_project / "params" / "env").mkdir()
+    (tiny_project / "params" / "env" / "smoke.yaml").write_text("{}\n")
+    monkeypatch.setitem(catalog.KERNEL_ENVIRONMENT, "env", {"EXACTNESS_PROBE": "set for the kernel"})
+    monkeypatch.setenv("EXACTNESS_PROBE", "the caller's")
+    result = _run(tiny_project, "env")
+    assert result, result.reason
+    assert json.loads((result.folder / "summary.json").read_text())["seen"] == "set for the kernel"
+    assert os.environ["EXACTNESS_PROBE"] == "the caller's"
+    monkeypatch.delenv("EXACTNESS_PROBE")
+    with runs.kernel_environment({"EXACTNESS_PROBE": "x"}):
+        assert os.environ["EXACTNESS_PROBE"] == "x"
+    assert "EXACTNESS_PROBE" not in os.environ
+

@@ -201,6 +201,48 @@ def build_variant(plain: DacModel, variant: str, shared: bool = False) -> DacMod
     return _shared(plain, variant) if shared else _materialized(plain, variant)
 
 
+def forward_state(model: DacModel):
+    """Every tensor a forward reads, in module order: (module path, name, value), a weight-normed layer's weight as
+    its forward computes it (one layer's at a time)."""
+    for path, module in model.named_modules():
+        if ".parametrizations" in f".{path}":  # (g, v) and the fold: read through the layer's computed weight
+            continue
+        names = [*module._parameters, *module._buffers]
+        if parametrize.is_parametrized(module):
+            names += list(module.parametrizations)
+        for name in names:
+            yield path, name, getattr(module, name)
+
+
+def _same_computation(a: DacModel, b: DacModel) -> bool:
+    """Two runs whose forwards read the same tensors, bit for bit and dtype for dtype: the same modules on the
+    same inputs, so the same outputs (torch's CPU kernels are deterministic for equal inputs)."""
+    with torch.no_grad():
+        for (path_a, name_a, x), (path_b, name_b, y) in zip(forward_state(a), forward_state(b), strict=True):
+            if (path_a, name_a) != (path_b, name_b):
+                return False
+            if x is None or y is None:
+                if x is not y:
+                    return False
+            elif not (x.dtype == y.dtype and x.shape == y.shape and torch.equal(x, y)):
+                return False
+    return True
+
+
+def twin_runs(models: dict) -> dict[str, str]:
+    """{run: earlier run it repeats}: a run whose every weight (as computed), bias and buffer equals an earlier
+    run's bit for bit is that run's computation, so it is run once. On this CPU the float32 fold is weight norm's
+    own call on the same (g, v), so `folded_fp32` is `weight_norm`'s twin; where a fold rounds differently the run
+    is its own (checked, not assumed: one pass over the weights)."""
+    twins: dict[str, str] = {}
+    for index, variant in enumerate(models):
+        for earlier in list(models)[:index]:
+            if earlier not in twins and _same_computation(models[earlier], models[variant]):
+                twins[variant] = earlier
+                break
+    return twins
+
+
 def weight_paths(model: DacModel) -> list[tuple[str, torch.nn.Module]]:
     """(module path, layer) of every weight-normed layer, in `weight_normed_layers` order."""
     names = {id(m): n for n, m in model.named_modules()}

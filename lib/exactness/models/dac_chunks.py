@@ -182,8 +182,10 @@ def hand_back_large_blocks(threshold: int = 1 << 20) -> bool:
     """Make glibc serve blocks of `threshold` bytes and more with mmap, and unmap them when freed. By default
     glibc raises that threshold as large blocks are freed, then serves them from its heap and keeps them:
     measured on the 44.1 kHz propagation at 1 s, 200 to 350 MB more resident at the peak, and still held
-    after the run. Where memory lives never changes the arithmetic; page faults cost some time. Process-wide
-    and lasting (a kernel running a DAC study keeps it); True when glibc accepted it, False elsewhere."""
+    after the run. Where memory lives never changes the arithmetic; page faults cost time, which huge pages
+    cut (a DAC study's kernel starts with PyTorch's THP_MEM_ALLOC_ENABLE: `workbook.catalog.KERNEL_ENVIRONMENT`).
+    Process-wide and lasting (a kernel running a DAC study keeps it); True when glibc accepted it, False
+    elsewhere."""
     name = ctypes.util.find_library("c")
     try:
         mallopt = ctypes.CDLL(name or "libc.so.6").mallopt

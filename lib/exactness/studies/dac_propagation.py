@@ -3,7 +3,9 @@
 Memory stays flat in the clip's length: no layer output is kept. The four runs of one checkpoint share one
 copy of the weights (`dac.build_variant`), go through each window of the clip together one layer at a time
 (`dac_chunks.lockstep`), and each layer's outputs are reduced to statistics (largest and summed difference
-against each reference, sum of squares) before the next layer runs. A clip of at most
+against each reference, sum of squares) before the next layer runs. A run whose every weight, bias and buffer is
+an earlier run's bit for bit (the float32 fold, on this CPU) is that run's computation and runs once
+(`dac.twin_runs`). A clip of at most
 `dac_chunks.CHUNK_FRAMES` latent frames runs whole, as the library runs it; a longer one in windows whose
 context covers every kept value's receptive field (see `dac_chunks`).
 """
@@ -127,24 +129,33 @@ def propagate(plain, audio: torch.Tensor, variants=dac.VARIANTS,
         raise ValueError(f"variants must include weight_norm (its codes feed every decoder), got {list(variants)}")
     order = [v for v in ("float64", "weight_norm") if v in variants] + [v for v in variants if v not in REFERENCES]
     models = {v: dac.build_variant(plain, v, shared=True) for v in order}
+    twins = dac.twin_runs(models)
+    running = {v: m for v, m in models.items() if v not in twins}
     statistics = LayerStatistics(order)
+
+    def with_twins(outputs: dict) -> dict:
+        return outputs | {twin: outputs[run] for twin, run in twins.items()}
+
     plan = dac_chunks.encoder_windows(plain, audio.shape[-1], chunk_frames)
-    latents = dac_chunks.lockstep(models, {v: _cast(audio, models[v]) for v in order},
-                                  dac_chunks.encoder_steps(plain), plan, statistics.add)
+    latents = with_twins(dac_chunks.lockstep(running, {v: _cast(audio, models[v]) for v in running},
+                                             dac_chunks.encoder_steps(plain), plan,
+                                             lambda step, outputs: statistics.add(step, with_twins(outputs))))
     results = {}
     with torch.no_grad():
         for variant in order:
             quantized, codes, projected, _, _ = models[variant].quantizer(latents.pop(variant))
             results[variant] = {"codes": codes, "quantized": quantized, "projected": projected}
         codes = results["weight_norm"]["codes"]
-        inputs = {v: models[v].quantizer.from_codes(codes)[0] for v in order}  # the decoder fed identical codes
+        inputs = {v: models[v].quantizer.from_codes(codes)[0] for v in running}  # the decoder fed identical codes
     plan = dac_chunks.decoder_windows(plain, codes.shape[-1], chunk_frames)
-    decoded = dac_chunks.lockstep(models, inputs, dac_chunks.decoder_steps(plain), plan, statistics.add)
+    decoded = with_twins(dac_chunks.lockstep(running, inputs, dac_chunks.decoder_steps(plain), plan,
+                                             lambda step, outputs: statistics.add(step, with_twins(outputs))))
     with torch.no_grad():
         for variant in order:
             results[variant]["audio"] = models[variant].decoder.tanh(decoded.pop(variant)).squeeze(1)
     table = _with_growth(pd.DataFrame(statistics.rows(plain)))
-    return table, {"codes": codes, "results": results, "models": models, "chunk_frames": chunk_frames}
+    return table, {"codes": codes, "results": results, "models": models, "chunk_frames": chunk_frames,
+                   "twins": twins}
 
 
 def _with_growth(table: pd.DataFrame) -> pd.DataFrame:
@@ -286,10 +297,15 @@ def codec_errors(extra: dict, audio: torch.Tensor) -> pd.DataFrame:
     decoding from the quantized representation (each decode in the same windows as `propagate`'s)."""
     results, models = extra["results"], extra["models"]
     reference = results["float64"]["audio"].double()
-    rows = []
+    twins, rows, kept = extra.get("twins", {}), [], {}
     for variant, model in models.items():
         from_codes = results[variant]["audio"].double()
-        own = dac_chunks.decode(model, results[variant]["quantized"], extra["chunk_frames"]).double()
+        if variant in twins:  # the same computation on the same quantized representation
+            own = kept[twins[variant]]
+        else:
+            own = dac_chunks.decode(model, results[variant]["quantized"], extra["chunk_frames"]).double()
+        if variant in twins.values():
+            kept[variant] = own
         n = min(own.shape[-1], audio.shape[-1])
         error = own[..., :n] - audio[:, 0, :n].double()
         rows.append({"variant": variant, "codec_max_abs_err": float(error.abs().max()),

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import platform
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -133,9 +135,20 @@ def float_spacing(magnitudes=(1e-3, 1e-2, 1e-1, 1.0, 1e1, 1e2, 1e3)):
     return pd.DataFrame(rows)
 
 
+def thread_counts_apart() -> dict[str, int]:
+    """`thread_counts()` read in a process of its own (started as a kernel starts, so it counts what a kernel
+    gets): the caller never loads torch and ONNX Runtime, which would keep about 200 MB in the `exactness`
+    command for the whole run, counted in every study's peak memory."""
+    code = "import json; from exactness.workbook.machine import thread_counts; print(json.dumps(thread_counts()))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise RuntimeError(f"reading the thread counts failed:\n{done.stderr[-2000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def run_facts(root: Path) -> dict[str, object]:
     """What a manifest records about where a run happened."""
-    return {"versions": software_versions(), **cpu_facts(), "threads": thread_counts(), **git_state(root)}
+    return {"versions": software_versions(), **cpu_facts(), "threads": thread_counts_apart(), **git_state(root)}
 
 
 # CPU kernel sets a worker process can be started with: environment variables read when torch loads. The eager

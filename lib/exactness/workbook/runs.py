@@ -10,6 +10,7 @@ missing, with the parameters it started with.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import secrets
@@ -188,6 +189,21 @@ def _ipc_kernel_manager(prefix: str, log: Path):
     return type("IpcKernelManager", (AsyncKernelManager,), members)
 
 
+@contextlib.contextmanager
+def kernel_environment(variables: dict[str, str]):
+    """Environment variables set while a study's kernel starts and runs, each restored (or removed) after."""
+    previous = {name: os.environ.get(name) for name in variables}
+    os.environ.update(variables)
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
 def _execute_into(project: Project, study: Study, folder: Path, manifest: Manifest, with_code: bool,
                   log_output: bool) -> RunResult:
     import papermill
@@ -198,15 +214,15 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
     manifest.write(folder)
     executed = folder / study.notebook.name
     began = time.monotonic()
-    previous = os.environ.get(RUN_DIR_VARIABLE)
-    os.environ[RUN_DIR_VARIABLE] = str(folder)
     try:
-        papermill.execute_notebook(
-            str(study.notebook), str(executed), parameters=params, kernel_name=KERNEL_NAME, cwd=str(folder),
-            progress_bar=False, log_output=log_output,
-            kernel_manager_class=_ipc_kernel_manager(ipc_prefix(project), folder / KERNEL_LOG),
-            **({} if log_output else RunProgress().engine_arguments()),
-        )
+        # the kernel papermill starts inherits these: the run folder, and the study's own (see catalog)
+        with kernel_environment({RUN_DIR_VARIABLE: str(folder), **study.kernel_environment}):
+            papermill.execute_notebook(
+                str(study.notebook), str(executed), parameters=params, kernel_name=KERNEL_NAME, cwd=str(folder),
+                progress_bar=False, log_output=log_output,
+                kernel_manager_class=_ipc_kernel_manager(ipc_prefix(project), folder / KERNEL_LOG),
+                **({} if log_output else RunProgress().engine_arguments()),
+            )
         manifest.status = "passed"
     except PapermillExecutionError as error:
         manifest.status, manifest.failed_cell = "failed", error.exec_count
@@ -217,10 +233,6 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
     except Exception as error:  # the kernel died, the notebook could not be read, ...
         manifest.status, manifest.error = "failed", _last_line(f"{type(error).__name__}: {error}")
     finally:
-        if previous is None:
-            os.environ.pop(RUN_DIR_VARIABLE, None)
-        else:
-            os.environ[RUN_DIR_VARIABLE] = previous
         manifest.duration_s = round(time.monotonic() - began, 2)
         manifest.write(folder)
         _export_report(project, folder, executed, manifest, with_code)
