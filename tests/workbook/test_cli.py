@@ -230,8 +230,13 @@ def _slow_run(project, busy_cell: str) -> tuple[subprocess.Popen, Path]:
                    busy_cell)
     (project / "params" / "slow").mkdir()
     (project / "params" / "slow" / "default.yaml").write_text("{}\n")
+    import signal
+
+    # A job started with `&` by a shell without job control inherits SIGINT ignored, and Python keeps it
+    # ignored: reset it, as a terminal's foreground process has it.
     process = subprocess.Popen([sys.executable, "-m", "exactness", "run", "slow"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, env=cli_env(project), start_new_session=True)
+                               stderr=subprocess.PIPE, text=True, env=cli_env(project), start_new_session=True,
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while not (pids := list((project / "outputs").glob("slow/*/kernel.pid"))) and time.monotonic() < deadline:
         time.sleep(0.2)
