@@ -23,6 +23,7 @@ $(STAMP): pyproject.toml
 	test -x $(PY) || python3 -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e '.[dev]'
+	mkdir -p $(IPYTHONDIR) $(MPLCONFIGDIR) $(JUPYTER_CONFIG_DIR) $(JUPYTER_DATA_DIR)  # else IPython warns they are not writable
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (exactness)" >/dev/null
 	touch $(STAMP)
 
