@@ -31,6 +31,19 @@ def test_run_facts_count_threads_without_loading_torch_into_the_caller(tmp_path)
     assert threads == machine.thread_counts()  # what this process, started the same way, counts
 
 
+def test_a_batch_of_runs_reads_the_thread_counts_in_one_process(tmp_path, monkeypatch):
+    machine.thread_counts_apart.cache_clear()
+    started = []
+    real_run = subprocess.run
+    monkeypatch.setattr(machine.subprocess, "run", lambda command, **k: started.append(command)
+                        or real_run(command, **k))
+    first, second = machine.run_facts(tmp_path), machine.run_facts(tmp_path)
+    assert [c[0] for c in started].count(sys.executable) == 1  # git may run too: only Python processes count
+    first["threads"]["torch_intra_op_threads"] = -1  # one run's facts are its own to change
+    assert second["threads"] == machine.thread_counts_apart() != first["threads"]
+    machine.thread_counts_apart.cache_clear()
+
+
 def test_denormal_probe_answers_for_every_runtime():
     behaviour = machine.denormal_behaviour()
     assert set(behaviour) == {"numpy_keeps_subnormals", "torch_keeps_subnormals", "ort_keeps_subnormals"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import json
 import os
@@ -135,10 +136,12 @@ def float_spacing(magnitudes=(1e-3, 1e-2, 1e-1, 1.0, 1e1, 1e2, 1e3)):
     return pd.DataFrame(rows)
 
 
+@functools.cache
 def thread_counts_apart() -> dict[str, int]:
     """`thread_counts()` read in a process of its own (started as a kernel starts, so it counts what a kernel
     gets): the caller never loads torch and ONNX Runtime, which would keep about 200 MB in the `exactness`
-    command for the whole run, counted in every study's peak memory."""
+    command for the whole run, counted in every study's peak memory. Read once per process (a torch import,
+    about 3 s): every run of a batch shares it. Treat the result as read-only."""
     code = "import json; from exactness.workbook.machine import thread_counts; print(json.dumps(thread_counts()))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     if done.returncode != 0:
@@ -148,7 +151,7 @@ def thread_counts_apart() -> dict[str, int]:
 
 def run_facts(root: Path) -> dict[str, object]:
     """What a manifest records about where a run happened."""
-    return {"versions": software_versions(), **cpu_facts(), "threads": thread_counts_apart(), **git_state(root)}
+    return {"versions": software_versions(), **cpu_facts(), "threads": dict(thread_counts_apart()), **git_state(root)}
 
 
 # CPU kernel sets a worker process can be started with: environment variables read when torch loads. The eager
