@@ -29,3 +29,53 @@ def test_the_dac_rows_plain_passes_are_the_studies_own_and_their_arguments_the_d
     assert benchmarks._dac_arguments("dac_propagation", 10.0, ("variance_preserving",)) == [
         "-p", "seconds", "10", "-p", "inits", "[variance_preserving]"]
     assert yaml.safe_load("[variance_preserving]") == ["variance_preserving"]  # as `-p` parses the value
+
+
+def _dac_pair(study, seconds, study_s, plain_s, inits="as the parameters", peak=1500.0):
+    return [{"benchmark": study, "case": f"{seconds:g} s: study", "median_s": study_s, "seconds_of_audio": seconds,
+             "inits": inits, "peak_memory_mb": peak},
+            {"benchmark": study, "case": f"{seconds:g} s: plain forwards", "median_s": plain_s + 5,
+             "encode_decode_s": plain_s, "seconds_of_audio": seconds, "inits": inits, "peak_memory_mb": 900.0}]
+
+
+def test_the_added_time_per_audio_second_cancels_fixed_costs_and_pairs_only_equal_inits():
+    rows = (_dac_pair("dac_propagation", 1.0, 60.0, 20.0) + _dac_pair("dac_propagation", 10.0, 420.0, 230.0)
+            + _dac_pair("dac_propagation", 60.0, 1700.0, 1000.0, inits="variance_preserving"))
+    (added,) = benchmarks.per_audio_second(rows)  # 10 -> 60 s changes the inits: no pair
+    assert added["case"] == "1 -> 10 s: per added second"
+    assert added["median_s"] == 40.0 and added["plain_encode_decode_per_s"] == 210.0 / 9
+    assert added["ratio"] == 40.0 / (210.0 / 9) and added["meets"]  # 3x at 1 s, 1.7x per added second
+    assert added["fixed_s"] == 20.0  # 60 s at 1 s of audio, 40 s of it the audio's
+    slower = benchmarks.per_audio_second(_dac_pair("dac_batching", 1.0, 40.0, 16.0)
+                                         + _dac_pair("dac_batching", 10.0, 500.0, 200.0))
+    assert slower[0]["ratio"] == (460.0 / 9) / (184.0 / 9) and not slower[0]["meets"]
+
+
+def test_the_time_target_is_judged_from_ten_seconds_and_memory_against_the_shortest_run():
+    assert benchmarks.DAC_TIME_JUDGED_FROM_S == 10.0 and benchmarks.DAC_LONG_INITS[60.0] == ("variance_preserving",)
+    rows = _dac_pair("dac_batching", 1.0, 40.0, 16.0, peak=1000.0) + _dac_pair("dac_batching", 10.0, 300, 200,
+                                                                                peak=2100.0)
+    benchmarks._memory_growth(rows, 1.0)
+    assert rows[2]["memory_over_shortest"] == 2.1 and not rows[2]["memory_meets"]
+    assert "memory_over_shortest" not in rows[0]
+
+
+def test_the_overview_draws_each_dac_run_at_its_length_beside_its_plain_passes():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    from exactness.plots.benchmarks import overview
+
+    rows = (_dac_pair("dac_propagation", 1.0, 60.0, 20.0) + _dac_pair("dac_propagation", 10.0, 420.0, 230.0)
+            + _dac_pair("dac_propagation", 60.0, 1700.0, 1000.0, inits="variance_preserving"))
+    rows += [{"benchmark": "screen", "case": "fast", "ratio": 25.0, "target": 10.0}]
+    figure = overview(pd.DataFrame(rows))
+    time_axis = figure.axes[2]
+    lines = {line.get_label(): line for line in time_axis.get_lines()}
+    study = [line for label, line in lines.items() if label == "propagation: study"]
+    assert study and list(study[0].get_xdata()) == [1.0, 10.0] and list(study[0].get_ydata()) == [60.0, 420.0]
+    plain = [line for label, line in lines.items() if label == "propagation: plain encode + decode"]
+    assert list(plain[0].get_ydata()) == [20.0, 230.0]  # the passes' own time, not their process's
+    assert any(label == "propagation (variance_preserving): study" for label in lines)
