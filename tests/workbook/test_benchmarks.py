@@ -79,3 +79,20 @@ def test_the_overview_draws_each_dac_run_at_its_length_beside_its_plain_passes()
     plain = [line for label, line in lines.items() if label == "propagation: plain encode + decode"]
     assert list(plain[0].get_ydata()) == [20.0, 230.0]  # the passes' own time, not their process's
     assert any(label == "propagation (variance_preserving): study" for label in lines)
+
+
+def test_the_printed_table_names_each_missed_target_and_skips_the_unjudged(capsys):
+    import pandas as pd
+
+    rows = _dac_pair("dac_batching", 1.0, 40.0, 16.0, peak=1000.0) + _dac_pair("dac_batching", 10.0, 500.0, 200.0,
+                                                                                peak=2100.0)
+    rows[0].update(ratio=2.5, target=None, meets=None, ratio_of="study / (encode + decode)")  # 1 s: not judged
+    rows[2].update(ratio=2.5, target=2.0, meets=False, ratio_of="study / (encode + decode)")
+    benchmarks._memory_growth(rows, 1.0)
+    assert benchmarks.print_table(pd.DataFrame(rows)) == 1
+    errors = capsys.readouterr().err.splitlines()
+    assert errors == ["MISSED TARGET: dac_batching 10 s: study: study / (encode + decode) = 2.50, target 2",
+                      "MISSED TARGET: dac_batching 10 s: study: peak 2100 MB, 2.10x the shortest clip's"]
+    rows[2].update(ratio=1.5, meets=True, peak_memory_mb=1500.0)
+    benchmarks._memory_growth(rows, 1.0)
+    assert benchmarks.print_table(pd.DataFrame(rows)) == 0
