@@ -26,6 +26,7 @@ def test_the_dac_rows_plain_passes_are_the_studies_own_and_their_arguments_the_d
     assert batching["encode_decode"] > 0 and batching["more_decodes"] == 0
     assert benchmarks._dac_arguments("dac_propagation", 60.0) == ["-p", "seconds", "60"]
     assert benchmarks._dac_arguments("dac_batching", 10.0) == ["-p", "clip_seconds", "[10, 6]"]
+    assert benchmarks._dac_arguments("dac_batching", 1.0, variant="tiny")[-2:] == ["variant", "tiny"]
     assert benchmarks._dac_arguments("dac_propagation", 10.0, ("variance_preserving",)) == [
         "-p", "seconds", "10", "-p", "inits", "[variance_preserving]"]
     assert yaml.safe_load("[variance_preserving]") == ["variance_preserving"]  # as `-p` parses the value
@@ -96,3 +97,13 @@ def test_the_printed_table_names_each_missed_target_and_skips_the_unjudged(capsy
     rows[2].update(ratio=1.5, meets=True, peak_memory_mb=1500.0)
     benchmarks._memory_growth(rows, 1.0)
     assert benchmarks.print_table(pd.DataFrame(rows)) == 0
+
+
+def test_the_dac_rows_run_the_study_as_a_user_does_beside_its_plain_passes(tmp_path):
+    study, plain = benchmarks.dac_rows("dac_batching", (0.4,), tmp_path, variant="tiny")  # one length: no slope
+    assert study["case"] == "0.4 s: study" and plain["case"] == "0.4 s: plain forwards"
+    assert study["peak_memory_mb"] > 100 and plain["peak_memory_mb"] > 100 and plain["encode_decode_s"] > 0
+    assert study["ratio"] == study["median_s"] / plain["encode_decode_s"] and study["target"] is None  # < 10 s
+    (params,) = tmp_path.glob("dac_batching/*/params.yaml")  # the study ran as asked, its report beside
+    assert yaml.safe_load(params.read_text())["clip_seconds"] == [0.4, 0.24]
+    assert (params.parent / "report.html").exists()

@@ -148,12 +148,14 @@ DAC_TIME_JUDGED_FROM_S = 10.0
 DAC_LONG_INITS = {60.0: ("variance_preserving",)}
 
 
-def _dac_arguments(study: str, seconds: float, inits: tuple[str, ...] | None = None) -> list[str]:
+def _dac_arguments(study: str, seconds: float, inits: tuple[str, ...] | None = None,
+                   variant: str = "44khz") -> list[str]:
     """A study's default parameters at `seconds` of audio (the batching study: that clip and one 0.6 as long);
-    `inits`: the propagation study's initialisations, when not its default two."""
+    `inits`: the propagation study's initialisations, when not its default two; `variant`: when not 44khz."""
+    chosen = ["-p", "variant", variant] if variant != "44khz" else []
     if study == "dac_propagation":
-        return ["-p", "seconds", f"{seconds:g}"] + (["-p", "inits", f"[{', '.join(inits)}]"] if inits else [])
-    return ["-p", "clip_seconds", f"[{seconds:g}, {0.6 * seconds:g}]"]
+        return ["-p", "seconds", f"{seconds:g}"] + (["-p", "inits", f"[{', '.join(inits)}]"] if inits else []) + chosen
+    return ["-p", "clip_seconds", f"[{seconds:g}, {0.6 * seconds:g}]"] + chosen
 
 
 def plain_dac_passes(study: str, seconds: float, windowed: bool = False, variant: str = "44khz",
@@ -216,26 +218,27 @@ def plain_dac_passes(study: str, seconds: float, windowed: bool = False, variant
 
 
 def dac_rows(study: str, seconds_list=DAC_SECONDS, outputs: Path | None = None,
-             inits: tuple[str, ...] | None = None) -> list[dict]:
+             inits: tuple[str, ...] | None = None, variant: str = "44khz") -> list[dict]:
     """Per clip length: the study's default run (`exactness run`, wall time and the peak memory of its process
     tree) beside the plain forward passes it needs (in a process of their own, measured the same way), and the
     ratios the targets are set on. `inits`: the propagation study on these initialisations only (both sides)."""
     rows = []
     for seconds in seconds_list:
-        rows += _dac_length_rows(study, seconds, outputs, inits or (DAC_LONG_INITS.get(seconds) if inits is None
-                                                                     and study == "dac_propagation" else None))
+        long_inits = DAC_LONG_INITS.get(seconds) if study == "dac_propagation" else None
+        rows += _dac_length_rows(study, seconds, outputs, inits or long_inits, variant)
     _memory_growth(rows, min(seconds_list))
     return rows + per_audio_second(rows)
 
 
-def _dac_length_rows(study: str, seconds: float, outputs: Path | None, inits: tuple[str, ...] | None) -> list[dict]:
+def _dac_length_rows(study: str, seconds: float, outputs: Path | None, inits: tuple[str, ...] | None,
+                     variant: str) -> list[dict]:
     """The study's run at one length and its plain passes: two rows."""
     label = f"{seconds:g} s" + (f" ({', '.join(inits)})" if inits and study == "dac_propagation" else "")
-    study_row = study_run(study, _dac_arguments(study, seconds, inits), f"{label}: study", outputs)
+    study_row = study_run(study, _dac_arguments(study, seconds, inits, variant), f"{label}: study", outputs)
     windowed = seconds >= WINDOWED_FROM_S
     chosen = f", inits={tuple(inits)!r}" if inits and study == "dac_propagation" else ""
     code = ("import json, sys; from exactness.workbook.benchmarks import plain_dac_passes; "
-            f"print(json.dumps(plain_dac_passes({study!r}, {seconds!r}, {windowed!r}{chosen})))")
+            f"print(json.dumps(plain_dac_passes({study!r}, {seconds!r}, {windowed!r}, {variant!r}{chosen})))")
     began = time.perf_counter()
     # the plain passes run with the environment the study's kernel gets (huge pages): a like-for-like floor
     process = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
