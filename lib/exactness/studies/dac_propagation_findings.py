@@ -47,6 +47,15 @@ def _on_seed_variant(finding: Finding, variant: str) -> Finding:
                    why=f"the seed measured the 44.1 kHz model; this run is {variant}")
 
 
+def _layers_per_init(rows: pd.DataFrame, what: str = "layer") -> str:
+    """'40 layers' or '40 layers in each of 2 inits': one row per layer and init (a table over several inits
+    has each layer once per init)."""
+    inits = rows.init.nunique() if "init" in rows else 1
+    per_init = len(rows) // max(inits, 1)
+    counted = f"{count(per_init)} {what}{'s' if per_init != 1 else ''}"
+    return counted + (f" in each of {count(inits)} inits" if inits > 1 else "")
+
+
 def fold_finding(propagated: pd.DataFrame, weights: pd.DataFrame) -> Finding:
     """Does folding in float32 from (g, v) give exactly the recomputed weights, and outputs, on this CPU?"""
     fp32 = weights[weights.variant == "folded_fp32"].max_abs_diff.max()
@@ -56,14 +65,14 @@ def fold_finding(propagated: pd.DataFrame, weights: pd.DataFrame) -> Finding:
         claim = ("Folding weight norm once in float32 from (g, v) gives exactly the weights the original recomputes at "
                  "every forward, so its run is the original's computation, bit-identical layer by layer (the study "
                  "runs it once): weight norm itself causes no error on this CPU.")
-        ours = (f"largest weight difference 0 over {count(len(weights[weights.variant == 'folded_fp32']))} layers: "
-                f"its {count(len(outputs))} layer outputs are the original run's")
+        ours = (f"largest weight difference 0 over {_layers_per_init(weights[weights.variant == 'folded_fp32'])}; "
+                f"every layer output is the original run's ({_layers_per_init(outputs, 'layer output')})")
     else:
         claim = (f"Folding weight norm in float32 does NOT reproduce the recomputed weights exactly on this CPU "
                  f"(weights up to {significant(fp32)} apart, layer outputs up to {significant(worst)}): the fold "
                  "itself rounds differently here.")
         ours = (f"largest weight difference {significant(fp32)}, largest layer-output difference {significant(worst)} "
-                f"over {count(len(outputs))} layer outputs")
+                f"over {_layers_per_init(outputs, 'layer output')}")
     return Finding(claim=claim, ours=ours, verdict="new",
                    evidence="tables/weights.parquet, tables/propagation.parquet")
 
