@@ -34,6 +34,23 @@ def test_samples_past_a_hop_multiple_are_dropped(tiny):
     assert table.dropped_samples.tolist() == [0, 3, 0] and table.hop.iloc[0] == 8
 
 
+def test_windows_of_another_span_start_where_the_padding_reaches_a_window(tiny):
+    # tiny: hop 8, 96-frame windows reading 20 frames ahead in the decoder. 300 frames alone: the window keeping
+    # frames 192-287 reads up to frame 300 alone and 308 padded, so the spans differ from frame 192 on
+    assert batching.decoder_windows_differ_from(tiny, 2400, 4000) == 192 * 8
+    assert batching.decoder_windows_differ_from(tiny, 400, 640) is None  # both whole: lengths differ throughout
+    assert batching.decoder_windows_differ_from(tiny, 2400, 2400) is None  # not padded
+
+
+def test_padded_audio_differs_only_within_the_padding_s_reach_or_the_windows_of_another_span(tiny):
+    model = dac.build_variant(tiny, "folded_fp32")
+    clips = [dac.audio("tiny", 0.5, 1), dac.audio("tiny", 0.3, 2)]
+    table, curves = batching.compare(model, clips)
+    audio = curves[(1, "audio", "padding")]
+    windows_from = batching.decoder_windows_differ_from(model, clips[1].shape[-1], clips[0].shape[-1])
+    assert windows_from < len(audio) and not audio[:windows_from].any()  # earlier windows: the same computation
+
+
 def test_decoder_reach_is_measured_on_both_sides_of_a_frame(tiny):
     reach = batching.measured_decoder_reach(dac.build_variant(tiny, "float64"), 81, 40)
     assert reach["left_samples"] > 0 and reach["right_samples"] > 0
@@ -110,6 +127,16 @@ def test_audio_finding_explains_the_tail_by_the_decoders_reach_or_says_it_cannot
     carried = found.audio_finding(_table(5, audio_tail=70), _curves(latent_early=1e-7, audio_early=1e-6), 1, 8, 7,
                                   30).claim
     assert "carried from the latents' rounding" in carried and "unexplained" not in carried
+    # beyond the padding's reach but inside the windows the padding changes: their length, not unexplained
+    windowed = found.audio_finding(_table(5, audio_tail=7 * 8 + 31), curves, 1, 8, 7, 30, windows_from=300)
+    assert "unexplained" not in windowed.claim and "from sample 300" in windowed.claim
+    assert "windows differ from sample 300 of 400" in windowed.ours
+    early = found.audio_finding(_table(5, audio_tail=7 * 8 + 31), curves, 1, 8, 7, 30, windows_from=320)
+    assert "unexplained" in early.claim  # the tail starts before the windows differ
+    inside = found.audio_finding(_table(5, audio_tail=70), _curves(audio_early=1e-6), 1, 8, 7, 30, windows_from=16)
+    assert "unexplained" not in inside.claim and "all within the clip's last 384 samples" in inside.claim
+    before = found.audio_finding(_table(5, audio_tail=70), _curves(audio_early=1e-6), 1, 8, 7, 30, windows_from=24)
+    assert "isolated difference" in before.claim and "unexplained" in before.claim  # sample 20 is before them
 
 
 def test_hop_finding_states_the_rule_or_the_exception():
@@ -146,6 +173,8 @@ def test_repair_finding_says_when_the_fix_does_not_restore_the_codes():
     assert "recompute its last 10 frames" in claim and "every frame (3 differed before)" in claim
     assert "RMS: rounding" in claim
     assert "above the rounding floor" in found.repair_finding({**fixed, "latent_rms": 1e-4}).claim
+    exact = found.repair_finding({**fixed, "max_latent_diff_after": 0.0}).claim
+    assert exact.endswith("the latents bit-identical.") and "within 0" not in exact
     broken = found.repair_finding({**fixed, "code_frames_after": 2}).claim
     assert "does NOT restore" in broken and "2 code frames still differ" in broken
     assert "measured below" in found.padding_finding(_table(5), 1, 8, True).claim

@@ -166,6 +166,24 @@ def repair(model, clip: torch.Tensor, padded_length: int, chunk_frames: int = CH
             "latent_rms": float(alone["latent"].double().square().mean().sqrt())}
 
 
+def decoder_windows_differ_from(model, samples: int, padded_samples: int,
+                                chunk_frames: int = CHUNK_FRAMES) -> int | None:
+    """The first decoded sample from which the clip alone and the clip zero-padded to `padded_samples` are decoded
+    in windows of different spans (the clip's last window, or the one before it when the last is shorter than the
+    context): from there the two decodes are convolutions of other lengths, whose float32 rounding may differ
+    (the kernels choose their algorithm by length) even where their latents are bit-identical. Before it both
+    run the same windows on the same latents. None when both decode whole: their lengths differ from the start."""
+    hop = int(np.prod(model.config.downsampling_ratios))
+    alone = dac_chunks.decoder_windows(model, dac_chunks.encoded_frames(model, samples), chunk_frames)
+    padded = dac_chunks.decoder_windows(model, dac_chunks.encoded_frames(model, padded_samples), chunk_frames)
+    if len(alone) == 1 and len(padded) == 1:
+        return None
+    for mine, theirs in zip(alone, padded, strict=False):
+        if mine != theirs:
+            return mine.keep_start * hop
+    return None  # the same plan: the clip was not padded
+
+
 def changed_frames(curve: torch.Tensor) -> int:
     """How many positions differ at all (for codes: how many code frames differ, whatever the indices)."""
     return int((curve > 0).sum())

@@ -104,8 +104,10 @@ def batch_size_finding(table: pd.DataFrame, changed_code_frames: int) -> Finding
 
 
 def audio_finding(table: pd.DataFrame, curves: dict, shortest: int, hop: int, one_side_frames: int,
-                  decoder_left: int) -> Finding:
-    """Where the decoded audio starts to differ, against the changed latent frames and the decoder's reach."""
+                  decoder_left: int, windows_from: int | None = None) -> Finding:
+    """Where the decoded audio starts to differ, against the changed latent frames, the decoder's reach and, for a
+    clip decoded in windows, the first window whose span the padding changes (`windows_from`, a sample: from
+    there the two decodes are convolutions of other lengths; see `dac_batching.decoder_windows_differ_from`)."""
     pad = _rows(table, shortest, "padding")
     tail = int(pad.loc["audio", "first_diff_from_end"])
     frames = int(pad.loc["latent", "first_diff_from_end"])
@@ -120,7 +122,17 @@ def audio_finding(table: pd.DataFrame, curves: dict, shortest: int, hop: int, on
     latent = curves[(shortest, "latent", "padding")]
     latent_rounding = _outside_reach(latent, one_side_frames)
     isolated = ""
-    if len(early) and latent_rounding > 0:  # the latents already differ by rounding there: the audio carries it
+    length = len(audio)
+    in_window = windows_from is not None and len(early) and int(early.min()) >= windows_from
+    window = (f"the clip's last {count(length - windows_from)} samples, from sample {count(windows_from)}, which the "
+              "clip alone decodes in a window of another span than the padded clip (the padding reaches into it): "
+              "convolutions of other lengths, whose float32 rounding may differ (the kernels choose their "
+              "algorithm by length), while every earlier window is the same computation on the same latents"
+              if windows_from is not None else "")
+    if in_window and latent_rounding == 0:  # identical latents, differences only where the windows differ
+        isolated = (f" Before that the audio differs by up to {significant(float(audio[early].max()))} (samples "
+                    f"{count(int(early.min()))} to {count(int(early.max()))}), all within {window}.")
+    elif len(early) and latent_rounding > 0:  # the latents already differ by rounding there: the audio carries it
         isolated = (f" Before that the audio differs by up to {significant(float(audio[early].max()))} (samples "
                     f"{count(int(early.min()))} to {count(int(early.max()))}), carried from the latents' rounding "
                     f"differences (up to {significant(latent_rounding)}) outside the padding's reach.")
@@ -138,9 +150,16 @@ def audio_finding(table: pd.DataFrame, curves: dict, shortest: int, hop: int, on
                  f"frames above the rounding floor explain ({count(above)}) but within the {count(one_side_frames)} "
                  f"frames the padding reaches plus the decoder's reach of {count(decoder_left)} samples "
                  f"({count(reach)}): frames the padding moves by less than the floor still move the audio above it.")
+    elif windows_from is not None and length - tail >= windows_from:
+        claim = (f"The decoded audio differs over the last {count(tail)} samples, more than the padding's reach "
+                 f"through the encoder and the decoder explains ({count(reach)}), but all within {window}.")
+        if in_window:
+            isolated = ""  # the same window explains the early differences: said once
     else:
         claim = (f"The decoded audio differs over the last {count(tail)} samples, more than the padding's reach "
                  f"through the encoder and the decoder explains ({count(reach)}): unexplained.")
+    if windows_from is not None:
+        ours += f"; windows differ from sample {count(windows_from)} of {count(length)}"
     return Finding(claim=claim + isolated, ours=ours, verdict="new", evidence=evidence)
 
 
@@ -172,8 +191,10 @@ def repair_finding(repaired: dict) -> Finding:
         claim = (f"To get a clip's own results from a padded batch, recompute its last {tail} frames from the clip "
                  f"alone (its last {rerun} samples, the encoder's context included) and keep the batch's other "
                  f"frames: measured, the codes then equal the clip run alone in every frame ({count(before)} differed "
-                 f"before), the latents within {largest}" + (f" (below {ROUNDING_FLOOR:g} of their RMS: rounding)."
-                                                             if rounding else " (above the rounding floor)."))
+                 f"before), " + ("the latents bit-identical." if repaired["max_latent_diff_after"] == 0 else
+                                 f"the latents within {largest}" + (f" (below {ROUNDING_FLOOR:g} of their RMS: "
+                                                                    "rounding)." if rounding
+                                                                    else " (above the rounding floor).")))
     else:
         claim = (f"Recomputing the last {tail} frames from the clip alone does NOT restore the clip's own codes: "
                  f"{count(after)} code frames still differ ({count(before)} before).")
@@ -199,7 +220,7 @@ def no_padding_finding(table: pd.DataFrame) -> Finding:
 
 
 def findings(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: int, hop: int, decoder_left: int,
-             dropped: pd.DataFrame, repaired: dict | None = None) -> list[Finding]:
+             dropped: pd.DataFrame, repaired: dict | None = None, windows_from: int | None = None) -> list[Finding]:
     padding_codes = int((curves[(shortest, "codes", "padding")] > 0).sum())
     size_codes = sum(int((curve > 0).sum()) for (_, stage, cause), curve in curves.items()
                      if stage == "codes" and cause == "batch size")
@@ -208,7 +229,7 @@ def findings(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: 
     return [padding_finding(table, shortest, one_side_frames, repaired is not None),
             before_tail_finding(table, curves, shortest, one_side_frames, padding_codes),
             batch_size_finding(table, size_codes),
-            audio_finding(table, curves, shortest, hop, one_side_frames, decoder_left),
+            audio_finding(table, curves, shortest, hop, one_side_frames, decoder_left, windows_from),
             hop_finding(dropped)] + ([repair_finding(repaired)] if repaired is not None else [])
 
 
