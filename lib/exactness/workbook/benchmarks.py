@@ -267,9 +267,10 @@ def _dac_length_rows(study: str, seconds: float, outputs: Path | None, inits: tu
 
 def _memory_growth(rows: list[dict], shortest: float) -> None:
     """Each longer run's peak over the shortest run's, against the memory targets (written on its row)."""
-    first = next((r for r in rows if r.get("seconds_of_audio") == shortest and "study" in r["case"]), None)
+    # a study row's case ends ": study" (a plain row's may say "in the study's windows")
+    first = next((r for r in rows if r.get("seconds_of_audio") == shortest and r["case"].endswith(": study")), None)
     for row in rows:
-        if "study" in row["case"] and first is not None and row is not first:
+        if row["case"].endswith(": study") and first is not None and row is not first:
             growth = row["peak_memory_mb"] / first["peak_memory_mb"]
             row.update(memory_over_shortest=growth,
                        memory_meets=growth <= DAC_MEMORY_TARGET and row["peak_memory_mb"] < DAC_MEMORY_LIMIT_MB
