@@ -179,3 +179,20 @@ def test_repair_finding_says_when_the_fix_does_not_restore_the_codes():
     assert "does NOT restore" in broken and "2 code frames still differ" in broken
     assert "measured below" in found.padding_finding(_table(5), 1, 8, True).claim
     assert "measured below" not in found.padding_finding(_table(5), 1, 8).claim
+
+
+def test_a_long_clip_s_plot_adds_a_panel_on_its_tail_and_shades_the_windows_of_another_span():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from exactness.plots import dac as plots
+
+    long = {(1, "audio", cause): torch.zeros(4000) for cause in ("padding", "batch size")}
+    long[(1, "audio", "padding")][-30:] = 1.0
+    figure = plots.batching_differences(long, 1, "audio", 100, "samples", windows_from=3900)
+    whole, tail = figure.axes[0], figure.axes[1]
+    assert tail.get_lines()[0].get_xdata()[0] == 3600 and whole.get_lines()[0].get_xdata()[0] == 0  # last 4 x 100
+    shaded = [patch.get_x() for patch in tail.patches]
+    assert 3900 in shaded and 3900 in [patch.get_x() for patch in whole.patches]
+    short = {key: value[:500] for key, value in long.items()}
+    assert len(plots.batching_differences(short, 1, "audio", 100, "samples").axes) == 1  # 5 fields: whole only
