@@ -288,7 +288,11 @@ def test_codes_finding_turns_when_a_code_flips():
     codes = pd.DataFrame({"variant": ["folded_fp64"], "init": ["trained"], "codebook": [0],
                           "fraction_differing": [0.0]})
     margins = pd.DataFrame({"init": ["trained"], "min_margin": [1e-3]})
-    assert found.codes_finding(codes, margins, chain).verdict == "reproduced"
+    kept = found.codes_finding(codes, margins, chain)
+    assert kept.verdict == "reproduced" and "stays below every frame's winning margin" in kept.claim
+    tied = found.codes_finding(codes, margins.assign(min_margin=0.0), chain)  # an exact tie: the margin bounds nothing
+    assert tied.verdict == "reproduced" and "stays below" not in tied.claim
+    assert "under trained a frame's two best codebook entries tie exactly" in tied.claim
     flipped = found.codes_finding(codes.assign(fraction_differing=0.02), margins, chain)
     assert flipped.verdict == "differs" and "flip" in flipped.claim
 

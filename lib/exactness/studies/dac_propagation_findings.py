@@ -176,8 +176,16 @@ def codes_finding(codes: pd.DataFrame, margins: pd.DataFrame, propagated: pd.Dat
                       f"{significant(error[init])}" for init in differing)
     seed = _seed("the quantizer's codes unaffected (test tolerance kept at 1e-6)", "closing notes")
     if max(differing.values()) == 0:
-        claim = ("The codes survive: no float32 run changes a code; the error that reaches the quantizer's normalised "
-                 f"distances stays below every frame's winning margin ({parts}).")
+        # an unchanged argmax keeps the error at each frame's distances below its margin, unless the margin is 0
+        tied = [init for init in differing if margins[margins.init == init].min_margin.min() == 0]
+        claim = ("The codes survive: no float32 run changes a code; the error that reaches the quantizer's "
+                 f"normalised distances stays below every frame's winning margin ({parts})")
+        if tied:
+            claim = ("The codes survive: no float32 run changes a code, though under "
+                     f"{', '.join(tied)} a frame's two best codebook entries tie exactly in the weight-norm run "
+                     f"(winning margin 0; {parts}): a tie every run broke the same way; other weights or another "
+                     "CPU may break it differently")
+        claim += "."
         return Finding(claim=claim, ours=parts, verdict="reproduced", seed=seed, evidence="tables/codes.parquet")
     claim = f"Some codes flip between runs ({parts}): a near-tie whose margin is below the error reaching it."
     return Finding(claim=claim, ours=parts, verdict="differs", seed=seed,
