@@ -50,6 +50,10 @@ def test_the_added_time_per_audio_second_cancels_fixed_costs_and_pairs_only_equa
     slower = benchmarks.per_audio_second(_dac_pair("dac_batching", 1.0, 40.0, 16.0)
                                          + _dac_pair("dac_batching", 10.0, 500.0, 200.0))
     assert slower[0]["ratio"] == (460.0 / 9) / (184.0 / 9) and not slower[0]["meets"]
+    longer = benchmarks.per_audio_second(_dac_pair("dac_batching", 1.0, 40.0, 16.0) + _dac_pair("dac_batching", 10.0,
+                                         500.0, 200.0) + _dac_pair("dac_batching", 60.0, 1500.0, 1400.0))
+    assert [r["case"] for r in longer] == ["1 -> 10 s: per added second", "10 -> 60 s: per added second"]
+    assert longer[0]["fixed_s"] == 40.0 - 460.0 / 9 and longer[1]["fixed_s"] is None  # only from the shortest run
 
 
 def test_the_time_target_is_judged_from_ten_seconds_and_memory_against_the_shortest_run():
@@ -81,6 +85,7 @@ def test_the_overview_draws_each_dac_run_at_its_length_beside_its_plain_passes()
     plain = [line for label, line in lines.items() if label == "propagation: plain encode + decode"]
     assert list(plain[0].get_ydata()) == [20.0, 230.0]  # the passes' own time, not their process's
     assert any(label == "propagation (variance_preserving): study" for label in lines)
+    assert figure.axes[0].axison and not figure.axes[1].axison  # a speed-up drawn; no scaling rows: no empty frame
 
 
 def test_the_printed_table_names_each_missed_target_and_skips_the_unjudged(capsys):

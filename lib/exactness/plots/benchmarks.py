@@ -14,7 +14,9 @@ def overview(table: pd.DataFrame):
     fig, axes = plt.subplots(1, 4, figsize=(20, 4.4))
     speedups(table, axes[0])
     scaling = table[table.benchmark == "scaling"]
-    if len(scaling):
+    if not len(scaling):
+        axes[1].set_axis_off()  # a run of some parts only (`--only`)
+    else:
         sns.lineplot(data=scaling, x="seeds", y="median_s", hue="workers", marker="o", ax=axes[1], palette="deep")
         axes[1].set(xscale="log", yscale="log", title="screen wall time (one run each)", xlabel="seeds",
                     ylabel="seconds")
@@ -25,10 +27,10 @@ def overview(table: pd.DataFrame):
 
 def speedups(table: pd.DataFrame, ax) -> None:
     """Rates over rates (higher is faster), one bar per case, its target as a red dash."""
-    if "ratio" not in table:
-        return
-    ratios = table[~table.benchmark.isin(DAC_STUDIES)].dropna(subset=["ratio"]).reset_index(drop=True)
+    ratios = (table[~table.benchmark.isin(DAC_STUDIES)].dropna(subset=["ratio"]).reset_index(drop=True)
+              if "ratio" in table else table.iloc[:0])
     if not len(ratios):
+        ax.set_axis_off()
         return
     sns.barplot(data=ratios, x="benchmark", y="ratio", ax=ax, color="tab:blue", errorbar=None)
     for i, row in ratios.iterrows():
@@ -64,7 +66,7 @@ def dac_lengths(table: pd.DataFrame, time_ax, memory_ax) -> None:
         group = group.sort_values("seconds_of_audio")
         time_ax.plot(group.seconds_of_audio, group.seconds, marker="o", label=what)
         memory_ax.plot(group.seconds_of_audio, group.peak_memory_mb, marker="o", label=what)
-    time_ax.legend(fontsize=8)
+    time_ax.legend(fontsize=7, loc="upper left")  # long clips cost most: the upper left stays empty
     time_ax.set(xscale="log", yscale="log", xlabel="seconds of audio", ylabel="wall seconds",
                 title="DAC: study against its plain passes (linear = slope 1)")
     studies = runs[~runs.case.str.contains("plain forwards")]
