@@ -337,3 +337,14 @@ def test_other_rates_run_each_configuration_and_the_sentence_follows_the_rows():
     assert "exact in 0 of 1" in propagation.other_rates_sentence(flipped) and "up to 2.5%" in \
         propagation.other_rates_sentence(flipped)
     assert "No other configuration" in propagation.other_rates_sentence(others.iloc[:0])
+
+
+def test_other_configurations_get_a_finding_that_names_a_flip():
+    others = pd.DataFrame({"variant": ["16khz", "16khz", "24khz", "24khz"], "seconds": 10.0,
+                           "init": ["default", "variance_preserving"] * 2,
+                           "codes_differing_pct": [0.0, 0.0, 0.0, 0.1333]})
+    flipped = found.other_codes_finding(others)
+    assert "24khz variance_preserving: 0.13% of code frames" in flipped.claim and "16khz" not in flipped.claim
+    assert flipped.ours == "4 runs of 16khz, 24khz at 10 s; code frames changed: up to 0.13%"
+    kept = found.other_codes_finding(others.assign(codes_differing_pct=0.0))
+    assert kept.claim == "On the other configurations no float32 run changes a code either."

@@ -240,12 +240,31 @@ def config_finding(configs: pd.DataFrame) -> Finding:
                    evidence="configuration check table")
 
 
+def other_codes_finding(others: pd.DataFrame) -> Finding:
+    """The codes on the other configurations (`other_rates`' rows): the main run's codes finding speaks of its own
+    model only, and a flip on another would otherwise be told at the report's end alone."""
+    flipped = others[others.codes_differing_pct > 0]
+    seconds = span(others.seconds.min(), others.seconds.max())
+    runs = f"{count(len(others))} runs of {', '.join(dict.fromkeys(others.variant))} at {seconds} s"
+    if len(flipped):
+        parts = "; ".join(f"{r.variant} {r.init}: {significant(r.codes_differing_pct)}% of code frames"
+                          for r in flipped.itertuples())
+        claim = f"On the other configurations a float32 run changes codes ({parts}): near-ties flip there."
+    else:
+        claim = "On the other configurations no float32 run changes a code either."
+    most = significant(others.codes_differing_pct.max())
+    return Finding(claim=claim, ours=f"{runs}; code frames changed: up to {most}%", verdict="new",
+                   evidence="tables/other_variants.parquet")
+
+
 def findings(propagated: pd.DataFrame, weights: pd.DataFrame, growth: pd.DataFrame, codes: pd.DataFrame,
-             margins: pd.DataFrame, codec: pd.DataFrame, configs: pd.DataFrame, variant: str) -> list[Finding]:
+             margins: pd.DataFrame, codec: pd.DataFrame, configs: pd.DataFrame, variant: str,
+             others: pd.DataFrame | None = None) -> list[Finding]:
     return [fold_finding(propagated, weights), rounding_finding(weights, variant), growth_finding(growth, variant),
             amplifier_finding(propagated, variant),
             _on_seed_variant(codes_finding(codes, margins, propagated), variant),
-            _on_seed_variant(codec_finding(codec), variant), config_finding(configs)]
+            _on_seed_variant(codec_finding(codec), variant), config_finding(configs)] + (
+        [other_codes_finding(others)] if others is not None and len(others) else [])
 
 
 # ---------------------------------------------------------------------------------------------------------
