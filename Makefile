@@ -46,4 +46,4 @@ clean-state:
 
 # Speed claims as measured ratios (hours on 2 cores: the paper presets, 10 and 60 s of DAC audio); not part of the tests.
 bench: install
-	$(PY) -m exactness.workbook.benchmarks
+	$(PY) -m exactness.bench

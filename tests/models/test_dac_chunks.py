@@ -3,7 +3,7 @@ import torch
 
 from exactness.models import dac
 from exactness.models import dac_chunks as chunks
-from exactness.studies import dac_batching as batching
+from exactness.studies.dac_batching import study as batching
 
 
 @pytest.fixture(scope="module")

@@ -140,7 +140,7 @@ def test_defects_change_the_graph_outputs(conformer, defect):
 def test_a_confident_flip_defect_flips_the_row_it_targets(conformer):
     from exactness.compare.near_tie import top_two
     from exactness.models.quantizer_logits import plain_logits
-    from exactness.studies.near_tie import _confident_flip
+    from exactness.studies.near_tie.study import _confident_flip
 
     _, graph = conformer[1]
     defect = {"kind": "biased_code", **_confident_flip(MODEL, 1, bound=2e-5)}

@@ -5,7 +5,7 @@ import os
 import nbformat
 import pytest
 
-from exactness.workbook import catalog, runs
+from exactness.workbook import catalog, runs, study_rules
 from exactness.workbook.manifest import Manifest
 from exactness.workbook.project import Project
 
@@ -140,7 +140,9 @@ def test_a_studys_kernel_starts_with_its_environment_and_the_caller_gets_its_own
                    "RunArtifacts.current('env').summary(seen=os.environ.get('EXACTNESS_PROBE', 'unset'))")
     (tiny_project / "params" / "env").mkdir()
     (tiny_project / "params" / "env" / "smoke.yaml").write_text("{}\n")
-    monkeypatch.setitem(catalog.KERNEL_ENVIRONMENT, "env", {"EXACTNESS_PROBE": "set for the kernel"})
+    registered = study_rules.registration
+    monkeypatch.setattr(study_rules, "registration", lambda study: study_rules.Registration(
+        kernel_environment={"EXACTNESS_PROBE": "set for the kernel"}) if study == "env" else registered(study))
     monkeypatch.setenv("EXACTNESS_PROBE", "the caller's")
     result = _run(tiny_project, "env")
     assert result, result.reason

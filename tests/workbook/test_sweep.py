@@ -7,7 +7,7 @@ import time
 
 import pandas as pd
 
-from exactness.studies import near_tie_screen
+from exactness.studies.near_tie import screen as near_tie_screen
 from exactness.workbook import sweep
 from exactness.workbook.shards import ShardStore
 
@@ -50,7 +50,7 @@ def test_progress_counts_resumed_items_apart_from_the_rate():
 _SWEEP = """
 import sys
 from exactness.workbook.shards import ShardStore
-from exactness.studies.near_tie_screen import screen
+from exactness.studies.near_tie.screen import screen
 screen(["Wav2Vec2ForPreTraining"], 0, {n}, workers=1, chunk_size={size}, shards=ShardStore(sys.argv[1]))
 """
 

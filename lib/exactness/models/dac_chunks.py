@@ -183,7 +183,7 @@ def hand_back_large_blocks(threshold: int = 1 << 20) -> bool:
     glibc raises that threshold as large blocks are freed, then serves them from its heap and keeps them:
     measured on the 44.1 kHz propagation at 1 s, 200 to 350 MB more resident at the peak, and still held
     after the run. Where memory lives never changes the arithmetic; page faults cost time, which huge pages
-    cut (a DAC study's kernel starts with PyTorch's THP_MEM_ALLOC_ENABLE: `workbook.catalog.KERNEL_ENVIRONMENT`).
+    cut (a DAC study's kernel starts with PyTorch's THP_MEM_ALLOC_ENABLE: `exactness.studies.dac_propagation.rules`).
     Process-wide and lasting (a kernel running a DAC study keeps it); True when glibc accepted it, False
     elsewhere."""
     name = ctypes.util.find_library("c")

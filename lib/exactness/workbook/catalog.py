@@ -5,20 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from exactness.workbook import study_rules
 from exactness.workbook.project import Project
-
-# The environment study describes the machine every other report ran on, so a batch runs it first.
-ENVIRONMENT_STUDY = "environment"
-
-
-# Environment variables a study's kernel starts with (they must be set before torch allocates anything).
-# The DAC studies free and allocate layer outputs of tens of MB thousands of times; with glibc handing large
-# blocks back at once (`dac_chunks.hand_back_large_blocks`, which keeps memory flat in the clip's length) every
-# new 4 KiB page faults in. PyTorch's THP_MEM_ALLOC_ENABLE backs blocks of 2 MB and more with transparent huge
-# pages: measured on the 44.1 kHz propagation at 1 s, one init, 30.3 s -> 23.2 s and 1,334 -> 1,253 MB peak. Where
-# memory lives never changes the arithmetic (tables equal: tests/studies/test_dac_propagation.py).
-KERNEL_ENVIRONMENT = {"dac_propagation": {"THP_MEM_ALLOC_ENABLE": "1"},
-                      "dac_batching": {"THP_MEM_ALLOC_ENABLE": "1"}}
 
 
 class UnknownStudyError(LookupError):
@@ -33,7 +21,11 @@ class Study:
 
     @property
     def kernel_environment(self) -> dict[str, str]:
-        return KERNEL_ENVIRONMENT.get(self.name, {})
+        return dict(study_rules.registration(self.name).kernel_environment)
+
+    @property
+    def runs_first(self) -> bool:
+        return study_rules.registration(self.name).runs_first
 
     @property
     def param_sets(self) -> list[str]:
@@ -57,8 +49,13 @@ def discover(project: Project) -> dict[str, Study]:
     studies = {
         nb.stem: Study(nb.stem, nb, project.params / nb.stem) for nb in sorted(project.notebooks.glob("*.ipynb"))
     }
-    # Environment first, the rest alphabetically: the order of `exactness run all`.
-    return dict(sorted(studies.items(), key=lambda item: (item[0] != ENVIRONMENT_STUDY, item[0])))
+    # The studies that run first (the environment), then the rest alphabetically: the order of `exactness run all`.
+    return dict(sorted(studies.items(), key=lambda item: (not item[1].runs_first, item[0])))
+
+
+def first_studies(available: dict[str, Study]) -> list[str]:
+    """The studies every batch starts with, so that every report can link them (the environment study)."""
+    return [name for name, study in available.items() if study.runs_first]
 
 
 def get(project: Project, name: str) -> Study:

@@ -55,8 +55,8 @@ def plan(project: Project, study_name: str, files: list[str], overrides: list[tu
     """Resolve and validate every run of the batch before any of them starts."""
     available = catalog.discover(project)
     names = list(available) if study_name == "all" else [catalog.get(project, study_name).name]
-    if study_name != "all" and catalog.ENVIRONMENT_STUDY in available and names != [catalog.ENVIRONMENT_STUDY]:
-        names.insert(0, catalog.ENVIRONMENT_STUDY)  # every report links the environment of its batch
+    if study_name != "all":  # every report links the environment of its batch
+        names = [name for name in catalog.first_studies(available) if name not in names] + names
     if study_name == "all" and overrides:
         declared = set().union(*(parameters.read_parameters(available[n].notebook) for n in names))
         unknown = [name for name, _ in overrides if name not in declared]
@@ -169,7 +169,7 @@ def cmd_run(project: Project, args) -> int:
                                   log_output=args.log_output)
         except KeyboardInterrupt as interruption:
             return _interrupted(planned.study.name, interruption)
-        if planned.study.name == catalog.ENVIRONMENT_STUDY and result:
+        if planned.study.runs_first and result:
             environment_run = str(result.folder.relative_to(project.outputs))
         print(f"    {result.manifest.status} in {result.manifest.duration_s:.1f} s -> {result.folder / 'report.html'}")
         if not result:

@@ -14,7 +14,12 @@ recipe, which any user can run with transformers alone:
 # Split by concern: specs (what each class is and how a model is built), inputs (the tester's draws for a
 # seed), recipe (the same in plain transformers code, and its check). Callers use this package's names.
 
-from exactness.models.wav2vec2_family.inputs import tester_input_values, tester_inputs, tester_inputs_plain
+from exactness.models.wav2vec2_family.inputs import (
+    quantizer_is_called,
+    tester_input_values,
+    tester_inputs,
+    tester_inputs_plain,
+)
 from exactness.models.wav2vec2_family.recipe import plain_recipe, plain_recipe_matches
 from exactness.models.wav2vec2_family.specs import (
     MODELS,
@@ -29,7 +34,6 @@ from exactness.models.wav2vec2_family.specs import (
     check_exposed,
     construct,
     named_tensors,
-    quantizer_is_called,
     spec,
     tester_config,
 )

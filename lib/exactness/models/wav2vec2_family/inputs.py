@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from exactness.models.wav2vec2_family.specs import TesterSpec, spec
+from exactness.models.wav2vec2_family.specs import TesterSpec, build_model, spec
 
 
 def tester_inputs_plain(model: str, seed: int) -> dict[str, torch.Tensor]:
@@ -87,3 +87,13 @@ def _as_inputs(s: TesterSpec, values: torch.Tensor, mask: torch.Tensor) -> dict[
     return {"input_values": values.view(s.batch_size, s.seq_length), "attention_mask": attention_mask}
 
 
+def quantizer_is_called(model: str) -> bool:
+    """Whether the class's forward runs its quantizer at all (UniSpeechSat's, in transformers 5.23.0, does
+    not: it returns no quantized states and no perplexity, so it has no argmax to flip)."""
+    built = build_model(model, 0)
+    calls = []
+    handle = built.quantizer.weight_proj.register_forward_hook(lambda *a: calls.append(1))
+    with torch.no_grad():
+        built(**tester_inputs(model, 0))
+    handle.remove()
+    return bool(calls)

@@ -120,19 +120,6 @@ def check_exposed(model: str) -> frozenset[str]:
     return frozenset([*argmax_inputs(model), "quantizer.argmax"])
 
 
-def quantizer_is_called(model: str) -> bool:
-    """Whether the class's forward runs its quantizer at all (UniSpeechSat's, in transformers 5.23.0, does
-    not: it returns no quantized states and no perplexity, so it has no argmax to flip)."""
-    from exactness.models.wav2vec2_family.inputs import tester_inputs  # inputs builds on these specs
-    built = build_model(model, 0)
-    calls = []
-    handle = built.quantizer.weight_proj.register_forward_hook(lambda *a: calls.append(1))
-    with torch.no_grad():
-        built(**tester_inputs(model, 0))
-    handle.remove()
-    return bool(calls)
-
-
 def argmax_rows(model: str) -> tuple[int, int, int]:
     """(batch, frames, groups): the shape of the quantizer's argmax rows for the tester's inputs."""
     s, config = spec(model), tester_config(model)

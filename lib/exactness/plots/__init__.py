@@ -1,1 +1,0 @@
-"""Figures for the notebooks: each function takes tables and returns a matplotlib Figure."""

@@ -1,0 +1,192 @@
+"""Does batching change the non-padded part of a shorter clip? Alone against padded in a batch, frame by
+frame from the end, set against the encoder's receptive field (from the architecture and from a float64
+gradient), and the cause (padding or batch size) told apart."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import torch
+
+from exactness.models import dac_chunks
+from exactness.models.dac_chunks import CHUNK_FRAMES
+
+STAGES = ("latent", "codes", "audio")
+
+
+def receptive_field(config) -> dict[str, int]:
+    """Samples of context on each side of an encoder frame, from the layer sizes (symmetric padding)."""
+    span, jump = 6, 1  # conv1: kernel 7
+    for stride in config.downsampling_ratios:
+        span += sum(6 * d for d in (1, 3, 9)) * jump  # three residual units, kernel 7, dilations 1, 3, 9
+        span += (2 * stride - 1) * jump  # the strided conv, kernel 2 * stride
+        jump *= stride
+    span += 2 * jump  # conv2: kernel 3
+    return {"span_samples": span, "one_side_samples": span // 2, "hop": jump,
+            "one_side_frames": math.ceil((span // 2) / jump)}
+
+
+def measured_receptive_field(model64, n_samples: int, frame: int) -> dict[str, int]:
+    """Input samples whose float64 gradient on one latent frame is non-zero: the context it really sees."""
+    hop = int(np.prod(model64.config.downsampling_ratios))
+    centre = frame * hop
+    # Only the samples around the frame can matter: the gradient is taken on a stretch of the architecture's whole
+    # span (plus a frame) each side, a fraction of the saved activations; reaching its edge would be reported.
+    margin = receptive_field(model64.config)["span_samples"] // hop * hop + 2 * hop
+    start, stop = max(0, centre - margin), min(n_samples, centre + margin)
+    noise = torch.randn(1, 1, n_samples, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    x = torch.zeros(1, 1, stop - start, dtype=torch.float64, requires_grad=True)
+    parameters = list(model64.parameters())
+    wanted = [p.requires_grad for p in parameters]
+    try:  # the gradient on the input only: no weight gradients, no graph through the weights (GBs at 44.1 kHz)
+        for p in parameters:
+            p.requires_grad_(False)
+        with torch.enable_grad():
+            latent = model64.encoder(x + 0.1 * noise[..., start:stop])
+            (grad,) = torch.autograd.grad(latent[0, :, frame - start // hop].sum(), x)
+    finally:
+        for p, flag in zip(parameters, wanted, strict=True):
+            p.requires_grad_(flag)
+    touched = (grad[0, 0] != 0).nonzero().flatten() + start
+    if (int(touched.min()) == start > 0) or (int(touched.max()) == stop - 1 < n_samples - 1):
+        raise RuntimeError(f"frame {frame}'s receptive field reaches the measured stretch's edge ({start} to {stop}): "
+                           "it is wider than the architecture's span")
+    return {"frame": frame, "first_sample": int(touched.min()), "last_sample": int(touched.max()),
+            "left_samples": centre - int(touched.min()), "right_samples": int(touched.max()) - centre}
+
+
+@torch.no_grad()
+def _encode_decode(model, audio: torch.Tensor, chunk_frames: int = CHUNK_FRAMES) -> dict[str, torch.Tensor]:
+    """`model.encode` then `model.decode` of its quantized representation: whole for a clip of at most
+    `chunk_frames` frames (the library's own values), in windows beyond (memory flat in the clip's length;
+    see `dac_chunks`)."""
+    quantized, codes, *_ = model.quantizer(dac_chunks.encode_latent(model, audio, chunk_frames))
+    return {"latent": quantized, "codes": codes, "audio": dac_chunks.decode(model, quantized, chunk_frames)}
+
+
+def _tail(a: torch.Tensor, b: torch.Tensor, relative_floor: float = 1e-4) -> dict:
+    """How many positions at the end differ by more than rounding noise (`relative_floor` times the RMS of
+    `a`; exact inequality for codes), whether everything before that tail is bit-identical, and the largest
+    difference before and inside the tail."""
+    diff = (a.double() - b.double()).abs().reshape(-1, a.shape[-1]).max(dim=0).values
+    floor = 0.0 if not a.is_floating_point() else relative_floor * float(a.double().square().mean().sqrt())
+    above = (diff > floor).nonzero().flatten()
+    first = int(above.min()) if above.numel() else a.shape[-1]
+    return {"first_diff_from_end": a.shape[-1] - first,
+            "bit_identical_before": bool((diff[:first] == 0).all()),
+            "max_diff_before": float(diff[:first].max()) if first else 0.0,
+            "max_diff_in_tail": float(diff[first:].max()) if first < a.shape[-1] else 0.0}
+
+
+def compare(model, clips: list[torch.Tensor], chunk_frames: int = CHUNK_FRAMES) -> tuple[pd.DataFrame, dict]:
+    """Per clip and stage, two causes told apart: `padding` compares the clip alone with the clip
+    zero-padded to the longest length, both at batch size 1 (same kernels, so only the padding can
+    differ); `batch size` compares the padded clip alone with the same clip inside the batch. Clips longer
+    than `chunk_frames` frames run in windows (each run in the same windows of the padded length where they
+    are compared position by position)."""
+    longest = max(c.shape[-1] for c in clips)
+    padded = [torch.nn.functional.pad(c, (0, longest - c.shape[-1])) for c in clips]
+    batched = _encode_decode(model, torch.cat(padded), chunk_frames)
+    rows, curves = [], {}
+    hop = int(np.prod(model.config.downsampling_ratios))
+    for index, clip in enumerate(clips):
+        alone = _encode_decode(model, clip, chunk_frames)
+        padded_alone = _encode_decode(model, padded[index], chunk_frames)
+        for stage in STAGES:
+            own = alone[stage][0]
+            n = own.shape[-1]
+            pairs = {"padding": (own, padded_alone[stage][0][..., :n]),
+                     "batch size": (padded_alone[stage][0][..., :n], batched[stage][index][..., :n])}
+            for cause, (a, b) in pairs.items():
+                rows.append({"clip": index, "stage": stage, "cause": cause, "length": n,
+                             "padded_by": longest - clip.shape[-1], **_tail(a, b),
+                             "unit": "samples" if stage == "audio" else "frames", "hop": hop})
+                curves[(index, stage, cause)] = (a.double() - b.double()).abs().reshape(-1, n).max(dim=0).values
+    return pd.DataFrame(rows), curves
+
+
+@torch.no_grad()
+def hop_drop(model, lengths: list[int], seed: int = 0, chunk_frames: int = CHUNK_FRAMES) -> pd.DataFrame:
+    """Inputs that are not a multiple of the hop: how many samples come back."""
+    hop = int(np.prod(model.config.downsampling_ratios))
+    rows = []
+    for n in lengths:
+        audio = torch.randn(1, 1, n, generator=torch.Generator().manual_seed(seed)) * 0.1
+        encoded = _encode_decode(model, audio, chunk_frames)
+        rows.append({"input_samples": n, "hop": hop, "remainder": n % hop, "frames": encoded["codes"].shape[-1],
+                     "output_samples": encoded["audio"].shape[-1], "dropped_samples": n - encoded["audio"].shape[-1]})
+    return pd.DataFrame(rows)
+
+
+@torch.no_grad()
+def measured_decoder_reach(model64, frames: int, frame: int) -> dict[str, int]:
+    """Output samples that change when one latent frame of a float64 decoder changes: how far a latent
+    difference spreads into the decoded audio (left and right of the frame's own hop of samples)."""
+    hidden = model64.config.hidden_size
+    latent = torch.randn(1, hidden, frames, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    nudged = latent.clone()
+    nudged[0, :, frame] += 1.0
+    changed = (model64.decoder(latent) - model64.decoder(nudged))[0].abs().amax(dim=0) != 0
+    touched = changed.nonzero().flatten()
+    hop = int(np.prod(model64.config.downsampling_ratios))
+    return {"frame": frame, "left_samples": frame * hop - int(touched.min()),
+            "right_samples": int(touched.max()) - ((frame + 1) * hop - 1)}
+
+
+def repair_span(model, frames: int) -> tuple[int, int]:
+    """For a clip of `frames` latent frames: how many last frames the padding can reach (their receptive field
+    reaches past the clip's end), and the sample from which `repair` runs the clip again (the encoder's left
+    context before the first of them, in whole frames)."""
+    hop = model.config.hop_length
+    left, right = dac_chunks.encoder_reach(model)
+    tail = math.ceil(right / hop) + 1
+    return tail, max(0, (frames - tail) * hop - math.ceil(left / hop) * hop)
+
+
+def repair(model, clip: torch.Tensor, padded_length: int, chunk_frames: int = CHUNK_FRAMES) -> dict:
+    """What a user does to get a clip's own results from a batch, measured: keep the batch's frames that the
+    padding cannot reach, recompute the last ones from the clip's own samples alone (with the encoder's left
+    context), splice, and compare with the clip run alone. The batch here is the clip zero-padded to
+    `padded_length` (the padding cause; the batch size alone is measured apart)."""
+    alone = _encode_decode(model, clip, chunk_frames)
+    frames = alone["latent"].shape[-1]
+    batched = _encode_decode(model, torch.nn.functional.pad(clip, (0, padded_length - clip.shape[-1])), chunk_frames)
+    tail, start = repair_span(model, frames)
+    again = _encode_decode(model, clip[..., start:], chunk_frames)
+    spliced = {stage: torch.cat([batched[stage][..., :frames - tail], again[stage][..., -tail:]], dim=-1)
+               for stage in ("latent", "codes")}
+    latent = (spliced["latent"].double() - alone["latent"].double()).abs()
+    codes = (spliced["codes"] != alone["codes"]).any(dim=1)[0]
+    unrepaired = (batched["codes"][..., :frames] != alone["codes"]).any(dim=1)[0]
+    return {"tail_frames": tail, "samples_rerun": clip.shape[-1] - start, "frames": frames,
+            "code_frames_before": int(unrepaired.sum()), "code_frames_after": int(codes.sum()),
+            "max_latent_diff_after": float(latent.max()),
+            "latent_rms": float(alone["latent"].double().square().mean().sqrt())}
+
+
+def decoder_windows_differ_from(model, samples: int, padded_samples: int,
+                                chunk_frames: int = CHUNK_FRAMES) -> int | None:
+    """The first decoded sample from which the clip alone and the clip zero-padded to `padded_samples` are decoded
+    in windows of different spans (the clip's last window, or the one before it when the last is shorter than the
+    context): from there the two decodes are convolutions of other lengths, whose float32 rounding may differ
+    (the kernels choose their algorithm by length) even where their latents are bit-identical. Before it both
+    run the same windows on the same latents. None when both decode whole: their lengths differ from the start."""
+    hop = int(np.prod(model.config.downsampling_ratios))
+    alone = dac_chunks.decoder_windows(model, dac_chunks.encoded_frames(model, samples), chunk_frames)
+    padded = dac_chunks.decoder_windows(model, dac_chunks.encoded_frames(model, padded_samples), chunk_frames)
+    if len(alone) == 1 and len(padded) == 1:
+        return None
+    for mine, theirs in zip(alone, padded, strict=False):
+        if mine != theirs:
+            return mine.keep_start * hop
+    return None  # the same plan: the clip was not padded
+
+
+def changed_frames(curve: torch.Tensor) -> int:
+    """How many positions differ at all (for codes: how many code frames differ, whatever the indices)."""
+    return int((curve > 0).sum())
+
+
+from exactness.studies.dac_batching.findings import findings  # noqa: E402,F401  (the report's claims)

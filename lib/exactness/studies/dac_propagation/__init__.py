@@ -1,0 +1,1 @@
+"""DAC error propagation: one weight-norm checkpoint run four ways, layer by layer (the DAC integration-test fix)."""

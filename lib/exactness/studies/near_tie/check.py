@@ -1,0 +1,133 @@
+"""Check: a seed through eager and ONNX Runtime, every output and intermediate compared, flips found,
+the export test's rule replicated, and what a tie-aware comparison would say."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from exactness.compare import export_rule
+from exactness.compare.intermediates import intermediate_table
+from exactness.compare.near_tie import flipped_rows, needed_rtol, tie_aware_compare, top_two
+from exactness.compare.per_output import per_output_report
+from exactness.models import wav2vec2_family as family
+from exactness.runtimes import codevector_lookup, eager_capture
+from exactness.runtimes.graph_pool import GraphPool
+from exactness.runtimes.paths import BuildPath, LookupPath
+from exactness.studies.near_tie.row import (
+    CheckRow,
+    MinRow,
+    NoiseFacts,
+    Paths,
+    WhatIf,
+    aligned_facts,
+    gap_facts,
+    perplexity_facts,
+    rule_facts,
+)
+
+
+@dataclass
+class Check:
+    row: CheckRow
+    outputs: pd.DataFrame  # one row per model output
+    tensors: pd.DataFrame  # one row per intermediate tensor
+    delta: torch.Tensor  # per argmax row, ORT's move of eager's top-1 minus top-2 difference (`_gap_noise`)
+
+
+def _as_torch(arrays: dict[str, np.ndarray], names) -> dict[str, torch.Tensor]:
+    return {name: torch.from_numpy(np.array(arrays[name])) for name in names}
+
+
+def eager_runner(fast_paths: bool):
+    """Eager's forward: with the codevectors gathered where verified (fast), or the model's own (plain)."""
+    return codevector_lookup.run if fast_paths else eager_capture.run
+
+
+def check_seed(pool: GraphPool, seed: int, *, atol: float = 1e-3, rtol: float = 1e-3, defect: dict | None = None,
+               built: torch.nn.Module | None = None, build_path: BuildPath = BuildPath.BUILD,
+               all_tensors: bool = True, what_if: bool = True, session_options: dict | None = None,
+               fast_paths: bool = True) -> Check:
+    """`all_tensors=False` keeps only the three tensors the seed names in the intermediates table;
+    `what_if=False` skips the eager forward that measures what flipping the smallest-gap row would do.
+    `built`: the seed's model when the caller has it (`build_path` says how it was made); `fast_paths=False`:
+    eager runs the model's own codevector product (the pool decides the ORT side's paths)."""
+    model = pool.model
+    built = built if built is not None else family.build_model(model, seed)
+    inputs = family.tester_inputs(model, seed)
+    named = family.named_tensors(built)
+    run_eager = eager_runner(fast_paths)
+    eager = run_eager(built, inputs, capture=True if all_tensors else {*named, "quantizer.weight_proj"})
+    # outputs, codes and logits from a graph exposing little, which computes what the test's bare graph does
+    options = session_options or {}
+    runner, ran = pool.runner(seed, built, inputs, defect, all_values=False, **options)
+    produced = runner.run(inputs)
+    graph = runner.graph
+    ort_outputs = _as_torch(produced, [n for n in graph.outputs if n in eager.outputs])
+    groups, per_row = built.config.num_codevector_groups, built.config.num_codevectors_per_group
+    eager_logits = eager.modules["quantizer.weight_proj"][0].reshape(-1, per_row)
+    ort_logits = torch.from_numpy(produced[graph.intermediates["quantizer.weight_proj"]]).reshape(-1, per_row)
+    ort_codes = torch.from_numpy(produced[graph.intermediates["quantizer.argmax"]]).flatten()
+    gaps = top_two(eager_logits)
+    flips = flipped_rows(gaps.top1_index, ort_codes)
+    rule = export_rule.export_test_rule(ort_outputs, eager.outputs, atol, rtol)
+    # with no flip, eager re-run with ORT's choices is eager itself: skip the forward
+    aligned = run_eager(built, inputs, capture=False, force_codes=ort_codes).outputs if flips else eager.outputs
+    # the noise bound is only known once every check is in: keep the margins, judge later (near_tie.tie_aware)
+    tie_aware = tie_aware_compare(eager_logits, ort_codes, aligned, ort_outputs, float("inf"), atol, rtol)
+    labels = {"model": model, "seed": seed, "shape_mode": pool.shape_mode}
+    outputs = per_output_report(ort_outputs, eager.outputs, atol, rtol, labels)
+    delta = _gap_noise(eager_logits, ort_logits, gaps)
+    eager_lookup = LookupPath.GATHERED if eager.gathered else LookupPath.PLAIN
+    row = CheckRow(
+        model=model, seed=seed, shape_mode=pool.shape_mode,
+        paths=Paths(BuildPath(build_path).value, ran.weights.value, ran.session.value, ran.lookup.value,
+                    eager_lookup.value),
+        defect=getattr(runner, "defect", None),
+        gaps=gap_facts(gaps, flips, tie_aware, ort_codes, groups),
+        perplexity=perplexity_facts(float(eager.outputs["codevector_perplexity"]),
+                                    float(ort_outputs["codevector_perplexity"]), atol, rtol),
+        rule=rule_facts(rule, ort_outputs, eager.outputs),
+        aligned=aligned_facts(tie_aware, ort_outputs, eager.outputs, atol),
+        noise=NoiseFacts(float((ort_logits - eager_logits).abs().max()), float(delta.abs().max())),
+        what_if=_if_min_row_flipped(built, inputs, eager, gaps, atol, run_eager) if what_if else WhatIf(),
+        min_row=MinRow(gaps.min_row, _ort_gap(ort_logits, gaps, gaps.min_row)),
+        max_abs_diff=_max_abs_diffs(outputs))
+    everything, everything_graph = produced, graph
+    if all_tensors and pool.exposed is not None:  # every module's output: another run, exposing all of them
+        full, _ = pool.runner(seed, built, inputs, defect, all_values=True, **options)
+        everything, everything_graph = full.run(inputs), full.graph
+    tensors = intermediate_table(eager.modules, everything, everything_graph.intermediates, named, all_tensors,
+                                 labels)
+    return Check(row, outputs, tensors, delta)
+
+
+def _max_abs_diffs(outputs: pd.DataFrame) -> dict[str, float]:
+    differences = outputs["max_abs_diff"] if "max_abs_diff" in outputs else [float("nan")] * len(outputs)
+    return dict(zip(outputs["output"], differences, strict=True))
+
+
+def _gap_noise(eager_logits: torch.Tensor, ort_logits: torch.Tensor, gaps) -> torch.Tensor:
+    """Per row, how much ORT moved eager's top-1 minus top-2 difference: a row flips when this is below
+    minus its eager gap. The empirical law of this noise predicts the flip rate."""
+    rows = torch.arange(eager_logits.shape[0])
+    ort_gap = ort_logits[rows, gaps.top1_index] - ort_logits[rows, gaps.top2_index]
+    return (ort_gap - gaps.gap).double()
+
+
+def _ort_gap(ort_logits: torch.Tensor, gaps, row: int) -> float:
+    first, second = int(gaps.top1_index[row]), int(gaps.top2_index[row])
+    return float(ort_logits[row, first].double() - ort_logits[row, second].double())
+
+
+def _if_min_row_flipped(built, inputs, eager, gaps, atol: float, run_eager) -> WhatIf:
+    """Eager re-run with the smallest-gap row switched to its runner-up: what one flip would do."""
+    codes = gaps.top1_index.clone()
+    codes[gaps.min_row] = gaps.top2_index[gaps.min_row]
+    flipped = run_eager(built, inputs, capture=False, force_codes=codes).outputs
+    p, q = float(eager.outputs["codevector_perplexity"]), float(flipped["codevector_perplexity"])
+    return WhatIf(q - p, needed_rtol(flipped["codevector_perplexity"], eager.outputs["codevector_perplexity"], atol),
+                  not export_rule.export_test_rule(flipped, eager.outputs).passed)

@@ -1,0 +1,122 @@
+"""Rates with intervals, the seed's bucket table, and a prediction of the failure rate from the gap
+distribution and the measured noise."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from exactness.compare.rates import wilson_interval
+from exactness.studies.near_tie.scale import is_candidate
+
+
+def buckets(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float, threshold_ulps: float = 0.0) -> pd.DataFrame:
+    """Per model and shape mode: screened, candidates (`near_tie_scale.is_candidate`), checked, flipped, failed,
+    flipped but passed."""
+    rows = []
+    for (model, mode), group in checks.groupby(["model", "shape_mode"]) if len(checks) else []:
+        screened = screen[screen.model == model]
+        below = is_candidate(screened, threshold, threshold_ulps)
+        failed = int((~group.test_rule_passed).sum())
+        low, high = wilson_interval(failed, len(screened))
+        rows.append({
+            "model": model, "shape_mode": mode, "screened": len(screened),
+            "below_threshold": int(below.sum()), "checked": len(group),
+            "flipped": int((group.n_flipped_rows > 0).sum()), "failed": failed,
+            "flipped_but_passed": int(((group.n_flipped_rows > 0) & group.test_rule_passed).sum()),
+            "exact_ties_failed": int((group.exact_tie & ~group.test_rule_passed).sum()),
+            "failure_rate": failed / len(screened) if len(screened) else float("nan"),
+            "rate_low": low, "rate_high": high,
+            "one_in": len(screened) / failed if failed else float("inf"),
+        })
+    return pd.DataFrame(rows)
+
+
+def seed_buckets() -> pd.DataFrame:
+    """Seed 000's bucket table (section 5), labelled, in the columns of `buckets` (to set beside ours)."""
+    from exactness import reference
+
+    screened, failed = int(reference.value("seeds_screened")), int(reference.value("failures"))
+    return pd.DataFrame([{
+        "model": "seed 000 (Wav2Vec2ConformerForPreTraining, CPU)", "screened": screened,
+        "below_threshold": int(reference.value("candidates")), "checked": int(reference.value("candidates")),
+        "flipped": int(reference.value("flips")), "failed": failed,
+        "flipped_but_passed": int(reference.value("flips_passing")),
+        "exact_ties_failed": int(reference.value("exact_ties")), "failure_rate": reference.value("failure_rate"),
+        "one_in": screened / failed}])
+
+
+def flip_probability(gaps: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+    """P(flip | eager gap g) = P(delta < -g), from the empirical law of the gap noise delta."""
+    ordered = np.sort(deltas)
+    return np.searchsorted(ordered, -np.asarray(gaps), side="left") / max(len(ordered), 1)
+
+
+def predict(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.ndarray],
+            threshold: float) -> pd.DataFrame:
+    """Predicted flips and failures per model, beside the measured ones.
+
+    Per seed, P(flip) ~ P(delta < -min_gap) (the smallest-gap row dominates); P(failure) multiplies it by
+    whether flipping that row would fail the test (measured on eager for the smallest-gap checked seeds; for
+    the others, their average). A second, coarser estimate uses only the density of the smallest
+    gap near zero: P(flip) ~ f(0) * E[max(-delta, 0)].
+    """
+    rows = []
+    for model, screened in screen.groupby("model"):
+        d = deltas.get(model)
+        checked = checks[checks.model == model].drop_duplicates("seed") if len(checks) else checks
+        if d is None or len(d) == 0 or len(checked) == 0:
+            continue
+        p_flip = flip_probability(screened.min_gap.to_numpy(), d)
+        measured = checked[checked.fails_if_flipped.notna()]
+        fail_map = dict(zip(measured.seed, measured.fails_if_flipped.astype(float), strict=True))
+        fail_mean = float(np.mean(list(fail_map.values())))
+        fails = np.array([fail_map.get(s, fail_mean) for s in screened.seed])
+        density = float((screened.min_gap < threshold).mean()) / threshold
+        n = len(screened)
+        measured_checks = checks[checks.model == model]
+        rows.append({
+            "model": model, "screened": n,
+            "predicted_flips": float(p_flip.sum()), "measured_flips": int((measured_checks.n_flipped_rows > 0).sum()),
+            "predicted_failures": float((p_flip * fails).sum()),
+            "measured_failures": int((~measured_checks.test_rule_passed).sum()),
+            "density_estimate_flips": n * density * float(np.clip(-d, 0, None).mean()),
+            "fail_given_flip": fail_mean,
+        })
+    return pd.DataFrame(rows)
+
+
+def screen_summary(screen: pd.DataFrame, threshold: float, threshold_ulps: float = 0.0) -> pd.DataFrame:
+    """Per class, for people: seeds screened, candidates (`near_tie_scale.is_candidate`), exact ties, the smallest
+    gap and the 0.1%, 1% and 50% quantiles of the smallest gap per seed; and, on the comparable axis, the 1% and
+    50% quantiles of the smallest gap in ulps of its row's top logit."""
+    rows = []
+    for model, group in screen.groupby("model", sort=True):
+        gaps = group.min_gap
+        row = {"model": model, "seeds": len(group),
+               "candidates": int(is_candidate(group, threshold, threshold_ulps).sum()),
+               "exact_ties": int((gaps == 0).sum()), "smallest_gap": float(gaps.min()),
+               "gap_q001": float(gaps.quantile(0.001)), "gap_q01": float(gaps.quantile(0.01)),
+               "gap_median": float(gaps.median())}
+        if "smallest_gap_ulps" in group:
+            row |= {"gap_ulps_q01": float(group.smallest_gap_ulps.quantile(0.01)),
+                    "gap_ulps_median": float(group.smallest_gap_ulps.median())}
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def flip_curve(checks: pd.DataFrame, deltas: dict[str, np.ndarray]) -> pd.DataFrame:
+    """Each checked seed (first shape mode's noise law) with its eager gap in ulps of the top logit, whether
+    it flipped, and the predicted P(flip) from its class's gap noise: the points and curve of one figure."""
+    rows = []
+    for model, group in checks.groupby("model", sort=True):
+        d = deltas.get(model)
+        if d is None or not len(d):
+            continue
+        first = group.drop_duplicates("seed")
+        rows.append(pd.DataFrame({"model": model, "seed": first.seed.to_numpy(),
+                                  "min_gap_ulps": first.min_gap_ulps.to_numpy(),
+                                  "flipped": (first.n_flipped_rows > 0).to_numpy(),
+                                  "p_flip": flip_probability(first.min_gap.to_numpy(), d)}))
+    return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
+        columns=["model", "seed", "min_gap_ulps", "flipped", "p_flip"])

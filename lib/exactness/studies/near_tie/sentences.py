@@ -1,0 +1,191 @@
+"""The near-tie notebook's computed sentences and derived tables: every count, ratio and comparison a cell
+used to compute in place. Each takes the study's tables and returns a sentence or a table; the notebook only
+shows them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from exactness import reference
+from exactness.studies.near_tie import findings as near_tie_findings
+from exactness.studies.near_tie import kernels as near_tie_kernels
+from exactness.studies.near_tie import prediction as near_tie_prediction
+from exactness.studies.near_tie import rate as near_tie_rate
+from exactness.workbook import findings
+from exactness.workbook.parameter_rules import StudyParameterError
+
+
+def check_kernel_sets(cpu_kernels) -> None:
+    """This CPU must offer every kernel set in `cpu_kernels`, before any work."""
+    if problems := near_tie_kernels.unavailable(cpu_kernels):
+        raise StudyParameterError("; ".join(problems))
+
+
+def screenable_sentence(screened: list[str], immune: list[str]) -> str:
+    if not immune:
+        return f"Screened: {', '.join(screened)}. Every class calls its quantizer."
+    return (f"Screened: {', '.join(screened)}. Never call their quantizer in eval forward (no argmax, so no flip is "
+            f"possible): {', '.join(immune)}.")
+
+
+def candidates_sentence(screen: pd.DataFrame, gaps: pd.DataFrame, threshold: float, threshold_ulps: float,
+                        candidate_rule: str) -> str:
+    """Candidates per class; the seed's count beside them only at the seed's own threshold and class."""
+    seed_model = near_tie_findings.SEED_MODEL
+    same_threshold = threshold == reference.value("threshold") and not threshold_ulps > 0
+    seed_words = (f" The seed found {reference.value('candidates'):,.0f} of {reference.value('seeds_screened'):,.0f} "
+                  f"({reference.value('candidates') / reference.value('seeds_screened'):.2%}) for {seed_model} at the "
+                  "same threshold." if same_threshold and seed_model in set(screen.model) else "")
+    per_class = ", ".join(f"{r.model} {r.candidates:,} ({r.candidates / r.seeds:.2%})" for r in gaps.itertuples())
+    return f"{len(screen):,} seeds screened; candidates ({candidate_rule}): {per_class}.{seed_words}"
+
+
+def checks_sentence(checks: pd.DataFrame) -> str:
+    if not len(checks):
+        return "No seed fell below the threshold: nothing to check at this scale."
+    flipped = checks[checks.n_flipped_rows > 0]
+    return (f"{len(checks)} checks; {len(flipped)} flipped ({int((flipped.n_flipped_rows == 1).sum())} with exactly "
+            f"one row, {int(flipped.flip_is_min_gap_row.sum())} at the smallest-gap row); "
+            f"{int((~checks.test_rule_passed).sum())} failed the export test; {int(flipped.test_rule_passed.sum())} "
+            f"flips passed (usage unchanged: {int(flipped.usage_unchanged.sum())}); exact ties among failures: "
+            f"{int((checks.exact_tie & ~checks.test_rule_passed).sum())}.")
+
+
+@dataclass
+class RuleViews:
+    failed_or_forgiven: pd.DataFrame  # checks the export test's rule failed or forgave
+    per_output: pd.DataFrame  # per check and output: passes when compared alone
+    failing_alone: pd.DataFrame  # checks with an output that fails on its own
+
+
+def rule_views(checks: pd.DataFrame, outputs: pd.DataFrame) -> RuleViews:
+    failed = checks[~checks.test_rule_passed | checks.rule_forgiven] if len(checks) else checks
+    per_output = outputs.pivot_table(index=["model", "seed", "shape_mode"], columns="output", values="passes_alone",
+                                     aggfunc="first") if len(outputs) else pd.DataFrame()
+    failing_alone = per_output[~per_output.all(axis=1)].reset_index() if len(per_output) else per_output
+    return RuleViews(failed, per_output, failing_alone)
+
+
+def rule_sentence(checks: pd.DataFrame, per_output: pd.DataFrame) -> str:
+    hidden = checks[checks.never_compared.map(len) > 0]
+    alone = int((~per_output).sum().sum()) if len(per_output) else 0
+    return (f"The rule stopped before the last output in {len(hidden)} of {len(checks)} checks; outputs failing on "
+            f"their own: {alone} across all checks.")
+
+
+def replay_sentence(replayed: pd.DataFrame) -> str:
+    return (f"{int((~replayed.test_rule_passed).sum())} of {len(replayed)} replays fail the export test's rule; with "
+            f"the `onnx.exactness` skip semantics (names only) {int(replayed.skip_rule_passed.sum())} pass.")
+
+
+def rates_beside_seed(rates: pd.DataFrame) -> pd.DataFrame:
+    """Our rates per class, the seed's last, each with its interval in words."""
+    beside = pd.concat([rates, near_tie_rate.seed_buckets()], ignore_index=True)
+    beside["rate"] = [findings.rate_text(int(r.failed), int(r.screened)) for r in beside.itertuples()]
+    return beside
+
+
+def rate_sentence(rates: pd.DataFrame, replays_example: bool, seed_start: int, n_seeds: int) -> str:
+    ours = "; ".join(f"{r.model} ({r.shape_mode}): {findings.rate_text(int(r.failed), int(r.screened))}"
+                     for r in rates.itertuples())
+    recipe = "(the same recipe as ours: the replay above rebuilds its example seed), " if replays_example else ""
+    last = seed_start + n_seeds - 1
+    return (f"{ours}. The seed measured {findings.one_in(reference.value('failure_rate'))} on "
+            f"{near_tie_findings.SEED_MODEL} with its own seeding {recipe}but over its own "
+            f"{reference.value('seeds_screened'):,.0f} draws, not our seeds {seed_start} to {last}, "
+            "so the rates are samples of the same rate, not the same seeds.")
+
+
+def noise_sentence(noise: pd.DataFrame) -> str:
+    seed_model = near_tie_findings.SEED_MODEL
+    logits = noise[noise.label == "logits"]
+    return "Median max abs difference of the quantizer logits over passing seeds: " + "; ".join(
+        f"{r.model} {findings.significant(r.passing)}"
+        + (f" (the seed's median {findings.significant(r.seed_000_median)})" if r.model == seed_model else "")
+        for r in logits.itertuples()) + "."
+
+
+@dataclass
+class Prediction:
+    """The rate predicted from the gap-noise law, beside what was measured (empty tables without checks)."""
+
+    table: pd.DataFrame = field(default_factory=pd.DataFrame)  # the `prediction` table: point estimates, intervals
+    calibrated: pd.DataFrame = field(default_factory=pd.DataFrame)  # from the first DEFAULT_SEEDS screened seeds
+    calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
+    curve: pd.DataFrame = field(default_factory=pd.DataFrame)  # per checked seed: P(flip) and whether it flipped
+    reasons: pd.DataFrame = field(default_factory=pd.DataFrame)  # a larger run: why a class missed
+    reasons_measured: bool = False  # a run larger than the calibration's seeds: `reasons` is a table of the run
+
+
+def predict(screen: pd.DataFrame, first_mode: pd.DataFrame, deltas: dict, threshold: float,
+            n_seeds: int) -> Prediction:
+    """`first_mode`: the checks of the first shape mode (the one whose gap noise `deltas` holds)."""
+    if not len(first_mode):
+        return Prediction()
+    table = near_tie_rate.predict(screen, first_mode, deltas, threshold)
+    # from the first 2,000 screened seeds (all of a default run): a larger run then measures how well that predicts
+    calibrated = near_tie_prediction.predict(screen, first_mode, deltas, near_tie_prediction.DEFAULT_SEEDS)
+    if len(calibrated):
+        table = table.merge(calibrated.drop(columns=["screened", "measured_flips", "measured_failures",
+                                                     "fail_given_flip"]), on="model", how="left")
+    larger = n_seeds > near_tie_prediction.DEFAULT_SEEDS
+    reasons = near_tie_prediction.miss_reasons(screen, first_mode, deltas) if larger else pd.DataFrame()
+    return Prediction(table, calibrated, near_tie_prediction.calibration(calibrated),
+                      near_tie_rate.flip_curve(first_mode, deltas), reasons, larger)
+
+
+def tie_aware_sentence(checks: pd.DataFrame, defects: pd.DataFrame, bound: float) -> str:
+    return (f"Noise bound {bound:.2e}. The tie-aware comparison passes {int(checks.tie_aware_passed.sum())} of "
+            f"{len(checks)} checks (the export test's rule: {int(checks.test_rule_passed.sum())}), and catches "
+            f"{int(defects.caught_by_tie_aware.sum())} of {len(defects)} injected defects "
+            f"(the export test's rule: {int(defects.caught_by_test_rule.sum())}).")
+
+
+def summary(screen: pd.DataFrame, checks: pd.DataFrame, rates: pd.DataFrame, defects: pd.DataFrame,
+            threshold: float, immune: list[str]) -> dict:
+    """The run's headline counts for summary.json."""
+    checked = bool(len(checks))
+    return dict(
+        seeds_screened=int(len(screen)), candidates=int((screen.min_gap < threshold).sum()), checks=int(len(checks)),
+        flips=int((checks.n_flipped_rows > 0).sum()) if checked else 0,
+        failures=int((~checks.test_rule_passed).sum()) if checked else 0,
+        failure_rate={r.model: {"ours": r.failure_rate, "seed": reference.value("failure_rate")}
+                      for r in rates.itertuples()} if len(rates) else {},
+        tie_aware_passes=int(checks.tie_aware_passed.sum()) if checked else 0,
+        defects_caught=int(defects.caught_by_tie_aware.sum()) if checked else 0,
+        never_argmax=immune)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Figure captions' counts: each from the table the figure draws
+
+def _counted(n: int, of: int) -> str:
+    return f"{findings.count(int(n))} of {findings.count(int(of))}"
+
+
+def candidates_caption(gaps: pd.DataFrame, screen: pd.DataFrame, rule: str) -> str:
+    return f"Candidates ({rule}): {_counted(gaps.candidates.sum(), len(screen))}."
+
+
+def outcomes_caption(checks: pd.DataFrame) -> str:
+    flipped = int((checks.n_flipped_rows > 0).sum())
+    failed = int((~checks.test_rule_passed.astype(bool)).sum())
+    return f"{_counted(flipped, len(checks))} flipped, {findings.count(failed)} failed the export test."
+
+
+def allowance_caption(checks: pd.DataFrame) -> str:
+    above = checks.perplexity_shift.abs() > checks.perplexity_allowed
+    with_flip = int((above & (checks.n_flipped_rows > 0)).sum())
+    return (f"points above the dashed line fail the rule on the perplexity: {_counted(above.sum(), len(checks))}, "
+            f"{findings.count(with_flip)} of them with a flipped code.")
+
+
+def calibration_caption(calibration: pd.DataFrame) -> str:
+    return f"{_counted(calibration.inside_at_run.sum(), len(calibration))} classes measured inside."
+
+
+def flip_curve_caption(curve: pd.DataFrame) -> str:
+    return (f"{_counted(curve.flipped.sum(), len(curve))} checked seeds flipped, "
+            f"{findings.significant(float(curve.p_flip.sum()))} predicted.")

@@ -1,0 +1,1 @@
+"""ulp noise between eager PyTorch and ONNX Runtime, tensor by tensor."""

@@ -1,0 +1,319 @@
+"""The ulp-noise study's findings: how large the eager/ORT noise is, where it lives, which side is closer to
+float64, what ORT's settings change, and whether failing near-tie seeds are noisier. Every verdict and every
+claim's wording comes from the tables.
+
+Seed 000 (section 3) measured three medians on Wav2Vec2ConformerForPreTraining with a dynamic export only:
+they are set beside that subject and export alone; any other subject gets ours alone.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from exactness import reference
+from exactness.compare.scale import rms_ulps
+from exactness.studies.ulp_noise import depth as ulp_noise_depth
+from exactness.workbook.findings import Finding, count, significant, span
+
+SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
+SEED_SHAPE_MODE = "dynamic"
+# A median within this factor of the seed's counts as the same noise (the near-tie report uses the same rule).
+NOISE_FACTOR = 3.0
+SEED_TENSORS = {"conv_features": "noise_conv_features", "extract_features": "noise_extract_features",
+                "logits": "noise_logits"}
+FEW_ULPS = 16  # "a few float32 rounding steps": the typical (median) element within this many ulps
+SETTINGS_FACTOR = 2.0  # a setting "changes the noise" when a tensor's median moves by more than this factor
+
+
+def median_interval(values, confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free interval of the median from order statistics: the ranks j < k with
+    P(X_(j) <= median <= X_(k)) >= confidence under Binomial(n, 1/2). With too few values it is the range."""
+    x = np.sort(np.asarray(values, dtype=float))
+    n = len(x)
+    if n == 0:
+        return float("nan"), float("nan")
+    cdf, j = 0.0, 0
+    alpha = (1 - confidence) / 2
+    while j < n and cdf + math.comb(n, j) / 2 ** n <= alpha:  # largest j with P(B < j+1) <= alpha
+        cdf += math.comb(n, j) / 2 ** n
+        j += 1
+    low_rank = max(j - 1, 0)  # 0-based rank of X_(j)
+    return float(x[low_rank]), float(x[n - 1 - low_rank])
+
+
+def scale_profile(noise: pd.DataFrame) -> pd.DataFrame:
+    """Per tensor along the depth (median over draws): max |diff| in ulps of the tensor's RMS beside the
+    element-wise median and 99th-percentile ulps. The first says how many rounding steps of a typical element
+    the worst difference is; the element-wise counts blow up where elements are far below the RMS."""
+    scaled = noise.assign(rms_ulps=rms_ulps(noise.max_abs_diff, noise.rel_rms))
+    more = {column: (column, "median") for column in ("rel_rms", "worst_of_rms", "top_ulps_below_rms")
+            if column in noise}  # where the worst element-wise counts sit, against the RMS (`compare.scale`)
+    if "model_output" in noise:
+        more["model_output"] = ("model_output", "first")
+    return scaled.groupby(["depth", "tensor"], as_index=False).agg(
+        max_abs_diff=("max_abs_diff", "median"), rms_ulps=("rms_ulps", "median"), median_ulp=("median_ulp", "median"),
+        p99_ulp=("p99_ulp", "median"), max_ulp=("max_ulp", "median"), **more).sort_values("depth").reset_index(
+        drop=True)
+
+
+def seed_label() -> str:
+    return f"seed 000, section 3, {SEED_MODEL}, dynamic export, median of 300 runs"
+
+
+def medians_finding(noise: pd.DataFrame, model: str, shape_mode: str) -> Finding:
+    """Our median max abs difference of the seed's three tensors with its 95% interval; compared with the
+    seed only for the seed's subject and export."""
+    named = noise[noise.label.isin(SEED_TENSORS)]
+    draws = int(noise.seed.nunique()) if len(noise) else 0
+    if not len(named):
+        return Finding(f"{model} has none of the seed's three tensors (conv features, extract_features, logits); "
+                       "its noise is in the depth profile.", f"{count(draws)} draws", "new", evidence="noise table")
+    parts, brief, ratios = [], [], {}
+    for label in SEED_TENSORS:
+        values = named[named.label == label].max_abs_diff
+        if not len(values):
+            continue
+        low, high = median_interval(values)
+        ours = float(values.median())
+        # under 6 values no pair of order statistics covers the median with 95%: say "range", not "interval"
+        spread = "95% interval" if len(values) >= 6 else f"range of {count(len(values))} draws"
+        parts.append(f"{label} {significant(ours)} ({spread} {significant(low)} to {significant(high)})")
+        brief.append(f"{label} {significant(ours)}")
+        if ours > 0:
+            ratios[label] = ours / reference.value(SEED_TENSORS[label])
+    ours_text = "; ".join(parts) + f"; median over {count(draws)} draws"
+    seed_text = ", ".join(f"{label} {significant(reference.value(key))}" for label, key in SEED_TENSORS.items())
+    comparable = model == SEED_MODEL and shape_mode == SEED_SHAPE_MODE
+    if not comparable:
+        why = (f"the seed measured {SEED_MODEL}, not {model}" if model != SEED_MODEL
+               else f"the seed measured the {SEED_SHAPE_MODE} export, this run the {shape_mode} one")
+        return Finding(f"Median max abs difference, eager against ORT, of {model} ({shape_mode} export): "
+                       + ", ".join(brief) + ".", ours_text, "not comparable",
+                       seed=f"{seed_text} ({seed_label()})", why=why, evidence="noise table")
+    within = len(ratios) == len(SEED_TENSORS) and all(1 / NOISE_FACTOR <= r <= NOISE_FACTOR for r in ratios.values())
+    ratio_words = ", ".join(f"{label} x{significant(r)}" for label, r in ratios.items())
+    claim = (f"The seed's three tensors differ between eager and ORT by float noise of the seed's size: each median "
+             f"is {'within' if within else 'not within'} a factor {NOISE_FACTOR:g} of the seed's ({ratio_words}).")
+    return Finding(claim, ours_text, "reproduced" if within else "differs", seed=f"{seed_text} ({seed_label()})",
+                   why="" if within else "unexplained (other CPU kernels can round differently; see the environment "
+                                         "report)", evidence="noise table, seed medians table")
+
+
+def ulps_finding(profile: pd.DataFrame, scaled: pd.DataFrame | None = None) -> Finding:
+    """Is the noise a few rounding steps for the typical element of every tensor? And where are the worst.
+    `scaled` (from `scale_profile`) adds the worst difference in ulps of the tensor's RMS."""
+    typical = float(profile.median_ulp.max())
+    at = profile.loc[profile.median_ulp.idxmax(), "tensor"]
+    few = typical <= FEW_ULPS
+    worst = float(profile.p99_ulp.max())
+    claim = ((f"In every tensor the median element differs by at most {significant(typical)} ulps: a few float32 "
+              "rounding steps" if few else
+              f"Not just a few rounding steps: the median element of {at} differs by {significant(typical)} ulps "
+              f"(more than {FEW_ULPS})")
+             + f"; the 99th-percentile element reaches {significant(worst)} ulps")
+    ours = f"largest median ulp {significant(typical)} ({at}); largest 99th percentile {significant(worst)} ulps"
+    if scaled is not None and scaled.rms_ulps.notna().any():
+        by_scale = float(scaled.rms_ulps.max())
+        scale_at = scaled.loc[scaled.rms_ulps.idxmax(), "tensor"]
+        claim += (f"; measured in ulps of each tensor's RMS the worst difference is {significant(by_scale)} "
+                  f"({scale_at})"
+                  + (": the larger element-wise counts come from elements far below the RMS, where 1 ulp is tiny."
+                     if worst > by_scale else ": element-wise counts are no larger than that."))
+        ours += f"; largest max |diff| in ulps of the RMS {significant(by_scale)} ({scale_at})"
+    else:
+        claim += " (element-wise ulps blow up for elements near zero, where 1 ulp is tiny)."
+    if scaled is not None and "worst_of_rms" in scaled and scaled.worst_of_rms.notna().any():
+        claim += " " + ulp_noise_depth.worst_elements_sentence(scaled)
+        ours += f"; worst element at a median {significant(float(scaled.worst_of_rms.median()))} of the RMS"
+    return Finding(claim, ours, "new", evidence="depth profile and scale tables, ulp histograms")
+
+
+def growth_finding(scaled: pd.DataFrame) -> Finding:
+    """The notebook's question in relative terms: where the noise grows and where it is only rescaled, with the
+    median factor per layer kind (`ulp_noise_depth`)."""
+    table = ulp_noise_depth.growth(scaled)
+    kinds = ulp_noise_depth.growth_by_kind(table)
+    if not len(kinds):
+        return Finding("Every tensor is bit-identical between eager and ORT, or no module's input differs: no "
+                       "growth to measure.", "no factor", "new", evidence="growth per layer kind table")
+    ours = "; ".join(f"{r.kind} x{significant(r.relative_factor)} relative, x{significant(r.absolute_factor)} "
+                     "absolute" for r in kinds.itertuples())
+    return Finding(ulp_noise_depth.growth_sentence(kinds, table), ours, "new",
+                   evidence="growth per layer kind table, noise figure")
+
+
+def float64_finding(closer: pd.DataFrame) -> Finding:
+    counts = closer.closer.value_counts() if len(closer) else pd.Series(dtype=int)
+    ort, eager, tie = (int(counts.get(k, 0)) for k in ("ort", "eager", "tie"))
+    total = ort + eager + tie
+    if total == 0:
+        return Finding("No tensor was compared against float64.", "0 tensors", "new", evidence="float64 table")
+    if ort and eager and max(ort, eager) >= 4 * min(ort, eager):  # one side wins four to one or more
+        words = f"{'eager float32' if eager > ort else 'ORT'} is usually the closer one, but neither is exact"
+    elif ort and eager:
+        words = "neither side is the exact one"
+    elif ort:
+        words = "ORT is never further from float64 than eager"
+    elif eager:
+        words = "eager is never further from float64 than ORT"
+    else:
+        words = "the two sides are equally far on every tensor"
+    claim = (f"Against a float64 eager run of the same weights, ORT is closer on {count(ort)} of {count(total)} "
+             f"tensors, eager float32 on {count(eager)}, tied on {count(tie)}: {words}.")
+    return Finding(claim, f"ORT {count(ort)}, eager {count(eager)}, tie {count(tie)}", "new",
+                   evidence="float64 reference table")
+
+
+def _factor(low: float, high: float) -> float:
+    """high / low, where a zero beside a non-zero is an infinite factor and two zeros none."""
+    if low > 0:
+        return high / low
+    return math.inf if high > 0 else 1.0
+
+
+def settings_finding(settings: pd.DataFrame) -> Finding:
+    if not len(settings):
+        return Finding("No ORT setting was varied.", "0 settings", "new", evidence="settings table")
+    medians = settings.groupby(["setting", "value", "label"]).max_abs_diff.median()
+    spread = medians.groupby("label").agg(["min", "max"])
+    largest = max(_factor(float(r["min"]), float(r["max"])) for _, r in spread.iterrows())
+    repeatable = bool(settings.run_twice_identical.all())
+    changes = largest > SETTINGS_FACTOR
+    factor_text = "inf" if math.isinf(largest) else significant(largest)
+    claim = (("Optimisation level and thread counts change the noise: " if changes else
+              "Optimisation level and thread counts leave the noise's size alone: ")
+             + f"a named tensor's median moves by at most a factor {factor_text} across settings "
+               f"(threshold {SETTINGS_FACTOR:g}); one session run twice "
+             + ("is bit-identical every time." if repeatable else "is NOT always bit-identical."))
+    ours = "; ".join(f"{label} {span(r['min'], r['max'])}" for label, r in spread.iterrows())
+    return Finding(claim, ours, "new", evidence="settings table and figure")
+
+
+def passing_failing_finding(comparison: pd.DataFrame, source: str = "") -> Finding:
+    """Seed 000 (section 5) found the noise the same in passing and failing runs of its model."""
+    seed_text = "noise the same in failing and passing runs (seed 000, section 5, Wav2Vec2ConformerForPreTraining)"
+    tested = comparison[comparison.failing_seeds > 0] if len(comparison) else comparison
+    if not len(tested):
+        return Finding("Failing and passing near-tie seeds were not compared: "
+                       + (f"near-tie run {source} has no failing seed." if source
+                          else "no near-tie run with failing seeds was given."), "no failing seeds", "not comparable",
+                       seed=seed_text, why="this run had no failing near-tie seeds to compare")
+    differ = tested[tested.p_value < 0.05]
+    pvalues = ", ".join(f"{r.model} {r.label} p = {significant(r.p_value)} ({count(r.failing_seeds)} failing, "
+                        f"{count(r.passing_seeds)} passing)" for r in tested.itertuples())
+    claim = ("Failing near-tie seeds are no noisier than passing ones (Mann-Whitney U, 5% level"
+             + (", little power with few failing seeds)." if tested.failing_seeds.min() < 10 else ").")
+             if not len(differ) else
+             f"Failing near-tie seeds differ in noise from passing ones for {count(len(differ))} of "
+             f"{count(len(tested))} tensor comparisons (Mann-Whitney U, 5% level).")
+    on_seed_model = tested[tested.model == SEED_MODEL]
+    if not len(on_seed_model):
+        return Finding(claim, pvalues, "new", evidence="passing vs failing table")
+    same = bool((on_seed_model.p_value >= 0.05).all())
+    return Finding(claim, pvalues, "reproduced" if same else "differs", seed=seed_text,
+                   why="" if same else "unexplained", evidence="passing vs failing table")
+
+
+def findings(noise: pd.DataFrame, profile: pd.DataFrame, closer: pd.DataFrame, settings: pd.DataFrame,
+             comparison: pd.DataFrame, model: str, shape_mode: str, near_tie_source: str = "") -> list[Finding]:
+    scaled = scale_profile(noise)
+    return [medians_finding(noise, model, shape_mode), ulps_finding(profile, scaled), growth_finding(scaled),
+            float64_finding(closer), settings_finding(settings), passing_failing_finding(comparison, near_tie_source)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The notebook's sentences, one per section: each reads its table and nothing else
+
+def medians_sentence(medians: pd.DataFrame, model: str, draws: int, swap_status: str) -> str:
+    measured = medians.dropna(subset=["ours_median_max_abs_diff"])
+    if not len(measured):
+        return f"{model} has none of the seed's three tensors; the depth profile below covers it ({draws} draws)."
+    return ("; ".join(f"{r.tensor}: {significant(r.ours_median_max_abs_diff)} here, a median of "
+                      f"{r.ours_median_ulp:.0f} ulps per element" for r in measured.itertuples())
+            + f" ({count(draws)} draws, {swap_status}).")
+
+
+def depth_caption(profile: pd.DataFrame, scaled: pd.DataFrame) -> str:
+    moving = profile[profile.max_abs_diff > 0]
+    if not len(moving):
+        return "Every tensor matches exactly."
+    return (f"The largest absolute noise is {significant(moving.max_abs_diff.max())}; in ulps of the RMS at most "
+            f"{significant(scaled.rms_ulps.max())}, while the element-wise 99th percentile reaches "
+            f"{scaled.p99_ulp.max():.0f}.")
+
+
+def depth_sentence(profile: pd.DataFrame) -> str:
+    moving = profile[profile.max_abs_diff > 0]
+    shrinks = moving[moving.growth < 0.5]
+    where = (f"The largest absolute noise is at {moving.loc[moving.max_abs_diff.idxmax(), 'tensor']} "
+             f"({significant(moving.max_abs_diff.max())}); " if len(moving) else "No tensor differs; ")
+    names = ", ".join(shrinks.tensor.str.split(".").str[-1].unique()[:8]) or "none"
+    return (where + f"the median element differs by at most {significant(profile.median_ulp.max())} ulps anywhere. "
+            "Tensors where the noise drops by more than half in absolute terms from the previous one (relative "
+            f"measures below): {names}.")
+
+
+def histogram_caption(noise: pd.DataFrame, scaled: pd.DataFrame) -> str:
+    named = noise[noise.label != ""]
+    return ("Per named tensor, how many draws (vertical) reach a given ulp distance (log scale): the worst element "
+            f"of the draw and its median element. The median element stays within "
+            f"{significant(named.median_ulp.max())} ulps and the worst reaches {significant(named.max_ulp.max())}; "
+            f"measured in ulps of the tensor's RMS (figure above) no difference exceeds "
+            f"{significant(scaled.rms_ulps.max())}.")
+
+
+def float64_sentence(closer: pd.DataFrame) -> str:
+    counts = closer.closer.value_counts()
+    return (f"Against a float64 eager run of the same weights, ORT is closer on {count(int(counts.get('ort', 0)))} "
+            f"tensors, eager float32 on {count(int(counts.get('eager', 0)))}, and they tie on "
+            f"{count(int(counts.get('tie', 0)))}.")
+
+
+def settings_medians(settings: pd.DataFrame) -> pd.DataFrame:
+    """Per setting, value and named tensor: medians over draws, and whether a session run twice matched."""
+    return settings.groupby(["setting", "value", "label"], as_index=False).agg(
+        max_abs_diff=("max_abs_diff", "median"), median_ulp=("median_ulp", "median"),
+        identical=("run_twice_identical", "all"))
+
+
+def settings_sentence(settings: pd.DataFrame) -> str:
+    spread = settings_medians(settings).groupby("label").max_abs_diff.agg(["min", "max"])
+    twice = ("One session run twice gives bit-identical outputs every time." if settings.run_twice_identical.all()
+             else "One session run twice is NOT always bit-identical.")
+    return ("Across optimisation levels and thread counts the named tensors' median noise stays within "
+            + "; ".join(f"{label} {span(r['min'], r['max'])}" for label, r in spread.iterrows())
+            + ". " + twice)
+
+
+def passing_failing_sentence(comparison: pd.DataFrame, source: str) -> str:
+    tested = comparison[comparison.failing_seeds > 0] if len(comparison) else comparison
+    if not len(tested):
+        return "No near-tie run with failing seeds to compare" + (f" ({source})." if source else ".")
+    verdict = ("no difference at the 5% level (with few failing seeds the test has little power)"
+               if (tested.p_value > 0.05).all() else "some differ at the 5% level")
+    return (f"From {source}: Mann-Whitney U p-values " + ", ".join(
+        f"{r.model} {r.label} {r.p_value:.2f} ({count(int(r.failing_seeds))} failing / "
+        f"{count(int(r.passing_seeds))} passing)" for r in tested.itertuples()) + f"; {verdict}.")
+
+
+def gpu_sentence(gpu: pd.DataFrame | None, noise: pd.DataFrame, device: str, device_name: str = "") -> str:
+    if gpu is None:
+        return "No GPU run: " + ("device is 'cpu'." if device == "cpu" else "no CUDA device is present here.")
+
+    def medians(table):
+        named = table[table.label != ""].groupby("label").max_abs_diff.median()
+        return ", ".join(f"{label} {significant(value)}" for label, value in named.items())
+    return (f"Eager on {device_name} against ORT on the CPU: median noise of the named tensors {medians(gpu)} "
+            f"(CPU eager: {medians(noise)}).")
+
+
+def summary_values(medians: pd.DataFrame, profile: pd.DataFrame) -> dict:
+    """summary.json's figures: ours beside the seed's where it measured the same tensor."""
+    measured = medians.dropna(subset=["ours_median_max_abs_diff"])
+    values = {f"{r.tensor}_median_max_abs_diff": {"ours": r.ours_median_max_abs_diff, "seed": r.seed_000_median}
+              for r in measured.itertuples()}
+    values["max_median_ulp"] = float(profile.median_ulp.max())
+    return values

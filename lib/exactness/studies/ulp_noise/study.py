@@ -1,0 +1,239 @@
+"""How far eager PyTorch and ONNX Runtime differ, tensor by tensor, and where the noise comes from.
+
+One export per model (reused for every draw by weight swapping); every module output the graph exposes
+is compared, in absolute terms, in ulps and relative to the tensor's RMS.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from exactness.compare.intermediates import intermediate_table
+from exactness.compare.scale import worst_elements
+from exactness.models import subjects
+from exactness.runtimes import eager_capture, onnx_graph
+from exactness.runtimes.graph_pool import GraphPool
+from exactness.workbook import sweep
+
+OPTIMIZATION_LEVELS = ("disabled", "basic", "extended", "all")
+NOISE_COLUMNS = ["seed", "tensor", "label", "depth", "max_abs_diff", "max_ulp", "p99_ulp", "median_ulp", "rel_rms"]
+# which elements carry the worst ulp counts, and whether a row is one of the model's outputs (an alias of a module
+# output, left out of the growth per module): after the original columns
+ELEMENT_COLUMNS = ["worst_of_rms", "top_ulps_below_rms", "model_output"]
+
+
+def noise_pool(model: str, shape_mode: str) -> GraphPool:
+    """The study's exports. Exposing every module's output as a graph output can keep ORT from fusing nodes
+    and move the model's own outputs by an ulp (measured: `projected_states` of Wav2Vec2 and UniSpeech), so
+    the outputs are read from a run of the graph as exported, and the intermediates from a second run that
+    exposes them all."""
+    return GraphPool(model, shape_mode, exposed=frozenset())
+
+
+@dataclass
+class _Draw:
+    built: torch.nn.Module
+    inputs: dict
+    eager: eager_capture.EagerRun
+    everything: onnx_graph.OrtRunner  # every module's output exposed
+    bare: onnx_graph.OrtRunner  # the graph as exported: the outputs the export test sees
+
+
+def _draw(pool: GraphPool, seed: int, threads: int | None = None, eager_run=eager_capture.run,
+          **ort_options) -> _Draw:
+    """`eager_run(built, inputs)`: the eager side (on the CPU with `threads` torch threads by default)."""
+    built, inputs = subjects.build(pool.model, seed), subjects.inputs(pool.model, seed)
+    previous = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        eager = eager_run(built, inputs)
+    finally:
+        torch.set_num_threads(previous)
+    everything, _ = pool.runner(seed, built, inputs, **ort_options)
+    bare = pool.runner(seed, built, inputs, all_values=False, **ort_options)[0] if pool.exposed is not None \
+        else everything
+    return _Draw(built, inputs, eager, everything, bare)
+
+
+def _table(name: str, draw: _Draw, produced: dict | None = None) -> pd.DataFrame:
+    """Every module's output (`produced`: the exposing run's values, when already made), then the model's
+    outputs from the graph as exported."""
+    graph = draw.everything.graph
+    produced = produced if produced is not None else draw.everything.run(draw.inputs)
+    table = intermediate_table(draw.eager.modules, produced, graph.intermediates,
+                               subjects.named_tensors(name, draw.built), extra=worst_elements)
+    outputs = {name: name for name in graph.outputs if name in draw.eager.outputs}  # the model's outputs come last
+    last = {name: [draw.eager.outputs[name]] for name in outputs}
+    finals = intermediate_table(last, draw.bare.run(draw.inputs), outputs, extra=worst_elements).assign(
+        depth=lambda f: f.depth + len(graph.intermediates), model_output=True)
+    return pd.concat([table.assign(model_output=False), finals], ignore_index=True)
+
+
+class _NoiseChunk:
+    """Picklable `seeds -> noise rows` for worker processes: the pool travels with its learnt swap plan,
+    so workers never export. Eager and ORT both run on one thread, wherever the chunk runs, so the table does
+    not depend on the number of workers (the settings table measures what thread counts change)."""
+
+    def __init__(self, pool: GraphPool):
+        self.pool = pool
+
+    def __call__(self, seeds) -> pd.DataFrame:
+        frames = []
+        for seed in seeds:
+            draw = _draw(self.pool, int(seed), intra_op_threads=1)
+            frames.append(_table(self.pool.model, draw).assign(seed=int(seed)))
+        return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"] + ELEMENT_COLUMNS]
+
+
+def noise_draws(pool: GraphPool, seeds, workers: int = 1, progress_every: float = 10.0) -> pd.DataFrame:
+    """One row per draw and tensor: the table `tables/noise.parquet` holds. The first two draws export
+    (and learn the weight swap) here; the rest run on `workers` processes."""
+    seeds = [int(s) for s in seeds]
+    warm = seeds[:2] if pool.plan is None else []
+    first = sweep.map_chunks(_NoiseChunk(pool), warm, 1, 2, f"noise {pool.model} (exports)", progress_every)
+    rest = sweep.map_chunks(_NoiseChunk(pool), seeds[len(warm):], workers if pool.plan is not None else 1, 25,
+                            f"noise {pool.model}", progress_every)
+    return pd.concat([first, rest], ignore_index=True)
+
+
+def seed_medians(noise: pd.DataFrame) -> pd.DataFrame:
+    from exactness import reference
+
+    keys = {"conv_features": "noise_conv_features", "extract_features": "noise_extract_features",
+            "logits": "noise_logits"}
+    named = noise[noise.label.isin(keys)]
+    ours = named.groupby("label").max_abs_diff.median()
+    return pd.DataFrame({"tensor": list(keys), "ours_median_max_abs_diff": [ours.get(k, float("nan")) for k in keys],
+                         "seed_000_median": [reference.value(v) for v in keys.values()],
+                         "ours_median_ulp": [named[named.label == k].median_ulp.median() for k in keys]})
+
+
+def depth_profile(noise: pd.DataFrame) -> pd.DataFrame:
+    profile = noise.groupby(["depth", "tensor"], as_index=False).agg(
+        max_abs_diff=("max_abs_diff", "median"), median_ulp=("median_ulp", "median"), p99_ulp=("p99_ulp", "median"),
+        rel_rms=("rel_rms", "median")).sort_values("depth")
+    profile["growth"] = profile.max_abs_diff / profile.max_abs_diff.shift(1)
+    return profile.reset_index(drop=True)
+
+
+def float64_reference(pool: GraphPool, seeds) -> pd.DataFrame:
+    """Per tensor, which side is closer to a float64 eager run of the same weights: eager float32 or ORT."""
+    rows = []
+    for seed in seeds:
+        draw = _draw(pool, int(seed))
+        built, inputs, eager, runner = draw.built, draw.inputs, draw.eager, draw.everything
+        produced = runner.run(inputs)
+        wide = copy.deepcopy(built).double()
+        reference = eager_capture.run(wide, {k: v.double() if v.is_floating_point() else v for k, v in inputs.items()})
+        for path, value_name in runner.graph.intermediates.items():
+            if path not in eager.modules or path not in reference.modules:
+                continue
+            ort_value = torch.from_numpy(np.array(produced[value_name]))
+            pairs = [(e, r) for e, r in zip(eager.modules[path], reference.modules[path], strict=False)
+                     if tuple(e.shape) == tuple(ort_value.shape) and e.is_floating_point()]
+            if not pairs:
+                continue
+            e, r = pairs[0]
+            rows.append({"seed": int(seed), "tensor": path, "eager_vs_float64": float((e.double() - r).abs().max()),
+                         "ort_vs_float64": float((ort_value.double() - r).abs().max())})
+    table = pd.DataFrame(rows)
+    summary = table.groupby("tensor", sort=False)[["eager_vs_float64", "ort_vs_float64"]].median().reset_index()
+    summary["closer"] = np.where(summary.eager_vs_float64 < summary.ort_vs_float64, "eager",
+                                 np.where(summary.eager_vs_float64 > summary.ort_vs_float64, "ort", "tie"))
+    return summary
+
+
+def settings(pool: GraphPool, seeds) -> pd.DataFrame:
+    """The named tensors' noise under each ORT optimisation level, ORT intra-op threads 1 and 2, and eager
+    threads 1 and 2 (median over `seeds`); and whether one session run twice is bit-identical."""
+    rows = []
+    variants = ([("ort_optimization", level, {"optimization": level}, None) for level in OPTIMIZATION_LEVELS]
+                + [("ort_threads", n, {"intra_op_threads": n}, None) for n in (1, 2)]
+                + [("eager_threads", n, {}, n) for n in (1, 2)])
+    for kind, value, options, threads in variants:
+        for seed in seeds:
+            draw = _draw(pool, int(seed), threads=threads, **options)
+            first, second = draw.everything.run(draw.inputs), draw.everything.run(draw.inputs)
+            table = _table(pool.model, draw, first)
+            repeatable = all(np.array_equal(first[k], second[k]) for k in first)
+            for row in table[table.label != ""].itertuples():
+                rows.append({"setting": kind, "value": str(value), "seed": int(seed), "label": row.label,
+                             "max_abs_diff": row.max_abs_diff, "median_ulp": row.median_ulp,
+                             "run_twice_identical": repeatable})
+    return pd.DataFrame(rows)
+
+
+def mann_whitney(a, b) -> tuple[float, float]:
+    """Two-sided Mann-Whitney U test (normal approximation with tie correction): (U, p)."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    n1, n2 = len(a), len(b)
+    if n1 == 0 or n2 == 0:
+        return float("nan"), float("nan")
+    values = np.concatenate([a, b])
+    order = values.argsort(kind="mergesort")
+    ranks = np.empty(len(values))
+    sorted_values = values[order]
+    ranks_sorted = np.arange(1, len(values) + 1, dtype=float)
+    _, starts, counts = np.unique(sorted_values, return_index=True, return_counts=True)
+    for start, count in zip(starts, counts, strict=True):  # average ranks over ties
+        ranks_sorted[start:start + count] = ranks_sorted[start:start + count].mean()
+    ranks[order] = ranks_sorted
+    u = ranks[:n1].sum() - n1 * (n1 + 1) / 2
+    n = n1 + n2
+    tie_term = ((counts ** 3 - counts).sum()) / (n * (n - 1)) if n > 1 else 0.0
+    sigma = math.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term))
+    if sigma == 0:
+        return float(u), 1.0
+    z = (u - n1 * n2 / 2) / sigma
+    return float(u), float(math.erfc(abs(z) / math.sqrt(2)))
+
+
+def passing_vs_failing(run_folder: Path) -> pd.DataFrame:
+    """From a near-tie run: the named tensors' noise, failing against passing seeds, with a U test."""
+    checks = pd.read_parquet(run_folder / "tables" / "checks.parquet")
+    tensors = pd.read_parquet(run_folder / "tables" / "tensors.parquet")
+    verdict = checks.set_index(["model", "seed", "shape_mode"]).test_rule_passed
+    named = tensors[tensors.label != ""].join(verdict, on=["model", "seed", "shape_mode"])
+    rows = []
+    for (model, label), group in named.groupby(["model", "label"]):
+        failing, passing = group[~group.test_rule_passed].max_abs_diff, group[group.test_rule_passed].max_abs_diff
+        u, p = mann_whitney(failing, passing)
+        rows.append({"model": model, "label": label, "failing_seeds": len(failing), "passing_seeds": len(passing),
+                     "failing_median": failing.median(), "passing_median": passing.median(), "u": u, "p_value": p})
+    return pd.DataFrame(rows)
+
+
+def newest_run(outputs: Path, study: str) -> Path | None:
+    """The newest passed run of `study` under `outputs`; runs whose manifest cannot be read are skipped."""
+    from exactness.workbook.manifest import Manifest, ManifestError
+
+    passed = []
+    for folder in (outputs / study).glob("*"):
+        try:
+            manifest = Manifest.read(folder)
+        except (ManifestError, OSError):
+            continue
+        if manifest.status == "passed":
+            passed.append((manifest.started, folder))
+    return max(passed)[1] if passed else None
+
+
+def cuda_draws(pool: GraphPool, seeds) -> pd.DataFrame:
+    """Eager on the first CUDA device against ORT on the CPU: the same table as `noise_draws`."""
+    def on_gpu(built, inputs) -> eager_capture.EagerRun:
+        run = eager_capture.run(copy.deepcopy(built).cuda(), {k: v.cuda() for k, v in inputs.items()})
+        return eager_capture.EagerRun({k: v.cpu() for k, v in run.outputs.items()},
+                                      {k: [t.cpu() for t in v] for k, v in run.modules.items()})
+
+    frames = []
+    for seed in seeds:
+        frames.append(_table(pool.model, _draw(pool, int(seed), eager_run=on_gpu)).assign(seed=int(seed)))
+    return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"] + ELEMENT_COLUMNS]

@@ -1,0 +1,198 @@
+import pytest
+
+from exactness.models import dac
+from exactness.studies.dac_batching import study as batching
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return dac.template("tiny", 0, "variance_preserving")
+
+
+def test_receptive_field_from_the_architecture_matches_the_float64_gradient(tiny):
+    field = batching.receptive_field(tiny.config)
+    measured = batching.measured_receptive_field(dac.build_variant(tiny, "float64"), 4000, 250)
+    assert measured["last_sample"] - measured["first_sample"] == field["span_samples"]
+    assert abs(measured["right_samples"] - field["one_side_samples"]) <= field["hop"]
+
+
+def test_padding_changes_only_a_tail_within_the_receptive_field(tiny):
+    model = dac.build_variant(tiny, "folded_fp32")
+    table, curves = batching.compare(model, [dac.audio("tiny", 0.5, 1), dac.audio("tiny", 0.3, 2)])
+    short = table[(table["clip"] == 1) & (table["cause"] == "padding")].set_index("stage")
+    field = batching.receptive_field(tiny.config)
+    assert 0 < short.loc["latent", "first_diff_from_end"] <= field["one_side_frames"] + 1
+    assert short.loc["latent", "max_diff_before"] < 1e-4 < short.loc["latent", "max_diff_in_tail"]
+    longest = table[(table["clip"] == 0) & (table["cause"] == "padding")]
+    assert (longest.first_diff_from_end == 0).all() and longest.bit_identical_before.all()  # not padded at all
+    assert (1, "latent", "batch size") in curves
+
+
+def test_samples_past_a_hop_multiple_are_dropped(tiny):
+    model = dac.build_variant(tiny, "folded_fp32")
+    table = batching.hop_drop(model, [800, 803, 808])
+    assert table.dropped_samples.tolist() == [0, 3, 0] and table.hop.iloc[0] == 8
+
+
+def test_windows_of_another_span_start_where_the_padding_reaches_a_window(tiny):
+    # tiny: hop 8, 96-frame windows reading 20 frames ahead in the decoder. 300 frames alone: the window keeping
+    # frames 192-287 reads up to frame 300 alone and 308 padded, so the spans differ from frame 192 on
+    assert batching.decoder_windows_differ_from(tiny, 2400, 4000) == 192 * 8
+    assert batching.decoder_windows_differ_from(tiny, 400, 640) is None  # both whole: lengths differ throughout
+    assert batching.decoder_windows_differ_from(tiny, 2400, 2400) is None  # not padded
+
+
+def test_padded_audio_differs_only_within_the_padding_s_reach_or_the_windows_of_another_span(tiny):
+    model = dac.build_variant(tiny, "folded_fp32")
+    clips = [dac.audio("tiny", 0.5, 1), dac.audio("tiny", 0.3, 2)]
+    table, curves = batching.compare(model, clips)
+    audio = curves[(1, "audio", "padding")]
+    windows_from = batching.decoder_windows_differ_from(model, clips[1].shape[-1], clips[0].shape[-1])
+    assert windows_from < len(audio) and not audio[:windows_from].any()  # earlier windows: the same computation
+
+
+def test_decoder_reach_is_measured_on_both_sides_of_a_frame(tiny):
+    reach = batching.measured_decoder_reach(dac.build_variant(tiny, "float64"), 81, 40)
+    assert reach["left_samples"] > 0 and reach["right_samples"] > 0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Findings: fed tables that contradict each claim, the verdict and the wording follow the data
+
+import pandas as pd  # noqa: E402
+import torch  # noqa: E402
+
+from exactness.studies.dac_batching import findings as found  # noqa: E402
+
+
+def _table(latent_tail: int, audio_tail: int = 100, before: float = 1e-7, codes_clean: bool = True,
+           size_diff: float = 0.0) -> pd.DataFrame:
+    rows = []
+    for stage, tail, length in (("latent", latent_tail, 50), ("codes", latent_tail, 50), ("audio", audio_tail, 400)):
+        rows.append({"clip": 1, "stage": stage, "cause": "padding", "length": length, "first_diff_from_end": tail,
+                     "bit_identical_before": codes_clean if stage == "codes" else before == 0,
+                     "max_diff_before": before, "max_diff_in_tail": 3.0 if tail else 0.0})
+        rows.append({"clip": 1, "stage": stage, "cause": "batch size", "length": length, "first_diff_from_end": 0,
+                     "bit_identical_before": size_diff == 0, "max_diff_before": size_diff, "max_diff_in_tail": 0.0})
+    for stage, length in (("latent", 80), ("codes", 80), ("audio", 640)):  # the longest clip: nothing padded
+        rows += [{"clip": 0, "stage": stage, "cause": cause, "length": length, "first_diff_from_end": 0,
+                  "bit_identical_before": True, "max_diff_before": 0.0, "max_diff_in_tail": 0.0}
+                 for cause in ("padding", "batch size")]
+    return pd.DataFrame(rows)
+
+
+def test_padding_finding_answers_the_reviewers_from_the_tail_against_the_receptive_field():
+    within = found.padding_finding(_table(5), 1, 8)
+    assert within.verdict == "reproduced" and "not broken" in within.claim and "last 5 latent" in within.claim
+    beyond = found.padding_finding(_table(20), 1, 8)
+    assert beyond.verdict == "differs" and "unexplained" in beyond.why and "not broken" not in beyond.claim
+    none = found.padding_finding(_table(0), 1, 8)
+    assert none.verdict == "differs" and "changes no latent frame" in none.claim
+
+
+def _curves(latent_early: float = 0.0, audio_early: float = 0.0) -> dict:
+    latent, audio = torch.zeros(50), torch.zeros(400)
+    latent[-5:], audio[-40:] = 3.0, 1.0
+    latent[10], audio[20] = latent_early, audio_early
+    return {(1, "latent", "padding"): latent, (1, "audio", "padding"): audio}
+
+
+def test_before_tail_finding_counts_code_frames_and_says_when_codes_differ_early():
+    clean = found.before_tail_finding(_table(5), _curves(), 1, 8, 4)
+    assert "every code frame before the padded tail is identical" in clean.claim
+    assert "4 of 50 code frames differ" in clean.claim and "codes are identical" not in clean.claim
+    assert "bit-identical outside the last 8 frames" in clean.claim
+    rounded = found.before_tail_finding(_table(5), _curves(latent_early=1e-7), 1, 8, 4)
+    assert "even outside the last 8 frames" in rounded.claim and "bit-identical" not in rounded.claim
+    early = found.before_tail_finding(_table(5, codes_clean=False), _curves(), 1, 8, 9)
+    assert "before the padding's tail as well" in early.claim
+
+
+def test_batch_size_finding_says_nothing_changes_only_when_nothing_does():
+    assert "changes nothing" in found.batch_size_finding(_table(5), 0).claim
+    moved = found.batch_size_finding(_table(5, size_diff=1e-6), 2)
+    assert "changes nothing" not in moved.claim and "2 code frames" in moved.claim and "rounding" not in moved.claim
+    assert "rounding only" in found.batch_size_finding(_table(5, size_diff=1e-6), 0).claim
+
+
+def test_audio_finding_explains_the_tail_by_the_decoders_reach_or_says_it_cannot():
+    curves = _curves()
+    above = found.audio_finding(_table(5, audio_tail=5 * 8 + 30), curves, 1, 8, 7, 30).claim
+    assert "unexplained" not in above and "spread back" in above
+    below_floor = found.audio_finding(_table(5, audio_tail=5 * 8 + 31), curves, 1, 8, 7, 30).claim
+    assert "less than the floor" in below_floor and "unexplained" not in below_floor
+    assert "unexplained" in found.audio_finding(_table(5, audio_tail=7 * 8 + 31), curves, 1, 8, 7, 30).claim
+    isolated = found.audio_finding(_table(5, audio_tail=70), _curves(audio_early=1e-6), 1, 8, 7, 30).claim
+    assert "isolated difference of up to 1.0e-06 at samples 20 to 20" in isolated and "unexplained" in isolated
+    carried = found.audio_finding(_table(5, audio_tail=70), _curves(latent_early=1e-7, audio_early=1e-6), 1, 8, 7,
+                                  30).claim
+    assert "carried from the latents' rounding" in carried and "unexplained" not in carried
+    # beyond the padding's reach but inside the windows the padding changes: their length, not unexplained
+    windowed = found.audio_finding(_table(5, audio_tail=7 * 8 + 31), curves, 1, 8, 7, 30, windows_from=300)
+    assert "unexplained" not in windowed.claim and "from sample 300" in windowed.claim
+    assert "windows differ from sample 300 of 400" in windowed.ours
+    early = found.audio_finding(_table(5, audio_tail=7 * 8 + 31), curves, 1, 8, 7, 30, windows_from=320)
+    assert "unexplained" in early.claim  # the tail starts before the windows differ
+    inside = found.audio_finding(_table(5, audio_tail=70), _curves(audio_early=1e-6), 1, 8, 7, 30, windows_from=16)
+    assert "unexplained" not in inside.claim and "all within the clip's last 384 samples" in inside.claim
+    before = found.audio_finding(_table(5, audio_tail=70), _curves(audio_early=1e-6), 1, 8, 7, 30, windows_from=24)
+    assert "isolated difference" in before.claim and "unexplained" in before.claim  # sample 20 is before them
+
+
+def test_hop_finding_states_the_rule_or_the_exception():
+    follows = pd.DataFrame({"hop": [512] * 3, "remainder": [0, 1, 7], "dropped_samples": [0, 1, 7]})
+    assert "up to 511 samples (hop - 1)" in found.hop_finding(follows).claim
+    assert "do not follow" in found.hop_finding(follows.assign(dropped_samples=[0, 0, 0])).claim
+
+
+def test_findings_count_code_frames_from_the_curves_not_index_differences():
+    curves = {**_curves(), (1, "codes", "padding"): torch.tensor([0.0, 0.0, 981.0, 3.0]),
+              (1, "codes", "batch size"): torch.zeros(4), (0, "codes", "batch size"): torch.zeros(4)}
+    dropped = pd.DataFrame({"hop": [8], "remainder": [3], "dropped_samples": [3]})
+    result = found.findings(_table(2), curves, 1, 8, 8, 30, dropped)
+    assert "2 of 50 code frames differ" in result[1].claim and "981" not in result[1].claim
+    assert len(result) == 5
+
+
+def test_recomputing_the_tail_from_the_clip_alone_restores_its_codes(tiny):
+    model = dac.build_variant(tiny, "folded_fp32")
+    clip = dac.audio("tiny", 0.3, 2)
+    repaired = batching.repair(model, clip, dac.audio("tiny", 0.5, 1).shape[-1], chunk_frames=10**6)
+    left, right = batching.dac_chunks.encoder_reach(model)
+    assert repaired["tail_frames"] == -(-right // 8) + 1 and repaired["frames"] == 300
+    assert repaired["samples_rerun"] <= (repaired["tail_frames"] + -(-left // 8)) * 8
+    assert repaired["code_frames_after"] == 0 and repaired["max_latent_diff_after"] < 1e-4
+    tail, start = batching.repair_span(model, repaired["frames"])  # what the benchmark's plain passes run again
+    assert tail == repaired["tail_frames"] and clip.shape[-1] - start == repaired["samples_rerun"]
+
+
+def test_repair_finding_says_when_the_fix_does_not_restore_the_codes():
+    fixed = {"tail_frames": 10, "samples_rerun": 9216, "frames": 86, "code_frames_before": 3, "code_frames_after": 0,
+             "max_latent_diff_after": 2e-7, "latent_rms": 0.5}
+    claim = found.repair_finding(fixed).claim
+    assert "recompute its last 10 frames" in claim and "every frame (3 differed before)" in claim
+    assert "RMS: rounding" in claim
+    assert "above the rounding floor" in found.repair_finding({**fixed, "latent_rms": 1e-4}).claim
+    exact = found.repair_finding({**fixed, "max_latent_diff_after": 0.0}).claim
+    assert exact.endswith("the latents bit-identical.") and "within 0" not in exact
+    broken = found.repair_finding({**fixed, "code_frames_after": 2}).claim
+    assert "does NOT restore" in broken and "2 code frames still differ" in broken
+    assert "measured below" in found.padding_finding(_table(5), 1, 8, True).claim
+    assert "measured below" not in found.padding_finding(_table(5), 1, 8).claim
+
+
+def test_a_long_clip_s_plot_adds_a_panel_on_its_tail_and_shades_the_windows_of_another_span():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from exactness.studies.dac_batching import figures as plots
+
+    long = {(1, "audio", cause): torch.zeros(4000) for cause in ("padding", "batch size")}
+    long[(1, "audio", "padding")][-30:] = 1.0
+    figure = plots.batching_differences(long, 1, "audio", 100, "samples", windows_from=3900)
+    whole, tail = figure.axes[0], figure.axes[1]
+    assert tail.get_lines()[0].get_xdata()[0] == 3600 and whole.get_lines()[0].get_xdata()[0] == 0  # last 4 x 100
+    shaded = [patch.get_x() for patch in tail.patches]
+    assert 3900 in shaded and 3900 in [patch.get_x() for patch in whole.patches]
+    short = {key: value[:500] for key, value in long.items()}
+    assert len(plots.batching_differences(short, 1, "audio", 100, "samples").axes) == 1  # 5 fields: whole only

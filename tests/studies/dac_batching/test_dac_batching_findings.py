@@ -1,0 +1,57 @@
+import pandas as pd
+import torch
+
+from exactness.studies.dac_batching import findings as found
+
+
+def _table(lengths):
+    rows = []
+    for clip, length in enumerate(lengths):
+        for stage, n in (("latent", length // 8), ("codes", length // 8), ("audio", length)):
+            for cause in ("padding", "batch size"):
+                rows.append({"clip": clip, "stage": stage, "cause": cause, "length": n, "unit": "x",
+                             "first_diff_from_end": 0, "max_diff_before": 0.0, "max_diff_in_tail": 0.0,
+                             "bit_identical_before": True})
+    return pd.DataFrame(rows)
+
+
+def _curves(lengths):
+    return {(clip, stage, cause): torch.zeros(length // 8 if stage != "audio" else length)
+            for clip, length in enumerate(lengths) for stage in ("latent", "codes", "audio")
+            for cause in ("padding", "batch size")}
+
+
+DROPPED = pd.DataFrame({"hop": 8, "input_samples": [64, 65], "remainder": [0, 1], "frames": [8, 8],
+                        "output_samples": [64, 64], "dropped_samples": [0, 1]})
+
+
+def test_a_batch_of_equal_lengths_is_said_to_pad_nothing():
+    lengths = [800, 800]
+    result = found.findings(_table(lengths), _curves(lengths), 1, 3, 8, 20, DROPPED)
+    assert result[0].verdict == "not comparable" and "pads nothing" in result[0].claim
+    assert not any("zero-padding" in f.claim for f in result)
+
+
+def test_a_padded_batch_opens_with_the_padding_finding():
+    lengths = [800, 480]
+    table = _table(lengths)
+    table.loc[(table["clip"] == 1) & (table.cause == "padding") & (table.stage != "audio"), "first_diff_from_end"] = 2
+    curves = _curves(lengths)
+    curves[(1, "latent", "padding")][-2:] = 1e-3
+    curves[(1, "codes", "padding")][-1:] = 1
+    result = found.findings(table, curves, 1, 3, 8, 20, DROPPED)
+    assert result[0].verdict == "reproduced" and "last 2 latent frames" in result[0].claim
+
+
+def test_code_frames_are_counted_not_differenced():
+    lengths = [800, 480]
+    curves = _curves(lengths)
+    curves[(1, "codes", "padding")][[3, 4, 9]] = torch.tensor([5.0, 1.0, 700.0])  # index differences, any size
+    shown = found.with_code_frames(_table(lengths), curves)
+    row = shown[(shown["clip"] == 1) & (shown.stage == "codes") & (shown.cause == "padding")]
+    assert row.changed.iloc[0] == 3 and str(shown.changed.dtype) == "Int64"
+    assert shown[shown.stage == "latent"].changed.isna().all()
+
+
+def test_odd_lengths_sit_the_given_samples_past_a_hop_multiple():
+    assert found.odd_lengths(0.5, 1000, 64, [0, 1, 7]) == [448, 449, 455]

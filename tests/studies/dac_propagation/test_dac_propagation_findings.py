@@ -1,0 +1,34 @@
+import pandas as pd
+
+from exactness.studies.dac_propagation import findings as found
+
+
+def _codec(decoded, codec_err):
+    return pd.DataFrame({"init": ["default", "default", "vp", "vp"], "variant": ["folded_fp32", "folded_fp64"] * 2,
+                         "codec_rms_err": codec_err, "decoded_vs_float64": decoded})
+
+
+def test_codec_ratio_is_taken_within_one_init_not_across_inits():
+    # default: loud difference, large codec error; vp: small difference, small codec error. A ratio of the
+    # largest difference (default's) over the smallest codec error (vp's) would mix two models.
+    codec = _codec(decoded=[1e-4, 2e-4, 1e-7, 1e-7], codec_err=[0.5, 0.5, 1e-3, 1e-3])
+    ratios = found.codec_run_ratios(codec)
+    assert ratios["default"] == 2e-4 / 0.5 and ratios["vp"] == 1e-7 / 1e-3
+    finding = found.codec_finding(codec)
+    assert finding.verdict == "reproduced" and "default: 4.0e-04; vp: 1.0e-04" in finding.ours
+
+
+def test_codec_finding_names_the_init_whose_runs_differ():
+    finding = found.codec_finding(_codec(decoded=[1e-6, 1e-6, 1e-4, 5e-4], codec_err=[0.5, 0.5, 1e-3, 1e-3]))
+    assert finding.verdict == "differs" and finding.claim.startswith("Under vp the runs differ by 0.5")
+
+
+def test_config_finding_names_the_models_the_seed_measured():
+    configs = pd.DataFrame({"case": ["16khz", "24khz", "44khz", "stale 16khz"],
+                            "result": ["consistent", "consistent", "consistent", "hop length 512, expected 320"]})
+    assert "DAC 16 and 24 kHz" in found.config_finding(configs).seed
+
+
+def test_codec_sentence_gives_one_value_where_every_run_has_the_same_codec_error():
+    text = found.codec_sentence(_codec(decoded=[1e-7, 2e-7, 1e-5, 1e-5], codec_err=[0.19, 0.19, 0.9, 0.95]))
+    assert "default: 0.19 RMS" in text and "vp: 0.90 to 0.95 RMS" in text

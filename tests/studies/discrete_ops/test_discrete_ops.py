@@ -1,0 +1,279 @@
+"""The discrete-ops study's parts: the recorder-to-node match, margins, the counterfactual on a planted tie
+and a planted bug, verdicts, and bad input."""
+
+import numpy as np
+import onnx
+import pandas as pd
+import pytest
+import torch
+
+from exactness import reference
+from exactness.models import tiny_subjects
+from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph
+from exactness.studies.discrete_ops import check as discrete_ops_check
+from exactness.studies.discrete_ops import margins
+from exactness.studies.discrete_ops import study as discrete_ops
+from exactness.studies.discrete_ops import verdicts as discrete_ops_verdicts
+from exactness.workbook.parameter_rules import StudyParameterError
+
+
+class TwoHeads(torch.nn.Module):
+    """Two argmaxes in two modules, and a third in the root: each must match its own eager call."""
+
+    def __init__(self):
+        super().__init__()
+        self.first, self.second = torch.nn.Linear(4, 6), torch.nn.Linear(4, 3)
+
+    def forward(self, x):
+        a, b = self.first(x), self.second(x)
+        return {"a": a.argmax(-1), "b": b.argmax(-1), "both": torch.cat([a, b], -1).argmax(-1), "plain": a * 2}
+
+
+def test_the_recorder_matches_each_argmax_to_its_own_node():
+    torch.manual_seed(0)
+    model, inputs = TwoHeads().eval(), {"x": torch.randn(5, 4)}
+    graph = onnx_graph.export(model, inputs, dynamic=False).exposing(())
+    ops = discrete_scan.scan(graph.model)
+    assert sorted(op.reaches_outputs[0] for op in ops) == ["a", "b", "both"]
+    _, records = discrete_recorder.record(model, inputs)
+    matches = discrete_recorder.match(ops, records)
+    for op in ops:
+        record = records[matches[op.node].record]
+        assert matches[op.node].how == "traced call number"
+        (output,) = op.reaches_outputs
+        assert record.inputs[0].shape[-1] == {"a": 6, "b": 3, "both": 9}[output]  # read what that node read
+    assert {records[m.record].scope for m in matches.values()} == {""}  # argmax runs in the root's forward
+
+
+class Planted(torch.nn.Module):
+    """Columns 1 and 3 tie exactly in every row and always win: a runtime taking the last maximum flips
+    every row."""
+
+    def __init__(self):
+        super().__init__()
+        weights = torch.randn(4, 6)
+        weights[:, 3] = weights[:, 1]
+        self.proj = torch.nn.Parameter(weights)
+        self.table = torch.nn.Parameter(torch.arange(12, dtype=torch.float).reshape(6, 2))
+
+    def forward(self, x):
+        logits = x @ self.proj + torch.tensor([0.0, 50.0, 0.0, 50.0, 0.0, 0.0])
+        return {"picked": self.table[logits.argmax(-1)], "scaled": logits * 2}
+
+
+def _planted(bug: bool):
+    torch.manual_seed(0)
+    model, inputs = Planted().eval(), {"x": torch.randn(5, 4)}
+    cg = discrete_ops_check.from_graph("planted", "static", 0, onnx_graph.export(model, inputs, dynamic=False), inputs)
+    for graph in (cg.bare, cg.exposed):
+        for node in graph.graph.node:
+            if node.op_type == "ArgMax":  # the planted tie-break: ORT takes the last maximum, torch the first
+                next(a for a in node.attribute if a.name == "select_last_index").i = 1
+        if bug:  # the planted bug: a table row the flipped choice reads is wrong in the graph
+            table = next(t for t in graph.graph.initializer if onnx.numpy_helper.to_array(t).shape == (6, 2))
+            value = onnx.numpy_helper.to_array(table).copy()
+            value[3] += 1.0
+            table.CopyFrom(onnx.numpy_helper.from_array(value, table.name))
+    result = discrete_ops_check.check_seed(cg, 0, model, inputs)
+    return result, discrete_ops_verdicts.explain(pd.DataFrame(result["outputs"]), bound=16.0)
+
+
+def test_a_planted_tie_flips_every_row_and_forcing_explains_every_output():
+    result, explained = _planted(bug=False)
+    (row,) = result["margins"]
+    assert row["exact_ties"] == 5 and row["flipped"] == 5 and row["match_verified"]
+    assert explained.set_index("output").max_abs_diff["picked"] == 4.0  # rows 1 and 3 of the table differ
+    assert explained.explained_by_flip.all()
+
+
+def test_a_planted_bug_is_not_explained_by_the_flip():
+    _, explained = _planted(bug=True)
+    by_output = explained.set_index("output").explained_by_flip
+    assert not by_output["picked"] and by_output["scaled"]
+
+
+def test_margins_of_each_kind():
+    top = margins.selection_margins(np.array([[3.0, 1.0, 2.0], [5.0, 5.0, 0.0]]), margins.Selection(-1, 1))
+    np.testing.assert_array_equal(top.margin, [1.0, 0.0])
+    assert top.summary()["exact_ties"] == 1
+    # a top-2 is decided by the neighbours among the three largest: order (4-3) and membership (3-2.5)
+    two = margins.selection_margins(np.array([[4.0, 3.0, 2.5, 0.0]]), margins.Selection(-1, 2))
+    np.testing.assert_array_equal(two.margin, [0.5])
+    np.testing.assert_array_equal(margins.compare_margins([1.0, 2.0], 1.5).margin, [0.5, 0.5])
+    np.testing.assert_allclose(margins.rounding_margins([2.5, 2.75], "Round").margin, [0.0, 0.25])
+    np.testing.assert_allclose(margins.rounding_margins([2.0, 2.75], "Floor").margin, [0.0, 0.25])
+    one_ulp = margins.Margins(np.array([np.spacing(np.float32(1.0))], dtype=np.float64), np.array([1.0]))
+    assert one_ulp.ulps[0] == 1.0
+    order = margins.Selection(-1, 2)
+    assert margins.flipped("topk", np.array([[0, 1], [2, 3]]), np.array([[0, 1], [3, 2]]), order) == 1
+
+
+def test_inputs_are_drawn_in_the_testers_order_and_repeat_per_seed():
+    name = "XLMForQuestionAnswering"
+    first, again = tiny_subjects.inputs(name, 3), tiny_subjects.inputs(name, 3)
+    assert all(torch.equal(first[k], again[k]) for k in first) and set(first) == {"input_ids", "lengths",
+                                                                                  "token_type_ids"}
+    assert first["lengths"].min() >= 5 and first["lengths"].max() <= 6  # ids below 2, plus seq_length - 2
+    assert not torch.equal(first["input_ids"], tiny_subjects.inputs(name, 4)["input_ids"])
+
+
+def test_an_unknown_class_names_the_registered_ones_and_says_how_to_add_one():
+    with pytest.raises(KeyError) as error:
+        discrete_ops.validate(["GPT2Model"], 3, 0, ["static"], 1)
+    message = str(error.value)
+    assert "GPT2Model" in message and "BertModel" in message and "To add a class" in message
+    with pytest.raises(StudyParameterError, match="n_seeds must be at least 1"):
+        discrete_ops.validate(["BertModel"], 0, 0, ["static"], 1)
+
+
+def test_verdicts_read_the_skip_reason_and_judge_it():
+    graphs = pd.DataFrame([{"model": "XLMForQuestionAnswering", "shape_mode": "static", "error": "", "seeds": 2},
+                           {"model": "BertModel", "shape_mode": "static", "error": "ValueError: no", "seeds": 0}])
+    ops = pd.DataFrame([{"model": "XLMForQuestionAnswering", "shape_mode": "static", "node": "t", "op_type": "TopK",
+                         "category": "topk", "scope": "qa", "reaches_outputs": ["idx"], "on_output_path": True,
+                         "can_flip": True}])
+    margins_table = pd.DataFrame([{"model": "XLMForQuestionAnswering", "shape_mode": "static", "seed": s, "node": "t",
+                                   "op_type": "TopK", "flipped": f, "exact_ties": 1, "min_margin": 0.0}
+                                  for s, f in ((0, 1), (1, 0))])
+    outputs = pd.DataFrame([{"model": "XLMForQuestionAnswering", "shape_mode": "static", "seed": 0, "output": "idx",
+                             "max_abs_diff": 1.0, "max_ulps_of_scale": np.nan, "mismatched": 1,
+                             "forced_max_abs_diff": 0.0, "forced_max_ulps_of_scale": np.nan, "forced_mismatched": 0,
+                             "seed_flipped": True},
+                            {"model": "XLMForQuestionAnswering", "shape_mode": "static", "seed": 1, "output": "idx",
+                             "max_abs_diff": 0.0, "max_ulps_of_scale": np.nan, "mismatched": 0, "seed_flipped": False}])
+    table, counterfactual = discrete_ops_verdicts.verdicts(graphs, ops, margins_table, outputs)
+    xlm, bert = table.set_index("model").loc["XLMForQuestionAnswering"], table.set_index("model").loc["BertModel"]
+    assert xlm.verdict == discrete_ops_verdicts.EXACT_TIES and xlm.reason_holds and xlm.flip_rate == 0.5
+    assert "tie" in xlm.skip_reason_reference and xlm.reason_claim == xlm.measured_cause == "exact tie at TopK"
+    assert bert.verdict == discrete_ops_verdicts.EXPORT_FAILED and "ValueError" in bert.detail
+    assert counterfactual.explained_by_flip.all()
+
+
+def test_a_reason_holds_only_when_its_labelled_claim_is_the_measured_cause_at_the_named_op():
+    holds = discrete_ops_verdicts.reason_holds
+    tied_topk, near_topk = reference.skip_claim("XLMForQuestionAnswering"), reference.skip_claim(
+        "LwDetrForObjectDetection")
+    assert holds(tied_topk, discrete_ops_verdicts.EXACT_TIES, {"TopK"})
+    # LwDetr's reason claims distinct scores ~1e-4 apart: exact ties measured do not bear it out
+    assert holds(near_topk, discrete_ops_verdicts.EXACT_TIES, {"TopK"}) is False
+    assert holds(near_topk, discrete_ops_verdicts.NEAR_TIES, {"TopK"})
+    assert holds(tied_topk, discrete_ops_verdicts.EXACT_TIES, {"ArgMax"}) is False  # a tie, at another op
+    assert holds(reference.skip_claim("BitModel"), discrete_ops_verdicts.NO_DISCRETE, set()) is False
+    assert holds(reference.skip_claim("Wav2Vec2ForPreTraining"), discrete_ops_verdicts.NEVER_FLIPPED, set()) is False
+    assert holds(tied_topk, discrete_ops_verdicts.UNEXPLAINED, {"TopK"}) is None and holds(None, "", set()) is None
+
+
+def test_every_skip_reason_has_one_labelled_claim():
+    assert set(reference.SKIP_CLAIMS) == set(reference.SKIP_REASONS)
+    assert {claim.cause for claim in reference.SKIP_CLAIMS.values()} <= set(reference.CLAIM_CAUSES)
+    assert all(claim.op in ("", "TopK", "ArgMax") for claim in reference.SKIP_CLAIMS.values())
+
+
+def test_stacked_token_types_and_an_undrawn_pixel_mask_follow_the_testers():
+    tapas = tiny_subjects.inputs("TapasForQuestionAnswering", 2)
+    assert tapas["token_type_ids"].shape == (13, 7, 7)
+    sizes = torch.tensor([3, 256, 256, 2, 256, 256, 10])  # the tester's type_vocab_sizes, one per stacked column
+    assert (tapas["token_type_ids"].amax(dim=(0, 1)) < sizes).all() and tapas["token_type_ids"].min() >= 0
+    assert tapas["token_type_ids"][..., 0].max() == 2  # segment ids drawn below 3, not below 256
+    lw = tiny_subjects.inputs("LwDetrForObjectDetection", 2)
+    assert torch.equal(lw["pixel_mask"], torch.ones(3, 256, 256))
+    import random
+
+    rng = random.Random(2)  # the mask draws nothing: pixel values are the whole of the seed's stream
+    assert lw["pixel_values"].reshape(-1)[:5].tolist() == pytest.approx([rng.random() for _ in range(5)])
+
+
+def test_prefix_masks_and_fixed_prompts_follow_the_testers():
+    clap = tiny_subjects.inputs("ClapModel", 5)
+    mask = clap["attention_mask"]
+    starts = mask.sum(dim=1)
+    assert mask.shape == (12, 7) and clap["input_features"].shape == (12, 1, 256, 16)
+    assert starts.min() >= 1 and starts.max() <= 5  # numpy's randint(1, seq - 1): the tester's range
+    assert all(torch.equal(row, (torch.arange(7) < start).long()) for row, start in zip(mask, starts, strict=True))
+    assert not torch.equal(mask, tiny_subjects.inputs("ClapModel", 6)["attention_mask"])
+    dino = tiny_subjects.inputs("MMGroundingDinoForObjectDetection", 5)
+    prompt = torch.tensor([101, 3869, 1012, 11420, 3869, 1012, 102])
+    assert dino["input_ids"].shape == (4, 7) and (dino["input_ids"] == prompt).all()
+    assert torch.equal(dino["pixel_mask"], torch.ones(4, 98, 98))
+
+
+@pytest.mark.parametrize("name", [n for n in tiny_subjects.NAMES if not tiny_subjects.subject(n).family])
+def test_every_registered_tester_config_builds_its_config_class(name):
+    config = tiny_subjects.tester_config(name)
+    assert type(config).__name__ == tiny_subjects.subject(name).config_class
+    for key, value in tiny_subjects.subject(name).config.items():
+        # the export test's less-flaky settings raise every *_eps to 1.0 on purpose
+        if isinstance(value, (int, float, str)) and hasattr(config, key) and not key.endswith("_eps"):
+            assert getattr(config, key) == value, f"{name}: {key} is {getattr(config, key)!r}, tester: {value!r}"
+
+
+class NotEqual(torch.nn.Module):
+    """`!=` on float data: ONNX has no NotEqual, so the graph computes Not(Equal) and the scan finds the Equal."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 6)
+
+    def forward(self, x):
+        h = self.proj(x)
+        return {"y": torch.where(h != 0.25, h, h * 3)}
+
+
+def test_a_not_equal_is_compared_with_the_negation_of_its_exported_equal():
+    torch.manual_seed(0)
+    model, inputs = NotEqual().eval(), {"x": torch.randn(5, 4)}
+    cg = discrete_ops_check.from_graph("ne", "static", 0, onnx_graph.export(model, inputs, dynamic=False), inputs)
+    (op,) = [op for op in cg.ops if op.on_output_path and op.can_flip]
+    assert op.op_type == "Equal"
+    result = discrete_ops_check.check_seed(cg, 0, model, inputs)
+    (row,) = [r for r in result["margins"] if r["node"] == op.node]
+    assert row["match_verified"] and row["decisions"] == 30 and row["flipped"] == 0  # not 30: every choice inverted
+    assert not result["seed"]["flipped"]
+
+
+def test_inputs_are_fed_under_the_names_the_exporter_gave_them():
+    x = onnx.helper.make_tensor_value_info("input.input_ids", onnx.TensorProto.INT64, [2])
+    y = onnx.helper.make_tensor_value_info("output.input_ids", onnx.TensorProto.INT64, [2])
+    model = onnx.helper.make_model(onnx.helper.make_graph(
+        [onnx.helper.make_node("Identity", ["input.input_ids"], ["output.input_ids"])], "g", [x], [y]))
+    ids = torch.tensor([3, 4])
+    assert set(discrete_ops_check.graph_named(model, {"input_ids": ids, "pixel_values": ids})) == {
+        "input.input_ids", "pixel_values"}
+
+
+def test_the_paper_set_runs_every_registered_class_and_default_says_why_it_leaves_one_out():
+    import pathlib
+
+    import yaml
+
+    folder = pathlib.Path(__file__).resolve().parents[3] / "params" / "discrete_ops"
+    paper = yaml.safe_load((folder / "paper.yaml").read_text())
+    text = (folder / "default.yaml").read_text()
+    default = yaml.safe_load(text)
+    assert sorted(paper["models"]) == sorted(tiny_subjects.NAMES)
+    assert set(default["models"]) <= set(tiny_subjects.NAMES) and len(set(default["models"])) == len(default["models"])
+    comments = " ".join(line for line in text.splitlines() if line.startswith("#"))
+    for name in set(tiny_subjects.NAMES) - set(default["models"]):
+        assert f"Left out: {name}" in comments, f"{name} is registered but neither in default.yaml nor explained there"
+
+
+def test_a_registry_entry_can_state_its_own_reason_and_claim(monkeypatch):
+    entry = tiny_subjects.Subject("MyModel", skip_reason="ties in my argmax", skip_claim=("exact tie", "ArgMax"))
+    monkeypatch.setitem(tiny_subjects.SUBJECTS, "MyModel", entry)
+    reason, claim = discrete_ops_verdicts.stated_reason("MyModel")
+    assert reason == "ties in my argmax" and claim == reference.Claim("exact tie", "ArgMax")
+    assert discrete_ops_verdicts.stated_reason("BitModel") == (reference.SKIP_REASONS["BitModel"],
+                                                               reference.Claim("float noise"))
+    assert discrete_ops_verdicts.stated_reason("BertModel") == ("", None)
+
+
+def test_flavas_masked_patches_and_masked_ids_follow_its_tester():
+    flava = tiny_subjects.inputs("FlavaForPreTraining", 7)
+    ids, masked = flava["input_ids"], flava["input_ids_masked"]
+    assert (masked[:, 1:3] == 100).all() and torch.equal(masked[:, 3:], ids[:, 3:]) and torch.equal(masked[:, :1],
+                                                                                                    ids[:, :1])
+    assert not (ids[:, 1:3] == 100).all()  # the copy is masked, not the ids it copies
+    patches = flava["bool_masked_pos"]
+    assert patches.shape == (12, 15, 15) and set(patches.unique().tolist()) == {0, 1}
+    assert 0.8 < patches.float().mean() < 0.97  # about the tester's 0.9 of 2,700 patches
+    assert ids.max() < 102 and flava["token_type_ids"].max() <= 1

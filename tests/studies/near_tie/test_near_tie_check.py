@@ -1,0 +1,80 @@
+"""`check_seed` down each branch: a seed's own export, a swapped seed in the fed session, a defect in a session of
+its own, eager's lookup plain or gathered, the what-if forward and the full tensor table on or off, and a pool
+whose swap was refused exporting the seed fresh."""
+
+import math
+
+import pandas as pd
+import pytest
+
+from exactness.models import wav2vec2_family as family
+from exactness.runtimes import weight_swap
+from exactness.runtimes.graph_pool import Case, GraphPool
+from exactness.runtimes.paths import BuildPath
+from exactness.studies.near_tie import study as near_tie
+from exactness.studies.near_tie.check import check_seed
+from exactness.studies.near_tie.row import PATH_COLUMNS
+
+MODEL = "Wav2Vec2ConformerForPreTraining"
+ONE_THREAD = {"intra_op_threads": 1}
+
+
+def _case(seed: int) -> Case:
+    return Case(seed, family.build_model(MODEL, seed), family.tester_inputs(MODEL, seed))
+
+
+@pytest.fixture(scope="module")
+def pool():
+    return near_tie.check_pool(MODEL, "static").prepare(_case(3), _case(8))
+
+
+def _paths(check) -> tuple:
+    return tuple(check.row.record()[c] for c in PATH_COLUMNS["checks"])
+
+
+def _without_paths(check) -> dict:
+    return {k: v for k, v in check.row.record().items() if k not in PATH_COLUMNS["checks"]}
+
+
+def test_a_seed_with_its_own_export_runs_it_in_its_own_session_with_every_tensor(pool):
+    check = check_seed(pool, 3, built=pool.template[1], session_options=ONE_THREAD)
+    assert _paths(check) == ("build", "fresh_export", "per_seed", "plain", "gathered")
+    assert check.row.defect is None and check.row.seed == 3 and check.row.shape_mode == "static"
+    assert len(check.tensors) > 50  # every module's output, from a second run exposing them all
+    assert not math.isnan(check.row.what_if.flip_perplexity_shift)  # one flip simulated on eager
+    assert set(check.row.max_abs_diff) == set(check.outputs.output)
+    assert len(check.delta) == math.prod(family.argmax_rows(MODEL))  # the gap noise of every argmax row
+
+
+def test_a_swapped_seed_runs_in_the_fed_session_and_equals_the_plain_path(pool):
+    fast = check_seed(pool, 11, built=family.build_model(MODEL, 11), build_path=BuildPath.BUILD, all_tensors=False,
+                      what_if=False, session_options=ONE_THREAD)
+    assert _paths(fast) == ("build", "swap", "fed", "gathered", "gathered")
+    assert set(fast.tensors.label) <= {"conv_features", "extract_features", "logits"}  # the named three only
+    assert math.isnan(fast.row.what_if.flip_needed_rtol) and fast.row.what_if.fails_if_flipped is None
+    plain_pool = near_tie.check_pool(MODEL, "static", fast_paths=False).prepare(_case(11))
+    plain = check_seed(plain_pool, 11, all_tensors=False, what_if=False, session_options=ONE_THREAD,
+                       fast_paths=False)
+    assert _paths(plain) == ("build", "fresh_export", "per_seed", "plain", "plain")
+    pd.testing.assert_frame_equal(pd.DataFrame([_without_paths(fast)]), pd.DataFrame([_without_paths(plain)]))
+    assert fast.delta.tolist() == plain.delta.tolist()
+
+
+def test_a_defect_runs_swapped_in_a_session_of_its_own_and_flips_a_confident_row(pool):
+    defect = {"kind": "biased_code", "code": 0, "amount": 1.0}  # code 0 of group 0 wins every row of that group
+    check = check_seed(pool, 11, defect=defect, all_tensors=False, what_if=False, session_options=ONE_THREAD)
+    assert _paths(check)[1:3] == ("swap", "per_seed")
+    assert check.row.defect == "quantizer.weight_proj.bias[0] + 1"
+    assert check.row.gaps.n_flipped_rows > 0 and check.row.gaps.max_flip_margin > 0
+    assert not check.row.rule.test_rule_passed
+
+
+def test_a_refused_swap_leaves_each_further_seed_its_own_export(monkeypatch):
+    def refuse(*args):
+        raise weight_swap.SwapError("initializer 'x' depends on the seed but matches no model tensor")
+
+    monkeypatch.setattr(weight_swap, "learn", refuse)
+    refused = GraphPool(MODEL, "static", exposed=family.check_exposed(MODEL)).prepare(_case(3), _case(8))
+    check = check_seed(refused, 11, all_tensors=False, what_if=False, session_options=ONE_THREAD)
+    assert _paths(check) == ("build", "fresh_export", "per_seed", "plain", "gathered")
+    assert refused.exports == 3 and refused.swap_status.startswith("disabled: initializer 'x'")

@@ -1,0 +1,122 @@
+"""The library's shape, checked on its source: no import circle, and every import points down the layers.
+
+Layers, top to bottom: `bench` (measures studies), `studies.<study>` (one package each, never importing another
+study), the workbook machinery (`workbook`: it finds a study's rules by name and imports none of it), and the
+science every study shares (`models`, `runtimes`, `compare`, `reference`, `compat`), which imports neither the
+studies nor the machinery. Imports inside functions count: a lazy import is still an arrow.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from conftest import REPO
+
+LIB = REPO / "lib"
+SHARED = ("exactness.models", "exactness.runtimes", "exactness.compare", "exactness.reference", "exactness.compat")
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in (LIB / "exactness").rglob("*.py"):
+        name = ".".join(path.relative_to(LIB).with_suffix("").parts)
+        found[name.removesuffix(".__init__")] = path
+    return found
+
+
+def _imports(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The library modules `name` imports: `from a.b import c` names a.b, and a.b.c where c is a module."""
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[: len(parts) - node.level + 1] + ([base] if base else []))
+            out.add(base)
+            out |= {f"{base}.{alias.name}" for alias in node.names if f"{base}.{alias.name}" in modules}
+    # a module's own packages load before it whatever it imports: that is not an arrow of its own
+    return {m for m in out if m in modules and m != name and not name.startswith(m + ".")}
+
+
+def graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imports(name, path, modules) for name, path in modules.items()}
+
+
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan), each a circle of imports."""
+    index, low, stack, on_stack, found, counter = {}, {}, [], set(), [], [0]
+
+    def visit(v):
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(edges.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                found.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def _study(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 2 and parts[1] == "studies" else None
+
+
+def wrong_way(edges: dict[str, set[str]]) -> list[str]:
+    arrows = []
+    for source, targets in edges.items():
+        for target in targets:
+            if source.startswith("exactness.workbook") and target.startswith(("exactness.studies", "exactness.bench")):
+                arrows.append(f"the machinery imports up: {source} -> {target}")
+            if source.startswith(SHARED) and target.startswith(
+                    ("exactness.studies", "exactness.bench", "exactness.workbook")):
+                arrows.append(f"shared science imports up: {source} -> {target}")
+            if _study(source) and _study(target) and _study(source) != _study(target):
+                arrows.append(f"one study imports another: {source} -> {target}")
+    return sorted(arrows)
+
+
+def test_no_import_circle_anywhere_in_lib():
+    assert circles(graph()) == []
+
+
+def test_every_import_points_down_the_layers():
+    assert wrong_way(graph()) == []
+
+
+def test_the_checks_find_a_circle_and_an_upward_arrow():
+    planted = {"exactness.studies.a.x": {"exactness.studies.a.y"}, "exactness.studies.a.y": {"exactness.studies.a.x"},
+               "exactness.workbook.cli": {"exactness.studies.a.x"}, "exactness.studies.b.z": {"exactness.studies.a.y"}}
+    assert circles(planted) == [["exactness.studies.a.x", "exactness.studies.a.y"]]
+    assert wrong_way(planted) == ["one study imports another: exactness.studies.b.z -> exactness.studies.a.y",
+                                  "the machinery imports up: exactness.workbook.cli -> exactness.studies.a.x"]
+
+
+def test_every_study_is_a_package_with_its_rules():
+    notebooks = {p.stem for p in (REPO / "notebooks").glob("*.ipynb")}
+    packages = {p.parent.name for p in (LIB / "exactness" / "studies").glob("*/__init__.py")}
+    assert packages == notebooks
+    assert all((LIB / "exactness" / "studies" / study / "rules.py").exists() for study in notebooks)
