@@ -161,3 +161,33 @@ def test_check_ulp_close_refuses_negative_bounds_and_names_a_numpy_array():
         check_ulp_close(x, x, max_ulp=-1)
     with pytest.raises(TypeError, match="actual is a numpy.ndarray, not a torch.Tensor"):
         check_ulp_close(np.ones(3, dtype=np.float32), x, max_ulp=1)
+
+
+@pytest.mark.parametrize("bound", [float("nan"), float("inf"), 2.5])
+def test_a_bound_that_is_not_a_whole_number_of_ulps_is_refused(bound):
+    x = torch.ones(2)
+    with pytest.raises(ValueError, match=rf"logits: max_ulp must be a whole number of ulps, 0 or more, got {bound}"):
+        check_ulp_close(x, x, max_ulp=bound, name="logits")
+
+
+def test_a_huge_bound_still_reports_a_nan_mismatch_instead_of_overflowing():
+    actual, expected = torch.tensor([1.0, float("nan")]), torch.tensor([1.0, 2.0])
+    result = check_ulp_close(actual, expected, max_ulp=10**30)
+    assert not result and result.n_failed == 1 and result.n_not_comparable == 1
+    assert "at [1]: actual nan, expected 2.0, not comparable" in result.message
+
+
+def test_nan_and_infinity_mismatches_are_reported_as_such_not_as_a_count_of_ulps():
+    actual = torch.tensor([1.0, float("nan"), float("inf")])
+    expected = torch.tensor([1.0, 1.0, 1.0])
+    result = check_ulp_close(actual, expected, max_ulp=0, name="logits")
+    assert not result and result.n_failed == 2 and result.n_not_comparable == 2
+    assert result.message.splitlines()[0] == (
+        "logits: 2 of 3 elements are not comparable (NaN or infinity against a different value)")
+    assert result.max_ulp == 0  # the comparable pair; the mismatches are counted apart, never as -1
+    only = check_ulp_close(torch.tensor([float("nan")]), torch.tensor([1.0]), max_ulp=0)
+    assert only.max_ulp is None and only.n_not_comparable == 1
+    both = check_ulp_close(torch.tensor([1.0, float("nan")]), torch.tensor([1.5, 1.0]), max_ulp=0)
+    assert both.message.splitlines()[0] == (
+        "tensor: 2 of 2 elements fail: 1 differ by more than 0 ulps (and more than atol=0), "
+        "1 not comparable (NaN or infinity against a different value)")

@@ -8,6 +8,7 @@ infinity or both hold NaN.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,10 +93,15 @@ def ulp(x: torch.Tensor) -> torch.Tensor:
 
 @dataclass
 class UlpCheck:
+    """`max_ulp`: the largest distance among comparable pairs (None when no pair is comparable), so a NaN
+    against a number never reads as 0 or -1 ulps; those pairs are counted in `n_not_comparable` and are
+    part of `n_failed`."""
+
     passed: bool
     message: str
-    max_ulp: int
+    max_ulp: int | None
     n_failed: int
+    n_not_comparable: int = 0
 
     def __bool__(self) -> bool:
         return self.passed
@@ -111,30 +117,44 @@ def check_ulp_close(actual: torch.Tensor, expected: torch.Tensor, max_ulp: int, 
         if not isinstance(value, torch.Tensor):
             raise TypeError(f"{name}: {label} is a {type(value).__module__}.{type(value).__name__}, not a "
                             "torch.Tensor (convert with torch.from_numpy)")
-    if max_ulp < 0 or not atol >= 0:
+    if (isinstance(max_ulp, (int, float)) and max_ulp < 0) or not atol >= 0:  # `not >=` also refuses a NaN atol
         raise ValueError(f"{name}: max_ulp and atol must be zero or more, got max_ulp={max_ulp}, atol={atol}")
+    if not _whole_bound(max_ulp):  # NaN compares false with everything: the check would pass anything
+        raise ValueError(f"{name}: max_ulp must be a whole number of ulps, 0 or more, got {max_ulp}")
     if actual.shape != expected.shape:
         raise ValueError(f"{name}: actual has shape {list(actual.shape)}, expected has shape "
                          f"{list(expected.shape)}; check_ulp_close compares equal shapes only")
+    # distances are int64: a larger bound means the same as the largest one (no OverflowError comparing)
+    bound = min(int(max_ulp), _INT64_MAX)
     distance = ulp_distance(actual, expected)
     numel = distance.numel()
     worst = int(distance.max()) if numel else 0
-    if numel == 0 or (worst <= max_ulp and int(distance.min()) >= 0):
+    if numel == 0 or (worst <= bound and int(distance.min()) >= 0):
         # the common case: nothing to look up, and no float64 copy of either tensor
         return UlpCheck(True, f"{name}: all {numel} elements within {max_ulp} ulps", worst, 0)
+    comparable = distance >= 0
+    worst = int(distance[comparable].max()) if bool(comparable.any()) else None
     # the absolute floor only matters where the ulp count fails, usually a handful of elements
     flat = distance.reshape(-1)
-    candidates = ((flat < 0) | (flat > max_ulp)).nonzero().squeeze(1)
+    candidates = ((flat < 0) | (flat > bound)).nonzero().squeeze(1)
     absolute = (actual.reshape(-1)[candidates].double() - expected.reshape(-1)[candidates].double()).abs()
-    failing = flat[candidates] < 0
-    failing |= ~(absolute <= atol)
+    not_comparable = flat[candidates] < 0
+    failing = not_comparable | ~(absolute <= atol)
     where = candidates[failing]
     absolute = absolute[failing]
-    n_failed = len(where)
+    n_failed, n_not_comparable = len(where), int(not_comparable.sum())
     if n_failed == 0:
         return UlpCheck(True, f"{name}: all {numel} elements within {max_ulp} ulps or atol={atol:g}", worst, 0)
-    lines = [f"{name}: {n_failed} of {numel} elements differ by more than {max_ulp} ulps "
-             f"(and more than atol={atol:g})"]
+    too_far = f"differ by more than {max_ulp} ulps (and more than atol={atol:g})"
+    special = "not comparable (NaN or infinity against a different value)"
+    if n_not_comparable == 0:
+        headline = f"{n_failed} of {numel} elements {too_far}"
+    elif n_not_comparable == n_failed:
+        headline = f"{n_failed} of {numel} elements are {special}"
+    else:
+        headline = (f"{n_failed} of {numel} elements fail: {n_failed - n_not_comparable} {too_far}, "
+                    f"{n_not_comparable} {special}")
+    lines = [f"{name}: {headline}"]
     for k, flat_index in enumerate(where[:shown].tolist()):
         i = tuple(int(x) for x in np.unravel_index(flat_index, tuple(distance.shape)))
         d = int(flat[flat_index])
@@ -142,4 +162,16 @@ def check_ulp_close(actual: torch.Tensor, expected: torch.Tensor, max_ulp: int, 
                      + ("not comparable (NaN or infinity)" if d < 0 else f"{d} ulps, |diff| {absolute[k].item():.3g}"))
     if n_failed > shown:
         lines.append(f"  ... and {n_failed - shown} more")
-    return UlpCheck(False, "\n".join(lines), worst, n_failed)
+    return UlpCheck(False, "\n".join(lines), worst, n_failed, n_not_comparable)
+
+
+_INT64_MAX = 2**63 - 1
+
+
+def _whole_bound(value) -> bool:
+    """A count of ulps: an int (or a float holding one) of 0 or more; NaN, infinity and 2.5 are not."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, float):
+        return math.isfinite(value) and value.is_integer() and value >= 0
+    return isinstance(value, (int, np.integer)) and value >= 0
