@@ -258,3 +258,68 @@ def test_architecture_kwargs_of_the_wrong_type_are_named(tmp_path, plain, key, v
     torch.save({**checkpoint, "metadata": {"kwargs": kwargs}}, tmp_path / "kwargs.pth")
     with pytest.raises(dac_checkpoints.CheckpointError, match=re.escape(f"metadata.kwargs: {message}")):
         dac_checkpoints.load_original(tmp_path / "kwargs.pth")
+
+
+@pytest.mark.parametrize("fold", [True, False])
+@pytest.mark.parametrize("key", ["encoder.block.0.weight_v", "encoder.block.0.weight_g"])
+@pytest.mark.parametrize("bad", [float("nan"), float("inf")])
+def test_a_non_finite_weight_norm_tensor_is_named_instead_of_giving_nan_outputs(tmp_path, plain, fold, key, bad):
+    def poison(state):
+        value = state[key].clone()
+        value.view(-1)[0] = bad
+        state[key] = value
+
+    path = _broken_original(tmp_path, plain, "poisoned", poison)
+    with pytest.raises(dac_checkpoints.CheckpointError, match=rf"non-finite values \(NaN or inf\) in \['{key}'\]"):
+        dac_checkpoints.load_original(path, fold=fold)
+
+
+def test_a_folder_given_as_an_original_checkpoint_is_named(tmp_path):
+    with pytest.raises(dac_checkpoints.CheckpointError, match=r"is a folder, not a checkpoint file"):
+        dac_checkpoints.load_original(tmp_path)
+
+
+def _sharded_directory(tmp_path, plain, index_text: str):
+    plain.save_pretrained(tmp_path / "model")
+    (tmp_path / "model" / "model.safetensors.index.json").write_text(index_text)
+    return tmp_path / "model"
+
+
+@pytest.mark.parametrize("index_text, message", [
+    ("{not json", r"model.safetensors.index.json is not JSON"),
+    ('{"weight_map": []}', r"'weight_map' is a list, expected an object of tensor name -> file name"),
+    ('{"metadata": {}}', r"'weight_map' is missing"),
+    ('[1, 2]', r"holds a list, expected an object with 'weight_map'"),
+    ('{"weight_map": {"encoder.conv1.bias": 3}}', r"'encoder.conv1.bias' maps to 3, not a file name"),
+])
+def test_a_broken_shard_index_is_a_checkpoint_error(tmp_path, plain, index_text, message):
+    path = _sharded_directory(tmp_path, plain, index_text)
+    with pytest.raises(dac_checkpoints.CheckpointError, match=message):
+        dac_checkpoints.load_transformers_dir(path)
+
+
+@pytest.mark.parametrize("entry", ["../outside.safetensors", "{tmp}/outside.safetensors",
+                                   "sub/../../outside.safetensors"])
+def test_a_shard_index_naming_a_file_outside_the_folder_is_refused_without_reading_it(tmp_path, plain, entry,
+                                                                                    monkeypatch):
+    plain.save_pretrained(tmp_path / "elsewhere")
+    (tmp_path / "elsewhere" / "model.safetensors").rename(tmp_path / "outside.safetensors")  # complete, loadable
+    entry = entry.format(tmp=tmp_path)
+    index = {"weight_map": {name: entry for name in plain.state_dict()}}
+    import json
+
+    path = _sharded_directory(tmp_path, plain, json.dumps(index))
+    read = []
+    real_load = dac_checkpoints.load_file
+    monkeypatch.setattr(dac_checkpoints, "load_file", lambda file, *a, **k: read.append(file) or real_load(file))
+    with pytest.raises(dac_checkpoints.CheckpointError, match=rf"names {re.escape(repr(entry))}, outside {path}"):
+        dac_checkpoints.load_transformers_dir(path)
+    assert read == []
+
+
+def test_a_weights_file_that_is_a_folder_is_named(tmp_path, plain):
+    plain.save_pretrained(tmp_path / "model")
+    (tmp_path / "model" / "model.safetensors").unlink()
+    (tmp_path / "model" / "model.safetensors").mkdir()
+    with pytest.raises(dac_checkpoints.CheckpointError, match=r"model.safetensors is a folder, not a file"):
+        dac_checkpoints.load_transformers_dir(tmp_path / "model")

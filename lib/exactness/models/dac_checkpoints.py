@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import torch
 from safetensors.torch import load_file
@@ -102,6 +102,9 @@ def load_original(path: str | Path, fold: bool = True) -> DacModel:
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"no checkpoint at {path}")
+    if path.is_dir():
+        raise CheckpointError(f"{path} is a folder, not a checkpoint file: load_original takes {ORIGINAL} "
+                              "(a transformers model directory loads with load_transformers_dir)")
     checkpoint = _read_torch(path, ORIGINAL)
     metadata = checkpoint.get("metadata") if isinstance(checkpoint, dict) else None
     if not (isinstance(checkpoint, dict) and isinstance(checkpoint.get("state_dict"), dict)
@@ -144,8 +147,7 @@ def load_transformers_dir(path: str | Path) -> DacModel:
 def _transformers_state(path: Path) -> dict:
     """The tensors as saved (model.safetensors, its shards, or an older pytorch_model.bin), unrenamed, uncast."""
     index = path / "model.safetensors.index.json"
-    names = sorted(set(json.loads(index.read_text())["weight_map"].values())) if index.exists() else [
-        "model.safetensors"]
+    names = _shard_names(index, path) if index.exists() else ["model.safetensors"]
     if not index.exists() and not (path / names[0]).exists() and (path / "pytorch_model.bin").exists():
         state = _read_torch(path / "pytorch_model.bin", "a state dict (name -> tensor)")
         if not isinstance(state, dict):
@@ -163,6 +165,31 @@ def _transformers_state(path: Path) -> dict:
     return state
 
 
+def _shard_names(index: Path, folder: Path) -> list[str]:
+    """The weight files a shard index names, each a relative path inside `folder`: an index is data from
+    whoever made the directory, and an entry such as `../x` or `/etc/x` must never make us read elsewhere."""
+    try:
+        data = json.loads(index.read_text())
+    except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError
+        raise CheckpointError(f"{index} is not JSON ({error}); expected an object with 'weight_map'") from error
+    if not isinstance(data, dict):
+        raise CheckpointError(f"{index} holds a {type(data).__name__}, expected an object with 'weight_map'")
+    if "weight_map" not in data:
+        raise CheckpointError(f"{index}: 'weight_map' is missing")
+    weight_map = data["weight_map"]
+    if not isinstance(weight_map, dict) or not weight_map:
+        held = "an empty object" if weight_map == {} else f"a {type(weight_map).__name__}"
+        raise CheckpointError(f"{index}: 'weight_map' is {held}, expected an object of tensor name -> file name")
+    for tensor, name in weight_map.items():
+        if not isinstance(name, str) or not name:
+            raise CheckpointError(f"{index}: {tensor!r} maps to {name!r}, not a file name")
+        relative = PurePosixPath(name)
+        if relative.is_absolute() or ".." in relative.parts or "\\" in name:
+            raise CheckpointError(f"{index}: {tensor!r} names {name!r}, outside {folder}; the weight files of "
+                                  "a model directory are inside it")
+    return sorted(set(weight_map.values()))
+
+
 def _read_torch(file: Path, expected: str) -> object:
     try:
         return torch.load(file, map_location="cpu", weights_only=True)
@@ -173,6 +200,8 @@ def _read_torch(file: Path, expected: str) -> object:
 def _unreadable(file: Path, kind: str, expected: str, error: Exception) -> str:
     """Why `file` is not `kind`: the reader's own reason is often just `""` or `101`, so add its size and
     first bytes (an empty file, a text file, an HTML error page saved as .pth tell themselves apart)."""
+    if file.is_dir():
+        return f"{file} is a folder, not a file; expected {expected}"
     size = file.stat().st_size
     if size == 0:
         return f"{file} is empty (0 bytes); expected {expected}"
@@ -242,10 +271,17 @@ def _check_state(expected: dict, found: dict, path: Path, sources: dict | None =
         ("unexpected keys", unexpected), ("shape mismatches", shapes)) if items] + kinds[:8]
     if not problems:
         problems = [f"{label} {_first(items, 8)}" for label, items in (
+            ("non-finite values (NaN or inf) in", _non_finite(found, name)),
             ("weight_v with an all-zero output channel (weight norm would divide by zero: every output NaN) in",
              _zero_directions(found, name)),) if items]
     if problems:
         raise CheckpointError(f"{path}: " + "; ".join(problems))
+
+
+def _non_finite(found: dict, name) -> list[str]:
+    """The tensors (checked only after keys, types and shapes passed) holding a NaN or an infinity: one in
+    a weight_v or weight_g makes every output sample NaN, folded or not, without any error."""
+    return [name(key, key) for key, value in found.items() if not bool(torch.isfinite(value).all())]
 
 
 def _zero_directions(found: dict, name) -> list[str]:
