@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from exactness.workbook import catalog, findings, index, parameters
 from exactness.workbook.manifest import MANIFEST, Manifest
 from exactness.workbook.project import Project, keep_state_inside
@@ -86,15 +84,10 @@ def _has_set(study: catalog.Study, name: str) -> bool:
 
 
 def check_overrides(overrides: list[tuple[str, str]]) -> None:
-    """Each `-p` value must be YAML; said in one line (the parser's own message spans several)."""
+    """Each `-p` value must be YAML (1.2 core, no aliases); said in one line (the parser's own message spans
+    several)."""
     for name, text in overrides:
-        try:
-            yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            where = f" at column {mark.column + 1}" if mark is not None else ""
-            problem = getattr(error, "problem", None) or _first_line(str(error))
-            raise parameters.ParameterError(f"-p {name}: {text!r} is not valid YAML: {problem}{where}") from None
+        parameters.parse_override(text, f"-p {name}")
 
 
 def check_outputs(outputs: Path) -> None:
@@ -104,10 +97,6 @@ def check_outputs(outputs: Path) -> None:
         raise ValueError(f"--out {outputs}: {existing} is not a folder")
     if not os.access(existing, os.W_OK | os.X_OK):  # also false on a read-only mount
         raise ValueError(f"--out {outputs}: {existing} is not writable")
-
-
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), text)
 
 
 def cmd_list(project: Project) -> int:

@@ -3,6 +3,10 @@
 The parameters cell is the single source of truth: every name it assigns is a parameter, and the type of
 its default (or its annotation) is the type a value must have. Validation happens before anything runs,
 so a typo never costs a run folder.
+
+Values given with `-p` and in `-f` files parse as YAML 1.2 core, not PyYAML's YAML 1.1: a leading zero is
+decimal (`010` is 10, never octal 8), `1:20` is a string (never base 60), only true/false are booleans;
+aliases and duplicate keys are refused, each in one line.
 """
 
 from __future__ import annotations
@@ -87,32 +91,128 @@ def _annotation_types(annotation: ast.expr) -> tuple[type, ...]:
     return (_TYPE_NAMES[name],)
 
 
+_TAG = "tag:yaml.org,2002:"
+# YAML 1.1 forms PyYAML reads that YAML 1.2's core schema (and a reader expecting Python) does not: `010` as
+# octal 8, `1:20` as base 60 (80), `yes`/`off` as booleans, `1_000`, `2026-01-01` as a date, `<<` merges.
+_YAML_1_1_TAGS = {f"{_TAG}{name}" for name in ("bool", "int", "float", "timestamp", "merge", "value")}
+
+
 class _Loader(yaml.SafeLoader):
-    """YAML 1.1 reads `1e-4` (no dot) as a string; YAML 1.2 and Python read it as a number, and so do we,
-    so a threshold written as in the notebooks (`1e-4`) is a float wherever it is given."""
+    """PyYAML's safe loader reading YAML 1.2 core scalars: decimal integers, a leading zero included
+    (`-p seed_start 002` is seed 2, never octal), `0x`/`0o` for hex and octal, floats as in Python and YAML
+    1.2 (`1e-4` is a number), true/false only. Aliases are refused (a few hundred bytes of nested aliases
+    expand to gigabytes), and duplicate keys are collected so that all of them are named."""
+
+    yaml_implicit_resolvers = {
+        first: [(tag, pattern) for tag, pattern in resolvers if tag not in _YAML_1_1_TAGS]
+        for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+    }
+
+    def __init__(self, stream):
+        super().__init__(stream)
+        self.duplicates: list[tuple[Any, int, int]] = []  # key, first line, repeated line (1-based)
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise _Refused(f"YAML aliases are not accepted in parameters (*{event.anchor} at "
+                           f"{_position(event.start_mark)}); write the value out")
+        return super().compose_node(parent, index)
+
+    def construct_mapping(self, node, deep=False):
+        first_lines: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if isinstance(key_node, yaml.ScalarNode):
+                key, line = self.construct_object(key_node), key_node.start_mark.line + 1
+                if key in first_lines:
+                    self.duplicates.append((key, first_lines[key], line))
+                else:
+                    first_lines[key] = line
+        return super().construct_mapping(node, deep)
+
+    def construct_yaml_int(self, node):
+        text = self.construct_scalar(node)
+        try:
+            if text[1:2] in ("x", "o") and text[:1] == "0":
+                return int(text[2:], 16 if text[1] == "x" else 8)
+            return int(text, 10)
+        except ValueError:  # an explicit `!!int 1:20`
+            raise _Refused(f"{text!r} is not a YAML 1.2 integer (at {_position(node.start_mark)})") from None
+
+    def construct_yaml_float(self, node):
+        text = self.construct_scalar(node)
+        if ":" in text or "_" in text:  # an explicit `!!float 1:20.5`: base 60 is YAML 1.1 only
+            raise _Refused(f"{text!r} is not a YAML 1.2 number (at {_position(node.start_mark)})")
+        return super().construct_yaml_float(node)
 
 
+_Loader.add_constructor(f"{_TAG}int", _Loader.construct_yaml_int)
+_Loader.add_constructor(f"{_TAG}float", _Loader.construct_yaml_float)
+# int before float: a resolver list is tried in order, and `10` matches both
+_Loader.add_implicit_resolver(f"{_TAG}bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+_Loader.add_implicit_resolver(f"{_TAG}int", re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$"),
+                              list("-+0123456789"))
 _Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"^[-+]?(?:[0-9][0-9_]*)(?:\.[0-9_]*)?[eE][-+]?[0-9]+$"),
-    list("-+0123456789"),
+    f"{_TAG}float",
+    re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+               r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"),
+    list("-+0123456789."),
 )
 
 
-def parse_yaml(text: str) -> Any:
-    return yaml.load(text, Loader=_Loader)  # noqa: S506 (a SafeLoader subclass)
+class _Refused(yaml.YAMLError):
+    """YAML that PyYAML would read but a parameter must not hold; the message is the whole line."""
 
 
-def parse_override(text: str) -> Any:
+def _position(mark, single_line: bool = False) -> str:
+    return f"column {mark.column + 1}" if single_line else f"line {mark.line + 1}, column {mark.column + 1}"
+
+
+def _load(text: str) -> Any:
+    loader = _Loader(text)
+    try:
+        value = loader.get_single_data()
+    finally:
+        loader.dispose()
+    if loader.duplicates:
+        named = ", ".join(f"{key!r} (lines {first} and {again})" for key, first, again in loader.duplicates)
+        raise _Refused(f"duplicate keys {named}; each parameter may be given once")
+    return value
+
+
+def _why(error: yaml.YAMLError, single_line: bool) -> str:
+    """PyYAML's reason in one line (its own message spans several and quotes the document)."""
+    mark = getattr(error, "problem_mark", None)
+    problem = getattr(error, "problem", None) or next(
+        (line.strip() for line in str(error).splitlines() if line.strip()), str(error))
+    return problem + (f" at {_position(mark, single_line)}" if mark is not None else "")
+
+
+def parse_yaml(text: str, source: str = "YAML") -> Any:
+    """`text` as YAML 1.2 core; a ParameterError of one line starting with `source` when it is not."""
+    try:
+        return _load(text)
+    except _Refused as refused:
+        raise ParameterError(f"{source}: {refused}") from None
+    except yaml.YAMLError as error:
+        single = "\n" not in text.strip()
+        raise ParameterError(f"{source}: {text!r} is not valid YAML: {_why(error, single)}" if single
+                             else f"{source} is not valid YAML: {_why(error, single)}") from None
+
+
+def parse_override(text: str, source: str = "-p") -> Any:
     """A `-p NAME VALUE` value parses as YAML, so `-p n_seeds 100` is an int and `-p models [a, b]` a list."""
-    return parse_yaml(text)
+    return parse_yaml(text, source)
 
 
 def load_yaml(path: Path) -> dict[str, Any]:
+    text = path.read_text()
     try:
-        data = parse_yaml(path.read_text()) or {}
+        data = _load(text) or {}
+    except _Refused as refused:
+        raise ParameterError(f"{path}: {refused}") from None
     except yaml.YAMLError as error:
-        raise ParameterError(f"{path} is not valid YAML: {error}") from error
+        raise ParameterError(f"{path} is not valid YAML: {_why(error, single_line=False)}") from None
     if not isinstance(data, dict):
         raise ParameterError(f"{path} must hold a mapping of parameter names to values, not {type(data).__name__}")
     return data
@@ -148,7 +248,7 @@ def resolve(notebook: Path, files: list[Path], overrides: list[tuple[str, str]])
         for name, value in load_yaml(path).items():
             given[name], origin[name] = value, str(path)
     for name, text in overrides:
-        given[name], origin[name] = parse_override(text), "-p"
+        given[name], origin[name] = parse_override(text, f"-p {name}"), "-p"
     validate(spec, given, origin)
     values = {**{name: p.default for name, p in spec.items()}, **given}
     study_rules.check(notebook.stem, values, origin)
