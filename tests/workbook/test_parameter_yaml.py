@@ -1,6 +1,8 @@
 """Parameter values parse as YAML 1.2 core (`-p` values and `-f` files alike): decimal numbers, no octal,
 no base 60, no yes/no booleans; duplicate keys and aliases are refused in one line."""
 
+import re
+
 import pytest
 
 from exactness.workbook import parameters
@@ -64,3 +66,19 @@ def test_invalid_yaml_in_a_file_is_one_line_with_its_position(tmp_path):
         load_yaml(path)
     assert "\n" not in str(error.value) and str(error.value).startswith(f"{path} is not valid YAML: ")
     assert "line " in str(error.value)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("anything: !!binary Ij4=\n", "holds a bytes value b'\">'"),
+    ("anything: !!set {a: null}\n", "holds a set value"),
+    ("anything: [{? [1, 2] : x}]\n", "not valid YAML"),
+])
+def test_values_that_are_not_plain_data_never_reach_the_injected_cell(tmp_path, text, message):
+    # papermill writes a value it does not know as `"{value}"`, unescaped: bytes holding a quote end the string
+    from conftest import write_notebook
+
+    notebook = write_notebook(tmp_path / "free.ipynb", "anything = None")
+    path = tmp_path / "set.yaml"
+    path.write_text(text)
+    with pytest.raises(ParameterError, match=re.escape(message)):
+        parameters.resolve(notebook, [path], [])

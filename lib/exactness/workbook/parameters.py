@@ -229,7 +229,11 @@ def validate(spec: dict[str, Parameter], values: dict[str, Any], origin: dict[st
             f"valid parameters: {', '.join(spec)}"
         )
     for name, value in values.items():
-        if name in spec and not spec[name].accepts(value):
+        if name in spec and (problem := _not_plain(value)):
+            where = f" (from {origin[name]})" if name in origin else ""
+            problems.append(f"parameter {name!r}{where}: {problem}; a value is a number, string, true/false, "
+                            "null, or a list or mapping of them")
+        elif name in spec and not spec[name].accepts(value):
             where = f" (from {origin[name]})" if name in origin else ""
             problems.append(
                 f"parameter {name!r}{where}: expected {spec[name].type_name}, "
@@ -239,17 +243,39 @@ def validate(spec: dict[str, Parameter], values: dict[str, Any], origin: dict[st
         raise ParameterError("; ".join(problems))
 
 
+def _not_plain(value: Any) -> str | None:
+    """Why `value` is not plain data, or None. papermill writes a value it does not know (bytes, a set, a
+    date) as `"{value}"` without escaping: only plain data may reach the injected parameters cell."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return None
+    if isinstance(value, list):
+        return next((problem for item in value if (problem := _not_plain(item))), None)
+    if isinstance(value, dict):
+        key = next((k for k in value if not isinstance(k, str)), None)
+        if key is not None:
+            return f"holds a mapping key {key!r} that is not a string"
+        return next((problem for item in value.values() if (problem := _not_plain(item))), None)
+    return f"holds a {type(value).__name__} value {value!r}"
+
+
+def check(notebook: Path, given: dict[str, Any], origin: dict[str, str]) -> dict[str, Any]:
+    """`given` checked by name and type against the notebook and by value against the study's rules; the
+    notebook's defaults completed by it. Every source of values goes through here (`-f`, `-p`, and a
+    resumed run's manifest, which may come from someone else's run folder)."""
+    spec = read_parameters(notebook)
+    validate(spec, given, origin)
+    values = {**{name: p.default for name, p in spec.items()}, **given}
+    study_rules.check(notebook.stem, values, origin)
+    return values
+
+
 def resolve(notebook: Path, files: list[Path], overrides: list[tuple[str, str]]) -> dict[str, Any]:
     """Defaults from the notebook, then each file, then each `-p` override: later ones win. Names and types
     are checked against the notebook, then values against the study's declared ranges and choices."""
-    spec = read_parameters(notebook)
     given, origin = {}, {}
     for path in files:
         for name, value in load_yaml(path).items():
             given[name], origin[name] = value, str(path)
     for name, text in overrides:
         given[name], origin[name] = parse_override(text, f"-p {name}"), "-p"
-    validate(spec, given, origin)
-    values = {**{name: p.default for name, p in spec.items()}, **given}
-    study_rules.check(notebook.stem, values, origin)
-    return values
+    return check(notebook, given, origin)
