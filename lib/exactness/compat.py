@@ -1,9 +1,9 @@
 """Every private API of another package that exactness relies on, reached through one place.
 
 A private name (`torch._weight_norm`, `_WeightNorm`, `torch.utils._python_dispatch`, a quantizer's
-`_compute_perplexity`, jupyter_client's `_async_launch_kernel`) may move or change in any release. Each is
-looked up here; when it is gone the error names the package, the installed and the verified version, and
-what to do, instead of an AttributeError deep inside a study. Where the private API only serves a speed-up,
+`_compute_perplexity`, jupyter_client's `_async_launch_kernel`, ipykernel's IOPub pipe) may move or change in
+any release. Each is looked up here; when it is gone the error names the package, the installed and the
+verified version, and what to do, instead of an AttributeError deep inside a study. Where the private API only serves a speed-up,
 its caller falls back to the plain path and records why (see `exactness.runtimes.codevector_lookup`).
 """
 
@@ -14,7 +14,7 @@ import importlib.metadata
 from typing import Any
 
 # The versions every private API below was read and verified against (pinned in pyproject.toml).
-VERIFIED = {"torch": "2.13.0", "transformers": "5.23.0", "jupyter_client": "8.10.0"}
+VERIFIED = {"torch": "2.13.0", "transformers": "5.23.0", "jupyter_client": "8.10.0", "ipykernel": "7.4.0"}
 
 
 class CompatError(RuntimeError):
@@ -66,6 +66,54 @@ def kernel_launch(manager_class: type):
     to keep the kernel's own output in the run folder; None when it moved (the output then stays on the
     terminal, nothing else changes)."""
     return getattr(manager_class, "_async_launch_kernel", None)
+
+
+def kernel_command_without_tcp(command: list[str], pipe: str) -> list[str]:
+    """A kernel spec's `python ... -m ipykernel_launcher ARGS` as the same kernel started through
+    `launch_kernel_without_tcp(pipe)`: IOPub's pipe on the unix socket `pipe` (ipykernel binds it to a
+    random TCP port of 127.0.0.1, where any local process can push output into the run), and `-P`, so that
+    the kernel's working directory, a run folder, is not on sys.path (`-m` searches it first: a file there
+    named like a module would run). Another kind of command is returned unchanged."""
+    if "-m" not in command or command[command.index("-m") + 1:command.index("-m") + 2] != ["ipykernel_launcher"]:
+        return list(command)
+    at = command.index("-m")
+    launch = f"from exactness.compat import launch_kernel_without_tcp; launch_kernel_without_tcp({pipe!r})"
+    return [command[0], "-P", *command[1:at], "-c", launch, *command[at + 2:]]
+
+
+def launch_kernel_without_tcp(pipe: str) -> None:
+    """Start an ipykernel whose IOPub pipe listens on `pipe` (`ipc://...`) instead of TCP. The pipe carries
+    output of processes forked from the kernel; ipykernel's private `IOPubThread._setup_pipe_in/_out` bind
+    and connect it, and are replaced here with the same code on another address."""
+    import os
+
+    import zmq
+    from zmq.eventloop.zmqstream import ZMQStream
+
+    thread = private("ipykernel", "ipykernel.iostream", "IOPubThread", _PIN)
+    for name in ("_setup_pipe_in", "_setup_pipe_out", "_handle_pipe_msg"):
+        if not hasattr(thread, name):
+            raise moved("ipykernel", f"ipykernel.iostream.IOPubThread.{name}", _PIN)
+
+    def setup_pipe_in(self):
+        self._pipe_uuid = os.urandom(16)  # as ipykernel: authenticates the forked processes' messages
+        pipe_in = self.socket.context.socket(zmq.PULL)
+        pipe_in.linger = 0
+        pipe_in.bind(pipe)
+        self._pipe_in = ZMQStream(pipe_in, self.io_loop)
+        self._pipe_in.on_recv(self._handle_pipe_msg)
+
+    def setup_pipe_out(self):
+        context = zmq.Context()  # a new context after fork, as ipykernel's
+        pipe_out = context.socket(zmq.PUSH)
+        pipe_out.linger = 3000
+        pipe_out.connect(pipe)
+        return context, pipe_out
+
+    thread._setup_pipe_in, thread._setup_pipe_out = setup_pipe_in, setup_pipe_out
+    from ipykernel import kernelapp
+
+    kernelapp.launch_new_instance()
 
 
 def perplexity_of(quantizer) -> Any:
