@@ -1,6 +1,6 @@
 import os
 
-from exactness.workbook.project import Project, find_root, keep_state_inside
+from exactness.workbook.project import Project, keep_state_inside
 
 
 def test_state_variables_point_inside_the_project(tmp_path, monkeypatch):
@@ -10,7 +10,3 @@ def test_state_variables_point_inside_the_project(tmp_path, monkeypatch):
     keep_state_inside(project)
     for variable in ("JUPYTER_CONFIG_DIR", "IPYTHONDIR", "MPLCONFIGDIR", "XDG_CACHE_HOME"):
         assert os.environ[variable].startswith(str(tmp_path / ".state"))
-
-
-def test_root_is_found_from_a_subfolder(tiny_project):
-    assert find_root(tiny_project / "notebooks") == tiny_project

@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from exactness.workbook.manifest import atomic_output, write_atomically
 from exactness.workbook.project import Project
 
 RUN_DIR_VARIABLE = "EXACTNESS_RUN_DIR"
@@ -55,15 +56,20 @@ class RunArtifacts:
 
         return None if self.interactive else ShardStore(self.folder / "shards")
 
+    # Each file is written whole under a temporary name and renamed (a full disk leaves no cut table that a
+    # later reader would take for the run's result: the cell fails, naming the file).
     def table(self, name: str, frame) -> Path:
         path = self._path("tables", name, ".parquet")
-        frame.to_parquet(path, index=False)
-        frame.to_csv(path.with_suffix(".csv"), index=False)  # for readers without a parquet reader
+        with atomic_output(path) as temporary:
+            frame.to_parquet(temporary, index=False)
+        with atomic_output(path.with_suffix(".csv")) as temporary:  # for readers without a parquet reader
+            frame.to_csv(temporary, index=False)
         return path
 
     def figure(self, name: str, figure) -> Path:
         path = self._path("figures", name, ".png")
-        figure.savefig(path, dpi=110, bbox_inches="tight")
+        with atomic_output(path) as temporary:
+            figure.savefig(temporary, format="png", dpi=110, bbox_inches="tight")
         return path
 
     def summary(self, **figures: Any) -> Path:
@@ -72,7 +78,7 @@ class RunArtifacts:
         self.folder.mkdir(parents=True, exist_ok=True)
         current = json.loads(path.read_text()) if path.exists() else {}
         current.update({name: _plain(value) for name, value in figures.items()})
-        path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n")
+        write_atomically(path, json.dumps(current, indent=2, sort_keys=True) + "\n")
         return path
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import glob
 import logging
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from exactness.workbook import catalog, findings, index, parameters
-from exactness.workbook.manifest import MANIFEST, Manifest
+from exactness.workbook.manifest import MANIFEST, Manifest, WriteError
 from exactness.workbook.project import Project, keep_state_inside
 
 DEFAULT_SET = "default"
@@ -41,6 +42,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="override one parameter; VALUE parses as YAML")
     run.add_argument("--resume", metavar="RUN",
                      help="finish a failed or interrupted run (folder or id) in place: only what is missing runs")
+    run.add_argument("--resume-across-code-change", action="store_true",
+                     help="resume even though the code differs from the one that computed the run's shards "
+                          "(both are recorded in its manifest)")
     run.add_argument("--with-code", action="store_true", help="keep code cells in report.html")
     run.add_argument("--log-output", action="store_true", help="stream cell output to the terminal")
     commands.add_parser("index", help="rebuild outputs/index.html from the run folders")
@@ -125,31 +129,61 @@ def cmd_resume(project: Project, args) -> int:
             raise runs.ResumeError(f"a resumed run keeps its parameters; these differ from {folder.name}'s: "
                                    + ", ".join(f"{k} ({manifest.params.get(k)!r} -> {planned.params.get(k)!r})"
                                                for k in changed))
-    runs.check_resumable(study, folder)  # a passed or running run is refused before "resuming" is printed
+    across = args.resume_across_code_change
+    runs.check_resumable(study, folder, across)  # a passed or running run is refused before "resuming" is printed
     runs.ensure_kernel()
+    changed = runs.code_change(folder, manifest, across)
+    if changed:
+        print(f"{changed}; resuming anyway (--resume-across-code-change), both recorded in its manifest")
     shards = len(list((folder / "shards").glob("*.pkl")))
     print(f"resuming {folder} ({manifest.observed_status()}; {shards} finished shards kept) ...", flush=True)
     try:
-        result = runs.resume(project, study, folder, with_code=args.with_code, log_output=args.log_output)
+        result = runs.resume(project, study, folder, with_code=args.with_code, log_output=args.log_output,
+                             across_code_change=across)
     except KeyboardInterrupt as interruption:
         return _interrupted(study.name, interruption)
-    print(f"    {result.manifest.status} in {result.manifest.duration_s:.1f} s -> {result.folder / 'report.html'}")
-    print(f"index: {index.write(project)}")
+    _print_result(result)
+    indexed = _write_index(project)
     if not result:
         print(f"FAILED: {result.reason}", file=sys.stderr)
-    return 0 if result else 1
+    return 0 if result and indexed else 1
+
+
+def _print_result(result) -> None:
+    duration = "" if result.manifest.duration_s is None else f" in {result.manifest.duration_s:.1f} s"
+    print(f"    {result.manifest.status}{duration} -> {result.folder / 'report.html'}", flush=True)
+
+
+def _write_index(project: Project) -> bool:
+    """Rebuild the index; a write that fails (a full disk) is said, and the earlier index stays whole."""
+    try:
+        print(f"index: {index.write(project)}")
+        return True
+    except WriteError as error:
+        print(f"index not rebuilt: {error}", file=sys.stderr)
+        return False
+
+
+def check_resume_argument(study: str, resume: str) -> None:
+    if not resume.strip():  # an unset shell variable: never a new full run in its place
+        raise parameters.ParameterError("--resume is empty; give the run to finish (its folder, or its run id "
+                                        "under the outputs folder)")
+    if study == "all":
+        raise parameters.ParameterError(f"--resume finishes one run of one study: `exactness run STUDY --resume "
+                                        f"{resume}` with the study of that run (RUN: its folder or run id)")
 
 
 def cmd_run(project: Project, args) -> int:
     from exactness.workbook import runs
 
     check_overrides([tuple(p) for p in args.param])
-    if args.resume:
+    if args.resume is not None:
+        check_resume_argument(args.study, args.resume)
         return cmd_resume(project, args)
     batch_plan = plan(project, args.study, args.file, [tuple(p) for p in args.param])
     runs.ensure_kernel()
-    batch = dt.datetime.now().strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
-    environment_run, failures = None, []
+    batch = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
+    environment_run, failures, stopped = None, [], None
     for number, planned in enumerate(batch_plan, 1):
         print(f"[{number}/{len(batch_plan)}] {planned.study.name} ({planned.param_set}) ...", flush=True)
         try:
@@ -158,15 +192,26 @@ def cmd_run(project: Project, args) -> int:
                                   log_output=args.log_output)
         except KeyboardInterrupt as interruption:
             return _interrupted(planned.study.name, interruption)
+        except WriteError as error:  # its run folder could not be made: nothing of it exists
+            failures.append(f"{planned.study.name} did not start: {error}")
+            stopped = number
+            break
         if planned.study.runs_first and result:
             environment_run = str(result.folder.relative_to(project.outputs))
-        print(f"    {result.manifest.status} in {result.manifest.duration_s:.1f} s -> {result.folder / 'report.html'}")
+        _print_result(result)
         if not result:
             failures.append(result.reason)
-    print(f"index: {index.write(project)}")
+        if result.write_error is not None:  # a full disk: every later run would fail the same way
+            stopped = number
+            break
+    if stopped is not None and stopped < len(batch_plan):
+        left = [p.study.name for p in batch_plan[stopped:]]
+        failures.append(f"not run: {', '.join(left)} (the batch stopped at {batch_plan[stopped - 1].study.name}'s "
+                        "write error)")
+    indexed = _write_index(project)
     for reason in failures:
         print(f"FAILED: {reason}", file=sys.stderr)
-    return 1 if failures else 0
+    return 1 if failures or not indexed else 0
 
 
 def _interrupted(study: str | None, interruption: BaseException) -> int:
@@ -221,16 +266,57 @@ def cmd_show(project: Project, reference: str) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    try:
+        return _main(sys.argv[1:] if argv is None else list(argv))
+    except BrokenPipeError:  # the reader went away (`exactness list | head -1`): stop quietly, as `ls` does
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor fail flushing at exit
+        return 128 + signal.SIGPIPE
+
+
+_TAKES_A_VALUE = ("--out", "-f", "--file", "--resume")
+
+
+def split_params(argv: list[str]) -> tuple[list[str], list[list[str]]]:
+    """`run`'s `-p NAME VALUE` pairs taken out before argparse reads the rest: argparse takes a VALUE that
+    starts with '-' for an option unless it looks like `-1` or `-.5`, so `-p atol -1e-3` failed with
+    "expected 2 arguments" instead of reaching the study's own rule. A `-p` short of two words is left to
+    argparse, which says so."""
+    at = 0
+    while at < len(argv) and argv[at] != "run":  # up to the command: only `run` takes -p
+        at += 2 if argv[at] in _TAKES_A_VALUE else 1
+    rest, pairs = list(argv[:at]), []
+    while at < len(argv):
+        token = argv[at]
+        if token == "--":
+            rest += argv[at:]
+            break
+        if token in ("-p", "--param") and at + 2 < len(argv):
+            pairs.append([argv[at + 1], argv[at + 2]])
+            at += 3
+        elif token in _TAKES_A_VALUE and at + 1 < len(argv):
+            rest += argv[at:at + 2]
+            at += 2
+        else:
+            rest.append(token)
+            at += 1
+    return rest, pairs
+
+
+def _main(argv: list[str]) -> int:
+    rest, pairs = split_params(argv)
+    args = _parser().parse_args(rest)
+    if args.command == "run":
+        args.param = [*args.param, *pairs]
     if args.out is not None and not args.out.strip():
         print("exactness: error: --out is empty; give a folder (or leave --out out for <project>/outputs)",
               file=sys.stderr)
         return 2
-    project = Project.at(outputs=args.out)
     try:
+        project = Project.at(outputs=args.out)
         if args.command in ("run", "index"):
             check_outputs(project.outputs)
-    except ValueError as error:
+    except ValueError as error:  # also ProjectError: no project to use
         print(f"exactness: error: {error}", file=sys.stderr)
         return 2
     keep_state_inside(project)
@@ -250,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
     except RuntimeError as error:  # e.g. the kernel is not registered
         print(f"exactness: error: {error}", file=sys.stderr)
         return 2
+    except BrokenPipeError:
+        raise
     except OSError as error:  # an outputs folder that cannot be made or written (read-only, /sys, a file)
         print(f"exactness: error: {error}", file=sys.stderr)
         return 2

@@ -76,7 +76,9 @@ def collect(project: Project) -> list[RunEntry]:
             manifest = Manifest(study=folder.parent.name, run_id=folder.name, param_set="?", params={},
                                 batch="?", status="unreadable", error=str(error))
         entries.append(RunEntry(folder, manifest, read_summary(folder)))
-    return sorted(entries, key=lambda e: (e.manifest.started or "", e.manifest.run_id or ""), reverse=True)
+    # by the instant each run started (times carry their offset): local time strings of two time zones
+    # compared as text put an older run first
+    return sorted(entries, key=lambda e: (e.manifest.started_at(), e.manifest.run_id or ""), reverse=True)
 
 
 def short(value) -> str:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import errno
+import hashlib
 import json
 import os
 import socket
 import tempfile
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -19,18 +23,126 @@ class ManifestError(ValueError):
     """A manifest.json that does not parse into the expected types; names the path and the field."""
 
 
-def write_atomically(path: Path, text: str) -> None:
-    """Write then rename, through a temporary file unique to this writer: a reader never sees half a
-    file, and two processes writing the same file at once never rename each other's temporary away."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+class WriteError(OSError):
+    """A file that could not be written completely (a full disk, a quota, a read-only mount); names the file.
+    The file's earlier version, if any, is left as it was and no temporary file stays behind."""
+
+    def __init__(self, path: Path, error: OSError):
+        super().__init__(error.errno, error.strerror or str(error))
+        self.path = Path(path)
+        self.reason = f"[Errno {error.errno}] {error.strerror}" if error.errno else str(error)
+
+    def __str__(self) -> str:
+        return f"could not write {self.path}: {self.reason}"
+
+
+# What a full or read-only file system says: the errors a write of a complete file can meet.
+WRITE_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO}
+
+
+@contextlib.contextmanager
+def atomic_output(path: Path) -> Iterator[Path]:
+    """A temporary name in `path`'s folder to write to, renamed to `path` only when the block completes: a
+    reader never sees half a file, a failed write (a full disk) leaves the earlier file as it was and no
+    temporary behind, and two writers never rename each other's temporary away. Any OSError of the block
+    becomes a WriteError naming `path`. Every file of a run folder and the index is written through here."""
+    path = Path(path)
     try:
-        with os.fdopen(handle, "w") as stream:
-            stream.write(text)
+        handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise WriteError(path, error) from error
+    os.close(handle)
+    temporary = Path(name)
+    try:
+        yield temporary
         os.chmod(temporary, 0o644)  # mkstemp makes it 0600; the run folder's files are readable like any other
         os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+    except BaseException as error:
+        temporary.unlink(missing_ok=True)
+        if isinstance(error, OSError) and not isinstance(error, WriteError):
+            raise WriteError(path, error) from error
         raise
+
+
+def write_atomically(path: Path, data: str | bytes) -> None:
+    with atomic_output(path) as temporary:
+        _fill(temporary, data.encode() if isinstance(data, str) else data)
+
+
+def _fill(path: Path, data: bytes) -> None:
+    with open(path, "wb") as stream:
+        stream.write(data)
+
+
+def now() -> str:
+    """The time a manifest records: UTC with its offset (`...+00:00`), so that runs started under different
+    time zones (a laptop, a cluster node, `TZ=...`) order by the instant, not by their local clocks."""
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def instant(text: str) -> dt.datetime:
+    """A recorded time as an aware datetime. A time without an offset (written by earlier versions, in the
+    writer's local time) is read as this machine's local time: the best guess left. Unparseable or empty:
+    the earliest instant, so such runs sort last among the newest-first."""
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except (TypeError, ValueError):
+        return dt.datetime.min.replace(tzinfo=dt.UTC)
+    return moment if moment.tzinfo is not None else moment.astimezone()
+
+
+_LIBRARY = Path(__file__).resolve().parents[1]  # the exactness package
+
+
+@dataclass(frozen=True)
+class CodeVersion:
+    """The code a run attempt ran: the project's commit and whether its tree had local changes, and a
+    digest of the library's source, which tells two dirty trees apart where the commit cannot."""
+
+    git_commit: str | None
+    git_dirty: bool | None
+    library_sha256: str | None
+
+    @classmethod
+    def current(cls) -> CodeVersion:
+        """The code this process runs: the checkout holding the package (not the project's notebooks)."""
+        from exactness.workbook.machine import git_state
+
+        git = git_state(_LIBRARY.parents[1])
+        return cls(git["git_commit"], git["git_dirty"], library_digest())
+
+    @classmethod
+    def from_json(cls, data: Any, where: str) -> CodeVersion:
+        if not isinstance(data, dict):
+            raise ManifestError(f"{where} is {type(data).__name__}, not an object")
+        types = {"git_commit": str, "git_dirty": bool, "library_sha256": str}
+        for name, kind in types.items():
+            if data.get(name) is not None and not isinstance(data[name], kind):
+                raise ManifestError(f"{where}: field {name!r} is {data[name]!r}, expected {kind.__name__} or null")
+        return cls(data.get("git_commit"), data.get("git_dirty"), data.get("library_sha256"))
+
+    def describe(self) -> str:
+        commit = f"commit {self.git_commit[:12]}" if self.git_commit else "no git commit"
+        dirty = " with local changes" if self.git_dirty else ""
+        library = f", library {self.library_sha256[:12]}" if self.library_sha256 else ""
+        return commit + dirty + library
+
+    def differs_from(self, other: CodeVersion) -> bool:
+        """Whether results of `other` may differ from ours: compared by the library's digest when both have
+        one; else by the commit, and a tree with local changes never counts as the same."""
+        if self.library_sha256 and other.library_sha256:
+            return self.library_sha256 != other.library_sha256
+        return (self.git_commit != other.git_commit or self.git_commit is None
+                or bool(self.git_dirty) or bool(other.git_dirty))
+
+
+def library_digest() -> str:
+    """sha256 over the path and bytes of every .py file of the exactness package: what a sweep's chunks ran."""
+    digest = hashlib.sha256()
+    for path in sorted(_LIBRARY.rglob("*.py")):
+        if "__pycache__" not in path.parts:
+            digest.update(str(path.relative_to(_LIBRARY)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
 
 
 def process_alive(pid: int) -> bool:
@@ -50,7 +162,8 @@ _REQUIRED = ("study", "run_id", "param_set", "params", "batch")
 _TYPES = {"study": (str,), "run_id": (str,), "param_set": (str,), "params": (dict,), "batch": (str,),
           "status": (str,), "started": (str,), "duration_s": (int, float, type(None)),
           "failed_cell": (int, type(None)), "error": (str, type(None)), "environment_run": (str, type(None)),
-          "machine": (dict,), "attempts": (list,), "pid": (int, type(None)), "host": (str, type(None))}
+          "machine": (dict,), "attempts": (list,), "pid": (int, type(None)), "host": (str, type(None)),
+          "code": (dict, type(None)), "mixed_code": (bool,)}
 
 
 def _type_problem(data) -> str | None:
@@ -60,7 +173,8 @@ def _type_problem(data) -> str | None:
     if missing:
         return f"field(s) {', '.join(missing)} missing"
     for name, types in _TYPES.items():
-        if name in data and (not isinstance(data[name], types) or isinstance(data[name], bool)):
+        if name in data and (not isinstance(data[name], types) or (isinstance(data[name], bool)
+                                                                    and bool not in types)):
             expected = " or ".join("null" if t is type(None) else t.__name__ for t in types)
             return f"field {name!r} is {type(data[name]).__name__} {data[name]!r}, expected {expected}"
     if data.get("status", "running") not in STATUSES:
@@ -92,6 +206,18 @@ class Manifest:
     attempts: list[dict[str, Any]] = field(default_factory=list)  # earlier attempts of a resumed run
     pid: int | None = None  # the process running it (a killed run stays "running": resume checks this)
     host: str | None = None  # where that process runs: a pid means nothing on another machine
+    code: CodeVersion | None = None  # the code of the latest attempt (each earlier one's is in `attempts`)
+    mixed_code: bool = False  # resumed with other code than its shards' (--resume-across-code-change)
+
+    def started_at(self) -> dt.datetime:
+        """When the latest attempt started, as an instant: the order of "newest" (index, `show`, "latest")."""
+        return instant(self.started)
+
+    def code_of_latest_attempt(self) -> CodeVersion:
+        """The code the latest attempt ran; for a manifest written before `code` was recorded, its commit."""
+        if self.code is not None:
+            return self.code
+        return CodeVersion(self.machine.get("git_commit"), self.machine.get("git_dirty"), None)
 
     def observed_status(self) -> str:
         """The status as written, except that a "running" run whose process is gone from this machine
@@ -117,4 +243,7 @@ class Manifest:
         if problem:
             raise ManifestError(f"{path} is unreadable: {problem}")
         names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in names})
+        values = {k: v for k, v in data.items() if k in names}
+        if values.get("code") is not None:
+            values["code"] = CodeVersion.from_json(values["code"], f"{path} field 'code'")
+        return cls(**values)

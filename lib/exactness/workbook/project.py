@@ -20,6 +20,13 @@ _STATE_VARIABLES = {
 }
 
 
+PROJECT_VARIABLE = "EXACTNESS_PROJECT"
+
+
+class ProjectError(ValueError):
+    """No project to use: the folder named is not one, or the package is installed outside a checkout."""
+
+
 @dataclass(frozen=True)
 class Project:
     root: Path
@@ -27,7 +34,15 @@ class Project:
 
     @classmethod
     def at(cls, root: str | os.PathLike | None = None, outputs: str | os.PathLike | None = None) -> Project:
-        root = Path(root or os.environ.get("EXACTNESS_PROJECT") or find_root()).resolve()
+        """The project at `root`; else the one $EXACTNESS_PROJECT names (refused unless it is one); else the
+        checkout this package is installed from. Never the working directory's: a folder that happens to
+        hold notebooks/ and params/ would silently run (or list) nothing of this project."""
+        if root is None and os.environ.get(PROJECT_VARIABLE):
+            root = Path(os.environ[PROJECT_VARIABLE])
+            if not is_project(root):
+                raise ProjectError(f"{PROJECT_VARIABLE}={root} is not an exactness project (it needs notebooks/ "
+                                   "and params/ folders)")
+        root = Path(root or find_root()).resolve()
         outputs = Path(outputs).resolve() if outputs else root / "outputs"
         return cls(root=root, outputs=outputs)
 
@@ -44,14 +59,19 @@ class Project:
         return self.root / ".state"
 
 
-def find_root(start: Path | None = None) -> Path:
-    """The nearest folder at or above `start` (default: the working directory) holding notebooks/ and
-    params/; the package's own checkout when none does."""
-    here = (start or Path.cwd()).resolve()
-    for folder in (here, *here.parents):
-        if (folder / "notebooks").is_dir() and (folder / "params").is_dir():
-            return folder
-    return Path(__file__).resolve().parents[3]
+def is_project(folder: Path) -> bool:
+    return (folder / "notebooks").is_dir() and (folder / "params").is_dir()
+
+
+def find_root() -> Path:
+    """The checkout this package is installed from (editable): the folder holding lib/exactness/, with
+    notebooks/ and params/ beside it."""
+    package = Path(__file__).resolve().parents[1]
+    root = package.parents[1]
+    if package.parent.name == "lib" and is_project(root):
+        return root
+    raise ProjectError(f"exactness is installed at {package}, not inside a project checkout (a folder with "
+                       f"lib/exactness/, notebooks/ and params/); set {PROJECT_VARIABLE} to the project to use")
 
 
 def keep_state_inside(project: Project) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 from nbconvert import HTMLExporter
 
-from exactness.workbook.manifest import Manifest
+from exactness.workbook.manifest import Manifest, write_atomically
 
 # The lab template links require.js and MathJax from a CDN; offline they fail (silently or not), and a
 # report must not depend on the network, so external scripts are removed.
@@ -57,5 +57,5 @@ def export(notebook_path: Path, destination: Path, manifest: Manifest, links: di
     body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": manifest.study}})
     body = _EXTERNAL_SCRIPT.sub("", body)
     body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + banner(manifest, links), body, count=1)
-    destination.write_text(body)
+    write_atomically(destination, body)  # whole or not at all: a full disk never leaves a cut report
     return destination

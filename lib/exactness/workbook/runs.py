@@ -13,10 +13,15 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import os
+import re
 import secrets
+import shutil
 import socket
+import stat
+import tempfile
 import time
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +32,15 @@ from exactness.workbook import index, report
 from exactness.workbook.artifacts import RUN_DIR_VARIABLE
 from exactness.workbook.catalog import Study
 from exactness.workbook.machine import run_facts
-from exactness.workbook.manifest import Manifest, process_alive
+from exactness.workbook.manifest import (
+    WRITE_ERRNOS,
+    CodeVersion,
+    Manifest,
+    WriteError,
+    now,
+    process_alive,
+    write_atomically,
+)
 from exactness.workbook.project import KERNEL_NAME, Project, keep_state_inside
 from exactness.workbook.run_progress import RunProgress
 
@@ -44,6 +57,8 @@ class ResumeError(ValueError):
 class RunResult:
     folder: Path
     manifest: Manifest
+    write_error: WriteError | None = None  # a file of the run folder could not be written: the disk, not the study
+    index_error: WriteError | None = None  # the index could not be rebuilt after the run
 
     def __bool__(self) -> bool:
         return self.manifest.status == "passed"
@@ -58,7 +73,7 @@ class RunResult:
 
 
 def new_run_folder(project: Project, study: str, param_set: str) -> tuple[str, Path]:
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S")  # UTC, as the manifest's times
     label = "".join(c if c.isalnum() or c in "-_+" else "_" for c in param_set)
     while True:
         run_id = f"{stamp}-{label}-{secrets.token_hex(2)}"
@@ -68,6 +83,32 @@ def new_run_folder(project: Project, study: str, param_set: str) -> tuple[str, P
             return run_id, folder
         except FileExistsError:
             continue
+        except OSError as error:  # a full or read-only disk: named, as any other write of a run
+            raise WriteError(folder, error) from error
+
+
+# A few KB kept free in every running run's folder: when the disk fills, deleting it makes room to record
+# the run as failed, so a full disk never leaves a run marked "running" (later "died") or "passed".
+RESERVE = ".reserve-for-the-manifest"
+_RESERVE_BYTES = 64 * 1024
+
+
+def _reserve(folder: Path) -> None:
+    write_atomically(folder / RESERVE, bytes(_RESERVE_BYTES))  # zeros written, not a sparse hole
+
+
+def _write_manifest(folder: Path, manifest: Manifest) -> WriteError | None:
+    """Write the manifest, using the reserve when the disk is full; the error when even that failed."""
+    try:
+        manifest.write(folder)
+        return None
+    except WriteError:
+        (folder / RESERVE).unlink(missing_ok=True)
+    try:
+        manifest.write(folder)
+        return None
+    except WriteError as error:
+        return error
 
 
 class RunInterrupted(KeyboardInterrupt):
@@ -94,20 +135,30 @@ def execute(project: Project, study: Study, params: dict[str, Any], param_set: s
     keep_state_inside(project)
     try:
         facts = run_facts(project.root)  # seconds of subprocesses: before the folder, so Ctrl-C leaves nothing
+        code = CodeVersion.current()
     except KeyboardInterrupt:
         raise RunInterrupted(None) from None
     run_id, folder = new_run_folder(project, study.name, param_set)
     manifest = Manifest(study=study.name, run_id=run_id, param_set=param_set, params=params, batch=batch,
-                        started=dt.datetime.now().astimezone().isoformat(timespec="seconds"),
-                        environment_run=environment_run, machine=facts)
-    manifest.write(folder)  # at once: a folder without a manifest would be invisible to the index and resume
-    (folder / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+                        started=now(), environment_run=environment_run, machine=facts, code=code,
+                        pid=os.getpid(), host=socket.gethostname())
+    try:
+        _reserve(folder)
+        manifest.write(folder)  # at once: a folder without a manifest would be invisible to the index and resume
+        write_atomically(folder / "params.yaml", yaml.safe_dump(params, sort_keys=False))
+    except WriteError:
+        shutil.rmtree(folder, ignore_errors=True)  # this run's own folder, made above, holding nothing yet
+        raise
     return _execute_into(project, study, folder, manifest, with_code, log_output)
 
 
-def check_resumable(study: Study, folder: Path) -> Manifest:
-    """The run's manifest, or a ResumeError saying why it cannot be resumed now (checked before anything
-    is printed or moved)."""
+def check_resumable(study: Study, folder: Path, across_code_change: bool = False) -> Manifest:
+    """The run's manifest, or a ResumeError (a ParameterError for its parameters) saying why it cannot be
+    resumed now, checked before anything is printed or moved. The folder may come from someone else: its
+    parameters go through the same names, types and rules as `-p`, since they are injected into the
+    notebook as code."""
+    from exactness.workbook import parameters
+
     manifest = Manifest.read(folder)
     if manifest.study != study.name:
         raise ResumeError(f"{folder} is a run of {manifest.study!r}, not of {study.name!r}")
@@ -118,58 +169,156 @@ def check_resumable(study: Study, folder: Path) -> Manifest:
                           f"machine cannot check; resume it there, or stop it first")
     if manifest.status == "running" and _alive(manifest.pid):
         raise ResumeError(f"{folder} is still running (process {manifest.pid}); stop it first")
+    source = folder / "manifest.json"
+    try:
+        parameters.check(study.notebook, manifest.params, dict.fromkeys(manifest.params, str(source)))
+    except parameters.ParameterError as error:
+        raise parameters.ParameterError(f"{source}: {error}") from None
+    code_change(folder, manifest, across_code_change)
     return manifest
 
 
+def has_shards(folder: Path) -> bool:
+    return any((folder / "shards").glob("*.pkl"))
+
+
+def code_change(folder: Path, manifest: Manifest, across_code_change: bool) -> str | None:
+    """None when the code now is the code the run's shards were computed with (or there are no shards);
+    else a line saying how they differ, or a ResumeError unless `across_code_change`."""
+    if not has_shards(folder):
+        return None
+    then, current = manifest.code_of_latest_attempt(), CodeVersion.current()
+    if not current.differs_from(then):
+        return None
+    line = (f"{folder}'s shards were computed by {then.describe()}; the code now is {current.describe()}")
+    if not across_code_change:
+        raise ResumeError(f"{line}: resuming would mix results of two versions of the code; start a new run, "
+                          "or pass --resume-across-code-change to continue and record both")
+    return line
+
+
 def resume(project: Project, study: Study, folder: Path, with_code: bool = False,
-           log_output: bool = False) -> RunResult:
+           log_output: bool = False, across_code_change: bool = False) -> RunResult:
     """Run a failed or interrupted run again in its own folder with its own parameters; sweeps pick up
-    their finished shards. The earlier attempt's notebook and report move to attempts/<n>/."""
-    manifest = check_resumable(study, folder)
+    their finished shards. The earlier attempt's notebook and report move to attempts/<n>/, and each
+    attempt's code is recorded: shards computed by other code are refused unless `across_code_change`."""
+    manifest = check_resumable(study, folder, across_code_change)
+    changed = code_change(folder, manifest, across_code_change) is not None
     manifest.status = manifest.observed_status()  # a killed attempt is recorded as "died"
     number = len(manifest.attempts) + 1
     keep = folder / "attempts" / str(number)
+    _reserve(folder)
     try:
         keep.mkdir(parents=True, exist_ok=False)  # atomic: of two resumes started together, one gets here
     except FileExistsError:
         raise ResumeError(f"{folder} is being resumed by another process (its attempt {number} exists); "
                           "wait for it, or resume again once it has stopped") from None
-    for name in (study.notebook.name, "report.html", "summary.json"):
+    for name in (study.notebook.name, _partial(study.notebook.name), "report.html", "summary.json"):
         if (folder / name).exists():
             os.replace(folder / name, keep / name)
     manifest.attempts.append({"status": manifest.status, "started": manifest.started, "duration_s": manifest.duration_s,
                               "failed_cell": manifest.failed_cell, "error": manifest.error, "kept_in": str(
-                                  keep.relative_to(folder))})
+                                  keep.relative_to(folder)), "code": asdict(manifest.code_of_latest_attempt())})
     manifest.status, manifest.failed_cell, manifest.error = "running", None, None
-    manifest.started = dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    manifest.started = now()
     manifest.machine = run_facts(project.root)
+    manifest.code = CodeVersion.current()
+    manifest.mixed_code = manifest.mixed_code or changed
     keep_state_inside(project)
     return _execute_into(project, study, folder, manifest, with_code, log_output)
 
 
 _SOCKET_PATH_LIMIT = 100  # sun_path holds 107 bytes; jupyter_client appends "-<port>" to the prefix
+_TMP_PREFIX = "exactness-"
 
 
 def ipc_prefix(project: Project) -> str:
-    """Where a run's kernel puts its unix sockets: in .state/ (0700), so no other local user can connect
-    to a running study; under a fresh 0700 folder in /tmp when the project path is too long for a socket."""
-    folder = project.state / "k"
-    folder.mkdir(parents=True, exist_ok=True)
-    folder.chmod(0o700)
-    prefix = str(folder / secrets.token_hex(3))
-    if len(prefix) + len("-65535") > _SOCKET_PATH_LIMIT:
-        import tempfile
+    """Where a run's kernel puts its unix sockets (and its connection file): a fresh 0700 folder of its own
+    in .state/k/, so no other local user can connect to a running study; in /tmp when the project path is
+    too long for a socket. `kernel_sockets` removes the folder when the run ends."""
+    base = project.state / "k"
+    base.mkdir(parents=True, exist_ok=True)
+    base.chmod(0o700)
+    folder = base / secrets.token_hex(3)
+    if len(str(folder / "k")) + len("-65535") > _SOCKET_PATH_LIMIT:
+        return str(Path(tempfile.mkdtemp(prefix=_TMP_PREFIX)) / "k")  # mkdtemp makes it 0700
+    folder.mkdir(mode=0o700)
+    return str(folder / "k")
 
-        prefix = str(Path(tempfile.mkdtemp(prefix="exactness-")) / "k")  # mkdtemp makes it 0700
-    return prefix
+
+@contextlib.contextmanager
+def kernel_sockets(project: Project) -> Iterator[str]:
+    """`ipc_prefix` for one run, its folder removed with everything in it when the run ends (sockets,
+    connection file); folders that killed runs left behind are removed first."""
+    remove_stale_socket_folders(project.state / "k")
+    remove_stale_socket_folders(Path(tempfile.gettempdir()), _TMP_FOLDER)
+    prefix = ipc_prefix(project)
+    try:
+        yield prefix
+    finally:
+        shutil.rmtree(Path(prefix).parent, ignore_errors=True)
+
+
+_STALE_AFTER_S = 120.0  # a younger folder may be a run between making it and starting its kernel
+_CONNECTION_FILE = "kernel.json"
+_STATE_FOLDER = re.compile(r"[0-9a-f]{6}")  # ipc_prefix's names: secrets.token_hex(3)
+_TMP_FOLDER = re.compile(re.escape(_TMP_PREFIX) + r"[a-z0-9_]{8}")  # tempfile.mkdtemp's
+
+
+def remove_stale_socket_folders(base: Path, names: re.Pattern = _STATE_FOLDER) -> list[Path]:
+    """Remove the socket folders under `base` that a killed run left: named as `ipc_prefix` names them,
+    holding nothing but sockets and a connection file (so never anything else that happens to be called
+    so), not touched for a while, and no socket accepting a connection (a live kernel's do). In the
+    project's .state/k, stale sockets of earlier versions lying directly in it go too. Returns what went."""
+    removed = []
+    if not base.is_dir():
+        return removed
+    for entry in base.iterdir():
+        try:
+            info = entry.lstat()
+        except OSError:
+            continue
+        if info.st_uid != os.getuid() or time.time() - info.st_mtime < _STALE_AFTER_S:
+            continue
+        if stat.S_ISDIR(info.st_mode) and names.fullmatch(entry.name) and _only_stale_sockets(entry):
+            shutil.rmtree(entry, ignore_errors=True)
+        elif stat.S_ISSOCK(info.st_mode) and names is _STATE_FOLDER and not _listening(entry):
+            entry.unlink(missing_ok=True)
+        else:
+            continue
+        removed.append(entry)
+    return removed
+
+
+def _only_stale_sockets(folder: Path) -> bool:
+    for path in folder.iterdir():
+        if path.is_symlink() or not (path.is_socket() or (path.name == _CONNECTION_FILE and path.is_file())):
+            return False
+        if _listening(path):
+            return False
+    return True
+
+
+def _listening(path: Path) -> bool:
+    """A unix socket someone accepts connections on (a socket file whose process died refuses them)."""
+    if not path.is_socket():
+        return False
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        try:
+            probe.connect(str(path))
+            return True
+        except OSError:
+            return False
 
 
 KERNEL_LOG = "kernel.log"
 
 
 def _ipc_kernel_manager(prefix: str, log: Path):
-    """A kernel manager class whose kernel listens on unix sockets (no TCP, so no "running over TCP
-    without encryption" warning); nbclient takes it as `kernel_manager_class` through papermill.
+    """A kernel manager class whose kernel listens on unix sockets only: its channels by jupyter_client's
+    ipc transport, IOPub's pipe for forked subprocesses (TCP on 127.0.0.1 in ipykernel) through
+    `compat.kernel_command_without_tcp`, so no local process can push messages into a run. Its connection
+    file lies beside the sockets. nbclient takes the class as `kernel_manager_class` through papermill.
 
     The kernel's own stdout and stderr (its logger, native libraries, its sweep workers' crashes) go to
     `log` in the run folder instead of the terminal: on Ctrl-C the kernel logs the sockets the client has
@@ -178,12 +327,18 @@ def _ipc_kernel_manager(prefix: str, log: Path):
     from traitlets import Unicode
 
     launch = compat.kernel_launch(AsyncKernelManager)
-    members = {"transport": Unicode("ipc"), "ip": Unicode(prefix)}
+    members = {"transport": Unicode("ipc"), "ip": Unicode(prefix),
+               "connection_file": Unicode(str(Path(prefix).parent / _CONNECTION_FILE))}
+
+    def format_kernel_cmd(self, extra_arguments=None):
+        command = AsyncKernelManager.format_kernel_cmd(self, extra_arguments)
+        return compat.kernel_command_without_tcp(command, f"ipc://{prefix}-pipe")
 
     async def launch_logging_to_file(self, kernel_cmd, **kw):
         with open(log, "ab") as sink:  # the kernel holds its own copy of the descriptor
             await launch(self, kernel_cmd, **{**kw, "stdout": sink, "stderr": sink})
 
+    members["format_kernel_cmd"] = format_kernel_cmd
     if launch is not None:
         members["_async_launch_kernel"] = launch_logging_to_file
     return type("IpcKernelManager", (AsyncKernelManager,), members)
@@ -204,6 +359,12 @@ def kernel_environment(variables: dict[str, str]):
                 os.environ[name] = value
 
 
+def _partial(notebook_name: str) -> str:
+    """Where papermill writes the executed notebook while it runs (it rewrites the file after every cell,
+    in place): renamed to the notebook's own name when the run ends, so a cut notebook never has that name."""
+    return f"{notebook_name}.partial.json"
+
+
 def _execute_into(project: Project, study: Study, folder: Path, manifest: Manifest, with_code: bool,
                   log_output: bool) -> RunResult:
     import papermill
@@ -211,38 +372,76 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
 
     params = manifest.params
     manifest.pid, manifest.host = os.getpid(), socket.gethostname()
-    manifest.write(folder)
+    unwritten = _write_manifest(folder, manifest)
+    if unwritten is not None:
+        manifest.status, manifest.error = "failed", str(unwritten)
+        return RunResult(folder, manifest, write_error=unwritten)
     executed = folder / study.notebook.name
+    partial = folder / _partial(executed.name)
     began = time.monotonic()
+    write_error = None
     try:
         # the kernel papermill starts inherits these: the run folder, and the study's own (see catalog)
-        with kernel_environment({RUN_DIR_VARIABLE: str(folder), **study.kernel_environment}):
+        with kernel_environment({RUN_DIR_VARIABLE: str(folder), **study.kernel_environment}), \
+                kernel_sockets(project) as prefix:
             papermill.execute_notebook(
-                str(study.notebook), str(executed), parameters=params, kernel_name=KERNEL_NAME, cwd=str(folder),
+                str(study.notebook), str(partial), parameters=params, kernel_name=KERNEL_NAME, cwd=str(folder),
                 progress_bar=False, log_output=log_output,
-                kernel_manager_class=_ipc_kernel_manager(ipc_prefix(project), folder / KERNEL_LOG),
+                kernel_manager_class=_ipc_kernel_manager(prefix, folder / KERNEL_LOG),
                 **({} if log_output else RunProgress().engine_arguments()),
             )
-        manifest.status = "passed"
+        manifest.status = "passed"  # so far: the report must be complete too (_finish)
     except PapermillExecutionError as error:
         manifest.status, manifest.failed_cell = "failed", error.exec_count
         manifest.error = f"{error.ename}: {_last_line(error.evalue)}"
     except KeyboardInterrupt:
         manifest.status, manifest.error = "interrupted", "interrupted by the user (Ctrl-C)"
         raise RunInterrupted(folder) from None
-    except Exception as error:  # the kernel died, the notebook could not be read, ...
-        manifest.status, manifest.error = "failed", _last_line(f"{type(error).__name__}: {error}")
+    except Exception as error:  # the kernel died, the notebook could not be read or written, ...
+        if isinstance(error, OSError) and error.errno in WRITE_ERRNOS:  # papermill writing the notebook
+            write_error = WriteError(executed, error)
+            partial.unlink(missing_ok=True)  # cut where the disk filled: not a notebook
+            manifest.status, manifest.error = "failed", str(write_error)
+        else:
+            manifest.status, manifest.error = "failed", _last_line(f"{type(error).__name__}: {error}")
     finally:
         manifest.duration_s = round(time.monotonic() - began, 2)
-        manifest.write(folder)
-        _export_report(project, folder, executed, manifest, with_code)
+        result = _finish(project, folder, partial, executed, manifest, with_code, write_error)
+    return result
+
+
+def _finish(project: Project, folder: Path, partial: Path, executed: Path, manifest: Manifest, with_code: bool,
+            write_error: WriteError | None) -> RunResult:
+    """The executed notebook under its name, the report, then the manifest with the final status: "passed"
+    only once the report is complete (the tables and summary are, or a cell failed). A file that cannot
+    be written fails the run, naming it. Then the index."""
+    if partial.exists():
+        os.replace(partial, executed)
+    if executed.exists():
+        problem = _export_report(project, folder, executed, manifest, with_code)
+        if isinstance(problem, WriteError):
+            write_error = write_error or problem
+        if problem is not None and manifest.status == "passed":
+            manifest.status, manifest.error = "failed", str(problem)
+        elif problem is not None:
+            manifest.error = f"{manifest.error or ''} [{problem}]".strip()
+    unwritten = _write_manifest(folder, manifest)
+    if unwritten is not None:
+        write_error = write_error or unwritten
+        manifest.error = f"{manifest.error} [{unwritten}: it still reads as before]"
+    (folder / RESERVE).unlink(missing_ok=True)
+    try:
         index.write(project)
-    return RunResult(folder, manifest)
+        index_error = None
+    except WriteError as error:
+        index_error = error
+    return RunResult(folder, manifest, write_error, index_error)
 
 
-def _export_report(project: Project, folder: Path, executed: Path, manifest: Manifest, with_code: bool) -> None:
-    if not executed.exists():  # papermill never got to write it
-        return
+def _export_report(project: Project, folder: Path, executed: Path, manifest: Manifest,
+                   with_code: bool) -> WriteError | str | None:
+    """Write report.html; the WriteError when it could not be written, what went wrong when it could not
+    be made."""
     links = {"notebook": executed.name, "parameters": "params.yaml", "manifest": "manifest.json",
              "all runs": os.path.relpath(project.outputs / "index.html", folder)}
     if manifest.environment_run:
@@ -250,9 +449,11 @@ def _export_report(project: Project, folder: Path, executed: Path, manifest: Man
             project.outputs / manifest.environment_run / "report.html", folder)
     try:
         report.export(executed, folder / "report.html", manifest, links, with_code=with_code)
+    except WriteError as error:
+        return error
     except Exception as error:  # a broken report must not hide the run's own status
-        manifest.error = (manifest.error or "") + f" [report export failed: {type(error).__name__}: {error}]"
-        manifest.write(folder)
+        return f"report export failed: {type(error).__name__}: {error}"
+    return None
 
 
 def _alive(pid: int | None) -> bool:
