@@ -4,21 +4,38 @@ A shard is named by the sweep's label and the chunk's first and last item and si
 finds exactly the chunks it would compute again. A shard appears whole or not at all (written to a
 temporary name, then renamed): a process killed while writing leaves nothing half-read. The store lives
 inside one run folder, whose parameters never change, so a shard can never belong to other parameters.
+
+A shard is a pickle, and unpickling runs whatever the bytes say. A run folder may come from someone else,
+so every shard carries an HMAC of its key and payload under a secret kept outside every run folder (the
+project's `.state/shard.key`, 0600): only a shard this project wrote is ever unpickled. Anyone can
+recompute a plain checksum; nobody without the key can forge this one.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import os
 import pickle
 import re
+import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
+from exactness.workbook.manifest import write_atomically
+
 
 class ShardStore:
-    def __init__(self, folder: str | os.PathLike):
+    def __init__(self, folder: str | os.PathLike, key: bytes | None = None):
+        """`key`: the secret that authenticates shards; by default the project's (`project_key()`)."""
         self.folder = Path(folder)
+        self._secret = key
+
+    @property
+    def secret(self) -> bytes:
+        if self._secret is None:
+            self._secret = project_key()
+        return self._secret
 
     @staticmethod
     def key(label: str, part: Sequence) -> str:
@@ -37,10 +54,11 @@ class ShardStore:
         try:
             data = path.read_bytes()
             header, payload = data[:_HEADER], data[_HEADER:]
-            if header != _header(key, payload):
-                raise ValueError("its checksum or chunk name does not match (damaged, or written by another "
-                                 "version of exactness)")
-            return pickle.loads(payload)
+            if not hmac.compare_digest(header, _header(self.secret, key, payload)):
+                raise ValueError("it is not authenticated by this project's shard key, or its chunk name does "
+                                 "not match (damaged, written by another project or exactness version, or "
+                                 "forged); it was not unpickled")
+            return pickle.loads(payload)  # noqa: S301 (authenticated above: written by this project)
         except Exception as error:  # a checked payload that still fails to unpickle: a changed class, say
             raise ShardError(f"shard {path} cannot be read ({type(error).__name__}: {error}); "
                              "delete it to compute that chunk again") from error
@@ -48,21 +66,50 @@ class ShardStore:
     def save(self, key: str, result) -> Path:
         self.folder.mkdir(parents=True, exist_ok=True)
         path = self._path(key)
-        partial = path.with_suffix(f".partial-{os.getpid()}")
         payload = pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL)
-        partial.write_bytes(_header(key, payload) + payload)
-        os.replace(partial, path)
+        write_atomically(path, _header(self.secret, key, payload) + payload)
         return path
 
     def keys(self) -> list[str]:
         return sorted(p.stem for p in self.folder.glob("*.pkl")) if self.folder.exists() else []
 
 
-_HEADER = 64  # sha256 of the chunk's key and payload, hex
+_HEADER = 64  # HMAC-SHA256 of the chunk's key and payload, hex
+KEY_FILE = "shard.key"
+_KEY_BYTES = 32
 
 
-def _header(key: str, payload: bytes) -> bytes:
-    return hashlib.sha256(key.encode() + b"\0" + payload).hexdigest().encode()
+def _header(secret: bytes, key: str, payload: bytes) -> bytes:
+    return hmac.new(secret, key.encode() + b"\0" + payload, hashlib.sha256).hexdigest().encode()
+
+
+def project_key(state: Path | None = None) -> bytes:
+    """The project's shard secret in `state` (default: the project's .state/), made on first use (0600).
+    Outside every run folder, so a run folder copied from elsewhere carries no key its shards pass with."""
+    if state is None:
+        from exactness.workbook.project import Project
+
+        state = Project.at().state
+    path = Path(state) / KEY_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not path.exists():
+        # written whole under a private name, then linked into place: a concurrent run either makes the
+        # link or finds the other's complete key, never a half-written one
+        temporary = path.with_name(f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(secrets.token_bytes(_KEY_BYTES))
+        try:
+            os.link(temporary, path)
+        except FileExistsError:
+            pass
+        finally:
+            temporary.unlink()
+    secret = path.read_bytes()
+    if len(secret) != _KEY_BYTES:
+        raise ShardError(f"shard key {path} holds {len(secret)} bytes, expected {_KEY_BYTES}; delete it (the "
+                         "shards it authenticated will then be refused and computed again)")
+    return secret
 
 
 def _slug(text: str) -> str:
