@@ -30,10 +30,12 @@ _REPORT = """<script>window.addEventListener('load', function () {
     return {alt: i.getAttribute('alt') || '', caption: caption ? caption.innerText.trim() : '',
             empty_panels: figure ? figure.getAttribute('data-empty-panels') || '' : '', width: i.naturalWidth}; });
   // What a reader meets first: the kinds of content in document order, ignoring headings and prose.
-  var content = Array.from(document.querySelectorAll('section.exactness-findings, table, img, ' +
-    '.jp-OutputArea-output pre, .jp-OutputArea-output[data-mime-type="text/plain"]'));
+  var content = Array.from(document.querySelectorAll('section.exactness-answers, section.exactness-findings, ' +
+    'table, img, .jp-OutputArea-output pre, .jp-OutputArea-output[data-mime-type="text/plain"]'))
+    .filter(function (e) { return !e.closest('section.exactness-answers') || e.matches('section'); });
   var order = content.map(function (e) {
-    return e.matches('section.exactness-findings') ? 'findings' : e.tagName.toLowerCase(); });
+    return e.matches('section.exactness-answers') ? 'answers' :
+      e.matches('section.exactness-findings') ? 'findings' : e.tagName.toLowerCase(); });
   var findings = document.querySelector('section.exactness-findings');
   var probe = document.createElement('pre'); probe.id = '__probe';
   probe.textContent = JSON.stringify({errors: __errors, images: images, error_outputs: errorOutputs.length,

@@ -7,8 +7,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-SEED_000 = "000_7a466a87a0836576 (transformers PR: flaky ONNX export test, argmax near-tie)"
-SEED_002 = "002_3d88bf393c6edd9d (transformers PR: DAC integration tests and conversion)"
+# The two public investigations the workbook starts from, named by what they are (their texts are in the
+# project's shared seeds/ folder: 000_7a466a87a0836576.txt and 002_3d88bf393c6edd9d.txt).
+NEAR_TIE_PR = ("transformers #50575 (Fix flaky ONNX export test for wav2vec2-style ForPreTraining models, "
+               "argmax near-tie)")
+DAC_PR = "the DAC integration-test fix (transformers: Fix DAC integration tests and checkpoint conversion)"
+SEED_000, SEED_002 = NEAR_TIE_PR, DAC_PR
 
 _ROWS = [
     # seed, section, key, value, what it is

@@ -19,24 +19,28 @@ def test_tables_have_the_promised_columns(discrete_ops_run):
     ops = pd.read_parquet(tables / "ops.parquet")
     assert {"model", "node", "op_type", "scope", "reaches_outputs", "on_output_path"} <= set(ops.columns)
     margins = pd.read_parquet(tables / "margins.parquet")
-    assert {"model", "seed", "node", "min_margin", "min_margin_ulps", "exact_ties", "flipped"} <= set(margins.columns)
-    counterfactual = pd.read_parquet(tables / "counterfactual.parquet")
-    assert {"model", "seed", "output", "max_abs_diff", "max_ulps_of_scale", "explained_by_flip"} <= set(
-        counterfactual.columns)
+    assert {"model", "seed", "node", "min_margin", "min_margin_ulps", "exact_ties", "flipped",
+            "reads_nonfinite_ort"} <= set(margins.columns)
+    outputs = pd.read_parquet(tables / "outputs.parquet")
+    assert {"eager_f64_err", "ort_f64_err", "noise_bound", "within_noise", "explained_by_flip"} <= set(outputs.columns)
     verdicts = pd.read_parquet(tables / "verdicts.parquet").set_index("model")
-    assert {"skip_reason_reference", "discrete_ops_on_outputs", "tie_fraction", "flip_rate", "rate_low", "rate_high",
-            "verdict"} <= set(verdicts.columns)
-    # the control has nothing that can flip on its outputs; XLM's top-k reaches its index outputs
-    assert verdicts.loc["BertModel", "discrete_ops_on_outputs"] == 0
-    assert verdicts.loc["XLMForQuestionAnswering", "discrete_ops_on_outputs"] == 2
-    assert "end_top_index" in verdicts.loc["XLMForQuestionAnswering", "skip_reason_reference"]
+    # the control has nothing that can flip on its outputs; XLM's top-k picks among exact ties
+    assert verdicts.loc["BertModel", "cause"] == "nothing reaches"
+    assert verdicts.loc["XLMForQuestionAnswering", "cause"] == "exact tie"
+    assert "end_top_index" in verdicts.loc["XLMForQuestionAnswering", "skip_reason"]
+    assert verdicts.loc["XLMForQuestionAnswering", "verified"]
 
 
-def test_summary_carries_findings_and_report_opens_with_them(discrete_ops_run):
+def test_summary_carries_answers_and_the_report_opens_with_them(discrete_ops_run):
     summary = json.loads((discrete_ops_run / "summary.json").read_text())
-    assert 3 <= len(summary["findings"]) <= 7 and summary["classes"] == 2
+    answers = {a["class"]: a for a in summary["answers"]}
+    assert set(answers) == {"BertModel", "XLMForQuestionAnswering"} and summary["classes"] == 2
+    xlm = answers["XLMForQuestionAnswering"]
+    assert xlm["cause"] == "exact tie" and "end_top_index" in xlm["exclude"] and "cls_logits" in xlm["compare"]
+    assert xlm["failures_per_40000"] is not None and xlm["verified"]
+    assert 2 <= len(summary["findings"]) <= 7
     page = (discrete_ops_run / "report.html").read_text()
-    assert page.index("exactness-findings") < page.index("What is measured")
+    assert page.index("exactness-answers") < page.index("exactness-findings") < page.index("What is measured")
     assert "exactness-pending" not in page and "PosixPath" not in page
 
 

@@ -6,7 +6,8 @@ and for each seed they are replayed in the same order on scratch tensors of the 
 the generator in exactly the state the full build would. The tensors a computation needs are kept; the
 rest are thrown away. Replay stops after the last draw that is needed.
 
-A needed tensor must be either the output of one recorded draw, unchanged afterwards, the same for
+A needed tensor must be either the output of one recorded draw, unchanged afterwards or with some positions
+then overwritten by seed-independent values (an embedding's padding row, zeroed after its draw), the same for
 every seed (a norm's ones and zeros), or a function the caller names of another needed tensor (weight
 norm's magnitude, computed from its direction when the parametrization is registered); anything else is
 refused when the plan is made, and tests/models/test_rng_replay.py proves bit-identity against the plain
@@ -108,14 +109,16 @@ class ReplayPlan:
     """Which draws to replay, and which of them (or which constants) give each needed tensor."""
 
     draws: list[_Draw]
-    sources: dict[str, int | torch.Tensor]  # name -> index of its draw, or a seed-independent constant
+    # name -> index of its draw, a seed-independent constant, or (index, positions, values): the draw with those
+    # positions overwritten by seed-independent values
+    sources: dict[str, int | torch.Tensor | tuple[int, torch.Tensor, torch.Tensor]]
     steps: list[int | tuple[str, int]] | None = None  # draw indices, and ("skip", words) for unneeded runs
     derived: dict[str, tuple[str, Callable]] = field(default_factory=dict)  # name -> (needed tensor, function)
 
     def tensors(self, seed: int) -> dict[str, torch.Tensor]:
         torch.default_generator.manual_seed(seed)  # the CPU generator is all a CPU build draws from
         kept: dict[int, torch.Tensor] = {}
-        wanted = {i for i in self.sources.values() if isinstance(i, int)}
+        wanted = self._wanted()
         for step in self.steps if self.steps is not None else range(len(self.draws)):
             if isinstance(step, tuple):
                 _skip(step[1])
@@ -125,14 +128,17 @@ class ReplayPlan:
             draw.op(scratch, *draw.args, **draw.kwargs)
             if step in wanted:
                 kept[step] = scratch
-        out = {name: kept[s] if isinstance(s, int) else s for name, s in self.sources.items()}
+        out = {name: _source_value(s, kept) for name, s in self.sources.items()}
         out.update({name: function(out[source]) for name, (source, function) in self.derived.items()})
         return out
+
+    def _wanted(self) -> set[int]:
+        return {_draw_index(s) for s in self.sources.values() if _draw_index(s) is not None}
 
     def with_shortcuts(self, check_seeds=(0, 1)) -> ReplayPlan:
         """The same plan with runs of unneeded draws skipped in bulk, if that provably leaves the generator
         in the same state; otherwise this plan unchanged."""
-        wanted = {i for i in self.sources.values() if isinstance(i, int)}
+        wanted = self._wanted()
         steps: list[int | tuple[str, int]] = []
         for index, draw in enumerate(self.draws):
             words = None if index in wanted else _words_consumed(draw)
@@ -150,6 +156,36 @@ class ReplayPlan:
                     not torch.equal(slow_tensors[n], fast_tensors[n]) for n in slow_tensors):
                 return self
         return faster
+
+
+def _draw_index(source) -> int | None:
+    if isinstance(source, int):
+        return source
+    return source[0] if isinstance(source, tuple) else None
+
+
+def _source_value(source, kept: dict[int, torch.Tensor]) -> torch.Tensor:
+    if isinstance(source, int):
+        return kept[source]
+    if isinstance(source, tuple):
+        index, positions, values = source
+        value = kept[index].clone()
+        value[positions] = values
+        return value
+    return source
+
+
+def _overridden(drawn: torch.Tensor, final: torch.Tensor, other: torch.Tensor):
+    """(positions, values) when `final` is `drawn` but at positions that hold the same values for another seed
+    (`other`, the same tensor built from another seed): a seed-independent overwrite after the draw."""
+    if drawn.shape != final.shape or drawn.dtype != final.dtype:
+        return None
+    positions = drawn != final
+    if not positions.any() or not torch.equal(final[positions], other[positions]):
+        return None
+    if positions.float().mean() > 0.5:
+        return None  # mostly overwritten: not a draw with a few fixed entries
+    return positions.clone(), final[positions].clone()
 
 
 def make_plan(build: Callable[[], torch.nn.Module], needed: list[str], check_seeds=(0, 1),
@@ -179,12 +215,16 @@ def make_plan(build: Callable[[], torch.nn.Module], needed: list[str], check_see
             continue
         writes = [i for i, d in enumerate(recorder.draws) if d.target_ptr == tensor.data_ptr()
                   and d.shape == tuple(tensor.shape)]
+        overridden = _overridden(recorder.draws[writes[-1]].result, tensor.detach(), other[name].detach()) \
+            if writes else None
         if writes and torch.equal(recorder.draws[writes[-1]].result, tensor.detach()):
             sources[name] = writes[-1]
+        elif overridden is not None:
+            sources[name] = (writes[-1], *overridden)
         elif torch.equal(tensor.detach(), other[name].detach()):
             sources[name] = tensor.detach().clone()
         else:
             raise ReplayError(f"{name!r} is neither one recorded draw nor seed-independent; it cannot be replayed")
-    last = max((i for i in sources.values() if isinstance(i, int)), default=-1)
+    last = max((_draw_index(i) for i in sources.values() if _draw_index(i) is not None), default=-1)
     kept = {name: derived[name] for name in needed if name in derived}
     return ReplayPlan(recorder.draws[: last + 1], sources, derived=kept).with_shortcuts(check_seeds)

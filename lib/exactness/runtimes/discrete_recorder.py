@@ -74,15 +74,23 @@ def _copy(value):
     return value
 
 
-class Recorder(TorchDispatchMode):
-    """Records discrete ops; `force[(op, call)](args, kwargs, output) -> output` replaces a choice."""
+class ForwardStopped(Exception):
+    """Raised inside the forward once every call a screen waits for is recorded: the rest is not needed."""
 
-    def __init__(self, force: dict[tuple[str, int], Callable] | None = None):
+
+class Recorder(TorchDispatchMode):
+    """Records discrete ops; `force[(op, call)](args, kwargs, output) -> output` replaces a choice. `stop_after`:
+    (op, call) keys; once all are recorded, the forward stops (`ForwardStopped`): what came before is exactly
+    what a whole forward records, and a screen needs nothing after its last op."""
+
+    def __init__(self, force: dict[tuple[str, int], Callable] | None = None,
+                 stop_after: frozenset[tuple[str, int]] = frozenset()):
         super().__init__()
         self.records: list[Record] = []
         self.scopes: list[str] = [""]
         self.calls: dict[str, int] = {}
         self.force = force or {}
+        self.waiting = set(stop_after)
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
@@ -100,6 +108,10 @@ class Recorder(TorchDispatchMode):
         self.records.append(Record(
             op, call, self.scopes[-1], [None if isinstance(a, torch.Tensor) else a for a in args], dict(kwargs),
             [_copy(a) for a in args if isinstance(a, (torch.Tensor, int, float))], _copy(output), replace is not None))
+        if self.waiting:
+            self.waiting.discard((op, call))
+            if not self.waiting:
+                raise ForwardStopped
         return output
 
     def hooks(self, model: torch.nn.Module) -> list:
@@ -120,11 +132,14 @@ class Recorder(TorchDispatchMode):
         return handles
 
 
-def record(model: torch.nn.Module, inputs: dict, force: dict | None = None, seed: int | None = None):
+def record(model: torch.nn.Module, inputs: dict, force: dict | None = None, seed: int | None = None,
+           stop_after: frozenset[tuple[str, int]] = frozenset()):
     """One eager forward under the recorder: (model outputs, records). `seed`: torch is seeded right before
-    the forward, as the export test does (a forward that draws random numbers depends on it)."""
-    recorder = Recorder(force)
+    the forward, as the export test does (a forward that draws random numbers depends on it). `stop_after`:
+    the forward stops once these (op, call) keys are recorded, and the outputs are None."""
+    recorder = Recorder(force, stop_after)
     handles = recorder.hooks(model)
+    output = None
     try:
         with torch.no_grad():
             if seed is not None:
@@ -133,6 +148,8 @@ def record(model: torch.nn.Module, inputs: dict, force: dict | None = None, seed
                 set_seed(seed)
             with recorder:
                 output = model(**inputs)
+    except ForwardStopped:
+        pass
     finally:
         for handle in handles:
             handle.remove()

@@ -10,10 +10,10 @@ import torch
 from exactness import reference
 from exactness.models import tiny_subjects
 from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph
-from exactness.studies.discrete_ops import check as discrete_ops_check
-from exactness.studies.discrete_ops import margins
+from exactness.runtimes.export_cache import ExportCache
+from exactness.studies.discrete_ops import check, margins, verdicts
 from exactness.studies.discrete_ops import study as discrete_ops
-from exactness.studies.discrete_ops import verdicts as discrete_ops_verdicts
+from exactness.studies.discrete_ops.rows import ClassTask
 from exactness.workbook.parameter_rules import StudyParameterError
 
 
@@ -61,35 +61,88 @@ class Planted(torch.nn.Module):
         return {"picked": self.table[logits.argmax(-1)], "scaled": logits * 2}
 
 
-def _planted(bug: bool):
+def _planted(bug: bool = False, nan: bool = False, drift: float = 0.0):
+    """The planted model checked on seed 0. `bug`: a table row the flipped choice reads is wrong in the graph;
+    `nan`: the graph's logits hold a NaN in one row; `drift`: the graph scales `scaled` by 1 + drift."""
     torch.manual_seed(0)
     model, inputs = Planted().eval(), {"x": torch.randn(5, 4)}
-    cg = discrete_ops_check.from_graph("planted", "static", 0, onnx_graph.export(model, inputs, dynamic=False), inputs)
-    for graph in (cg.bare, cg.exposed):
+    task = ClassTask("planted", "static")
+    cg = check.from_graph(task, 0, onnx_graph.export(model, inputs, dynamic=False), inputs)
+    for graph in (cg.bare, cg.exposed, cg.full.model):
         for node in graph.graph.node:
             if node.op_type == "ArgMax":  # the planted tie-break: ORT takes the last maximum, torch the first
                 next(a for a in node.attribute if a.name == "select_last_index").i = 1
-        if bug:  # the planted bug: a table row the flipped choice reads is wrong in the graph
-            table = next(t for t in graph.graph.initializer if onnx.numpy_helper.to_array(t).shape == (6, 2))
-            value = onnx.numpy_helper.to_array(table).copy()
-            value[3] += 1.0
-            table.CopyFrom(onnx.numpy_helper.from_array(value, table.name))
-    result = discrete_ops_check.check_seed(cg, 0, model, inputs)
-    return result, discrete_ops_verdicts.explain(pd.DataFrame(result["outputs"]), bound=16.0)
+        for tensor in graph.graph.initializer:
+            value = onnx.numpy_helper.to_array(tensor).copy()
+            if bug and value.shape == (6, 2):
+                value[3] += 1.0
+            elif nan and value.shape == (4, 6):
+                value[0, 4] = np.nan
+            elif drift and value.shape == (6,):  # the added offsets: only `scaled` reads them after the argmax
+                continue
+            else:
+                continue
+            tensor.CopyFrom(onnx.numpy_helper.from_array(value, tensor.name))
+        if drift:
+            for node in graph.graph.node:
+                if node.op_type == "Mul":
+                    for name in node.input:
+                        for tensor in graph.graph.initializer:
+                            if tensor.name == name and onnx.numpy_helper.to_array(tensor).size == 1:
+                                scaled = onnx.numpy_helper.to_array(tensor) * np.float32(1 + drift)
+                                tensor.CopyFrom(onnx.numpy_helper.from_array(scaled.astype(np.float32), name))
+    return check.check_seed(cg, 0, model, inputs, ExportCache("/nonexistent"), 1e-3, 1e-3, "calibration"), cg
+
+
+def _tables(results, cg):
+    """The class's rows as the verdict reads them, from checked seeds."""
+    from exactness.studies.discrete_ops.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
+
+    margins = frame([r for x in results for r in x.margins], MarginRow)
+    outputs = frame([r for x in results for r in x.outputs], OutputRow)
+    seeds = frame([x.seed for x in results], SeedRow)
+    ops = pd.DataFrame([{"model": cg.task.model, "shape_mode": "static", "node": op.node, "op_type": op.op_type,
+                         "category": op.category, "scope": op.scope, "reaches_outputs": op.reaches_outputs,
+                         "on_output_path": op.on_output_path, "can_flip": op.can_flip} for op in cg.ops])
+    return verdicts.ClassTables(pd.Series(vars(GraphRow(cg.task.model, "static"))), ops, frame([], ScreenRow),
+                                margins, outputs, seeds)
 
 
 def test_a_planted_tie_flips_every_row_and_forcing_explains_every_output():
-    result, explained = _planted(bug=False)
-    (row,) = result["margins"]
-    assert row["exact_ties"] == 5 and row["flipped"] == 5 and row["match_verified"]
-    assert explained.set_index("output").max_abs_diff["picked"] == 4.0  # rows 1 and 3 of the table differ
-    assert explained.explained_by_flip.all()
+    result, cg = _planted()
+    (row,) = result.margins
+    assert row.exact_ties == 5 and row.flipped == 5 and row.match_verified and row.flipped_margin_ulps == 0
+    by_output = {r.output: r for r in result.outputs}
+    assert by_output["picked"].max_abs_diff == 4.0 and by_output["picked"].explained_by_flip  # rows 1 and 3 differ
+    assert by_output["scaled"].within_noise and not by_output["scaled"].reached_by_flip
+    found = verdicts.verdict(_tables([result], cg), verdicts.RatePolicy(), reach=16.0)
+    assert found.cause is verdicts.Cause.EXACT_TIE and found.exclude == ["picked"] and found.compare == ["scaled"]
+    assert found.verification.holds and found.verification.caught == found.verification.planted == 1
 
 
-def test_a_planted_bug_is_not_explained_by_the_flip():
-    _, explained = _planted(bug=True)
-    by_output = explained.set_index("output").explained_by_flip
-    assert not by_output["picked"] and by_output["scaled"]
+def test_a_planted_bug_is_a_defect_not_the_flip():
+    result, cg = _planted(bug=True)
+    by_output = {r.output: r for r in result.outputs}
+    assert not by_output["picked"].explained_by_flip and by_output["scaled"].within_noise
+    found = verdicts.verdict(_tables([result], cg), verdicts.RatePolicy(), reach=16.0)
+    assert found.cause is verdicts.Cause.DEFECT and "after forcing ORT's choices" in found.proof
+
+
+def test_a_nan_that_only_ort_reads_is_a_defect_never_a_tie():
+    result, cg = _planted(nan=True)
+    (row,) = result.margins
+    assert row.reads_nonfinite_ort == 5 and row.reads_nonfinite_eager == 0
+    found = verdicts.verdict(_tables([result], cg), verdicts.RatePolicy(), reach=16.0)
+    assert found.cause is verdicts.Cause.DEFECT and found.defect_seed == 0
+
+
+def test_a_difference_far_beyond_rounding_is_a_defect_shown_against_float64():
+    result, cg = _planted(drift=1e-4)
+    scaled = {r.output: r for r in result.outputs}["scaled"]
+    assert scaled.eager_f64_err < 1e-5 < scaled.ort_f64_err and scaled.within_noise is False
+    assert scaled.noise_bound == check.NOISE_FACTOR * max(scaled.eager_f64_err, scaled.scale_ulp)
+    found = verdicts.verdict(_tables([result], cg), verdicts.RatePolicy(), reach=16.0)
+    assert found.cause is verdicts.Cause.DEFECT and found.defect_output == "scaled"
 
 
 def test_margins_of_each_kind():
@@ -126,41 +179,18 @@ def test_an_unknown_class_names_the_registered_ones_and_says_how_to_add_one():
         discrete_ops.validate(["BertModel"], 0, 0, ["static"], 1)
 
 
-def test_verdicts_read_the_skip_reason_and_judge_it():
-    graphs = pd.DataFrame([{"model": "XLMForQuestionAnswering", "shape_mode": "static", "error": "", "seeds": 2},
-                           {"model": "BertModel", "shape_mode": "static", "error": "ValueError: no", "seeds": 0}])
-    ops = pd.DataFrame([{"model": "XLMForQuestionAnswering", "shape_mode": "static", "node": "t", "op_type": "TopK",
-                         "category": "topk", "scope": "qa", "reaches_outputs": ["idx"], "on_output_path": True,
-                         "can_flip": True}])
-    margins_table = pd.DataFrame([{"model": "XLMForQuestionAnswering", "shape_mode": "static", "seed": s, "node": "t",
-                                   "op_type": "TopK", "flipped": f, "exact_ties": 1, "min_margin": 0.0}
-                                  for s, f in ((0, 1), (1, 0))])
-    outputs = pd.DataFrame([{"model": "XLMForQuestionAnswering", "shape_mode": "static", "seed": 0, "output": "idx",
-                             "max_abs_diff": 1.0, "max_ulps_of_scale": np.nan, "mismatched": 1,
-                             "forced_max_abs_diff": 0.0, "forced_max_ulps_of_scale": np.nan, "forced_mismatched": 0,
-                             "seed_flipped": True},
-                            {"model": "XLMForQuestionAnswering", "shape_mode": "static", "seed": 1, "output": "idx",
-                             "max_abs_diff": 0.0, "max_ulps_of_scale": np.nan, "mismatched": 0, "seed_flipped": False}])
-    table, counterfactual = discrete_ops_verdicts.verdicts(graphs, ops, margins_table, outputs)
-    xlm, bert = table.set_index("model").loc["XLMForQuestionAnswering"], table.set_index("model").loc["BertModel"]
-    assert xlm.verdict == discrete_ops_verdicts.EXACT_TIES and xlm.reason_holds and xlm.flip_rate == 0.5
-    assert "tie" in xlm.skip_reason_reference and xlm.reason_claim == xlm.measured_cause == "exact tie at TopK"
-    assert bert.verdict == discrete_ops_verdicts.EXPORT_FAILED and "ValueError" in bert.detail
-    assert counterfactual.explained_by_flip.all()
-
-
 def test_a_reason_holds_only_when_its_labelled_claim_is_the_measured_cause_at_the_named_op():
-    holds = discrete_ops_verdicts.reason_holds
-    tied_topk, near_topk = reference.skip_claim("XLMForQuestionAnswering"), reference.skip_claim(
-        "LwDetrForObjectDetection")
-    assert holds(tied_topk, discrete_ops_verdicts.EXACT_TIES, {"TopK"})
+    holds, cause = verdicts.reason_holds, verdicts.Cause
+    tied_topk = reference.skip_claim("XLMForQuestionAnswering")
+    near_topk = reference.skip_claim("LwDetrForObjectDetection")
+    assert holds(tied_topk, cause.EXACT_TIE, {"TopK"})
     # LwDetr's reason claims distinct scores ~1e-4 apart: exact ties measured do not bear it out
-    assert holds(near_topk, discrete_ops_verdicts.EXACT_TIES, {"TopK"}) is False
-    assert holds(near_topk, discrete_ops_verdicts.NEAR_TIES, {"TopK"})
-    assert holds(tied_topk, discrete_ops_verdicts.EXACT_TIES, {"ArgMax"}) is False  # a tie, at another op
-    assert holds(reference.skip_claim("BitModel"), discrete_ops_verdicts.NO_DISCRETE, set()) is False
-    assert holds(reference.skip_claim("Wav2Vec2ForPreTraining"), discrete_ops_verdicts.NEVER_FLIPPED, set()) is False
-    assert holds(tied_topk, discrete_ops_verdicts.UNEXPLAINED, {"TopK"}) is None and holds(None, "", set()) is None
+    assert holds(near_topk, cause.EXACT_TIE, {"TopK"}) is False
+    assert holds(near_topk, cause.NEAR_TIE, {"TopK"})
+    assert holds(tied_topk, cause.EXACT_TIE, {"ArgMax"}) is False  # a tie, at another op
+    assert holds(reference.skip_claim("BitModel"), cause.DEFECT, set()) is False
+    assert holds(reference.skip_claim("Wav2Vec2ForPreTraining"), cause.NEVER_FLIPS, set()) is False
+    assert holds(tied_topk, cause.UNDECIDED, {"TopK"}) is None and holds(None, cause.DEFECT, set()) is None
 
 
 def test_every_skip_reason_has_one_labelled_claim():
@@ -222,13 +252,13 @@ class NotEqual(torch.nn.Module):
 def test_a_not_equal_is_compared_with_the_negation_of_its_exported_equal():
     torch.manual_seed(0)
     model, inputs = NotEqual().eval(), {"x": torch.randn(5, 4)}
-    cg = discrete_ops_check.from_graph("ne", "static", 0, onnx_graph.export(model, inputs, dynamic=False), inputs)
+    cg = check.from_graph(ClassTask("ne", "static"), 0, onnx_graph.export(model, inputs, dynamic=False), inputs)
     (op,) = [op for op in cg.ops if op.on_output_path and op.can_flip]
     assert op.op_type == "Equal"
-    result = discrete_ops_check.check_seed(cg, 0, model, inputs)
-    (row,) = [r for r in result["margins"] if r["node"] == op.node]
-    assert row["match_verified"] and row["decisions"] == 30 and row["flipped"] == 0  # not 30: every choice inverted
-    assert not result["seed"]["flipped"]
+    result = check.check_seed(cg, 0, model, inputs, ExportCache("/nonexistent"), 1e-3, 1e-3, "calibration")
+    (row,) = [r for r in result.margins if r.node == op.node]
+    assert row.match_verified and row.decisions == 30 and row.flipped == 0  # not 30: every choice inverted
+    assert not result.seed.flipped
 
 
 def test_inputs_are_fed_under_the_names_the_exporter_gave_them():
@@ -237,7 +267,7 @@ def test_inputs_are_fed_under_the_names_the_exporter_gave_them():
     model = onnx.helper.make_model(onnx.helper.make_graph(
         [onnx.helper.make_node("Identity", ["input.input_ids"], ["output.input_ids"])], "g", [x], [y]))
     ids = torch.tensor([3, 4])
-    assert set(discrete_ops_check.graph_named(model, {"input_ids": ids, "pixel_values": ids})) == {
+    assert set(check.graph_named(model, {"input_ids": ids, "pixel_values": ids})) == {
         "input.input_ids", "pixel_values"}
 
 
@@ -260,11 +290,11 @@ def test_the_paper_set_runs_every_registered_class_and_default_says_why_it_leave
 def test_a_registry_entry_can_state_its_own_reason_and_claim(monkeypatch):
     entry = tiny_subjects.Subject("MyModel", skip_reason="ties in my argmax", skip_claim=("exact tie", "ArgMax"))
     monkeypatch.setitem(tiny_subjects.SUBJECTS, "MyModel", entry)
-    reason, claim = discrete_ops_verdicts.stated_reason("MyModel")
+    reason, claim = verdicts.stated_reason("MyModel")
     assert reason == "ties in my argmax" and claim == reference.Claim("exact tie", "ArgMax")
-    assert discrete_ops_verdicts.stated_reason("BitModel") == (reference.SKIP_REASONS["BitModel"],
+    assert verdicts.stated_reason("BitModel") == (reference.SKIP_REASONS["BitModel"],
                                                                reference.Claim("float noise"))
-    assert discrete_ops_verdicts.stated_reason("BertModel") == ("", None)
+    assert verdicts.stated_reason("BertModel") == ("", None)
 
 
 def test_flavas_masked_patches_and_masked_ids_follow_its_tester():

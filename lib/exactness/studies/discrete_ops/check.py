@@ -1,9 +1,11 @@
-"""One class: export once per shape mode, scan the graph, then per seed run eager under the recorder and
-ONNX Runtime on the same weights, measure every discrete op's margins and flips, and re-run eager with ORT's
-choices forced (the counterfactual)."""
+"""One class: export once per shape mode (cached), scan the graph, then per seed run eager under the recorder,
+ONNX Runtime on the same weights and eager in float64 with eager's own choices forced (the reference), measure
+every discrete op's margins and flips, apply the export test's rule, prove each output's agreement as float
+noise against the reference, and re-run eager with ORT's choices forced (the counterfactual)."""
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import dataclass, field
 
@@ -11,65 +13,89 @@ import numpy as np
 import onnx
 import torch
 
+from exactness.compare.export_rule import export_test_rule
 from exactness.compare.scale import float32_ulp
 from exactness.models import tiny_subjects
 from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph, weight_swap
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
+from exactness.runtimes.export_cache import ExportCache
 from exactness.studies.discrete_ops import margins as margins_of
+from exactness.studies.discrete_ops.rows import ClassTask, GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow
+
+# ORT agrees with the float64 reference "within float noise" when its error is at most this many times eager
+# float32's own error there (or one ulp of the output's scale, where eager's is smaller): two runtimes summing
+# in another order err by amounts of the same size, while a different computation errs by orders of magnitude
+# more (the study's proof states the bound beside every output).
+NOISE_FACTOR = 16.0
 
 
 @dataclass
 class ClassGraph:
     """What every seed of one (class, shape mode) shares: the graph, its discrete ops, and the swap."""
 
-    model: str
-    shape_mode: str
+    task: ClassTask
     bare: onnx.ModelProto  # the graph as the export test runs it
     exposed: onnx.ModelProto  # the same, also returning what each discrete op read and chose
+    full: onnx_graph.ExportedGraph  # the same, returning every module's output (localization)
     outputs: list[str]
     ops: list[discrete_scan.DiscreteOp]
     plan: weight_swap.SwapPlan | None = None
     template_seed: int = 0
     exposure_ok: bool = False  # exposing leaves every output bit-identical to the bare graph (template seed)
-    status: dict = field(default_factory=dict)  # exports, export seconds, swap status
+    row: GraphRow = field(default_factory=lambda: GraphRow("", ""))
 
 
-def export(model: str, seed: int, shape_mode: str):
-    built = tiny_subjects.build(model, seed)
-    inputs = tiny_subjects.inputs(model, seed)
-    return built, inputs, onnx_graph.export(built, inputs, dynamic=shape_mode == "dynamic")
+def counted(op: discrete_scan.DiscreteOp) -> bool:
+    """An op whose choice can flip on its own and reaches an output: the ones the verdict counts."""
+    return op.on_output_path and op.can_flip
 
 
-def prepare(model: str, shape_mode: str, seeds: list[int]) -> ClassGraph:
+def export(task: ClassTask, seed: int, cache: ExportCache):
+    built = tiny_subjects.build(task.model, seed)
+    inputs = tiny_subjects.inputs(task.model, seed)
+    return built, inputs, cache.export(built, inputs, dynamic=task.shape_mode == "dynamic")
+
+
+def _count(row: GraphRow, lookup) -> None:
+    if lookup.cached:
+        row.cached_exports += 1
+    else:
+        row.exports += 1
+    row.export_seconds += lookup.graph.export_seconds
+
+
+def prepare(task: ClassTask, seeds: list[int], cache: ExportCache) -> ClassGraph:
     """Export the first seed, scan it; export the second and learn the weight swap (verified on it)."""
-    built, inputs, graph = export(model, seeds[0], shape_mode)
-    cg = from_graph(model, shape_mode, seeds[0], graph, inputs)
+    built, inputs, lookup = export(task, seeds[0], cache)
+    cg = from_graph(task, seeds[0], lookup.graph, inputs)
+    _count(cg.row, lookup)
+    cg.row.swap = "one seed: no swap needed"
     if len(seeds) > 1:
-        other, other_inputs, second = export(model, seeds[1], shape_mode)
-        cg.status["exports"] += 1
-        cg.status["export_seconds"] += second.export_seconds
+        other, _, second = export(task, seeds[1], cache)
+        _count(cg.row, second)
         try:
-            cg.plan = weight_swap.learn(graph, built, second, other, seeds[1])
-            cg.status["swap"] = f"verified against a fresh export of seed {seeds[1]}"
+            cg.plan = weight_swap.learn(lookup.graph, built, second.graph, other, seeds[1])
+            cg.row.swap = f"verified against a fresh export of seed {seeds[1]}"
         except weight_swap.SwapError as error:
-            cg.status["swap"] = f"disabled: {error}"
+            cg.row.swap = f"disabled: {error}"
     return cg
 
 
-def from_graph(model: str, shape_mode: str, seed: int, graph: onnx_graph.ExportedGraph, inputs: dict) -> ClassGraph:
+def from_graph(task: ClassTask, seed: int, graph: onnx_graph.ExportedGraph, inputs: dict) -> ClassGraph:
     """Scan an exported graph, expose what its discrete ops read and chose, and check on `inputs` that the
     exposure leaves every output bit-identical to the bare graph."""
     bare = graph.exposing(()).model
     ops = discrete_scan.scan(bare)
-    types = discrete_scan.value_types(bare)
-    read = [name for op in ops for name in [*op.inputs, *op.outputs]]
-    exposed = discrete_scan.exposing(bare, read, types)
-    cg = ClassGraph(model, shape_mode, bare, exposed, list(graph.outputs), ops, template_seed=seed)
-    cg.status = {"exports": 1, "export_seconds": graph.export_seconds, "swap": "one seed: no swap needed"}
-    plain = _run(bare, None, inputs)
-    shown = _run(exposed, None, inputs)
-    cg.exposure_ok = all(np.array_equal(plain[n], shown[n], equal_nan=True) for n in cg.outputs)
+    exposed = discrete_scan.exposing(bare, _read_names(ops), discrete_scan.value_types(bare))
+    cg = ClassGraph(task, bare, exposed, graph, list(graph.outputs), ops, template_seed=seed,
+                    row=GraphRow(task.model, task.shape_mode, discrete_ops=len(ops), outputs=len(graph.outputs)))
+    plain, shown = run_graph(bare, None, inputs), run_graph(exposed, None, inputs)
+    cg.exposure_ok = cg.row.exposure_ok = all(np.array_equal(plain[n], shown[n], equal_nan=True) for n in cg.outputs)
     return cg
+
+
+def _read_names(ops) -> list[str]:
+    return [name for op in ops for name in [*op.inputs, *op.outputs]]
 
 
 def graph_named(model: onnx.ModelProto, inputs: dict) -> dict:
@@ -79,7 +105,7 @@ def graph_named(model: onnx.ModelProto, inputs: dict) -> dict:
     return {(f"input.{k}" if k not in names and f"input.{k}" in names else k): v for k, v in inputs.items()}
 
 
-def _run(model: onnx.ModelProto, initializers: dict | None, inputs: dict) -> dict[str, np.ndarray]:
+def run_graph(model: onnx.ModelProto, initializers: dict | None, inputs: dict) -> dict[str, np.ndarray]:
     graph = onnx_graph.ExportedGraph(model, [o.name for o in model.graph.output])
     return onnx_graph.OrtRunner(graph, initializers, intra_op_threads=1).run(graph_named(model, inputs))
 
@@ -102,19 +128,12 @@ def flatten_outputs(output) -> dict[str, torch.Tensor]:
     return flat
 
 
-def output_difference(actual: np.ndarray, expected: torch.Tensor) -> dict:
-    """max |diff| and the same in ulps of the expected tensor's scale (1 float32 ulp of its RMS)."""
-    wanted = expected.detach().double().numpy()
-    got = np.asarray(actual, dtype=np.float64).reshape(wanted.shape) if np.size(actual) == wanted.size else None
-    if got is None:
-        return {"max_abs_diff": float("inf"), "max_ulps_of_scale": float("inf"), "mismatched": int(wanted.size)}
-    diff = np.abs(got - wanted)
-    diff = np.where(np.isnan(got) & np.isnan(wanted), 0.0, diff)
-    largest = float(np.nanmax(diff)) if diff.size else 0.0
-    rms = float(np.sqrt(np.mean(np.square(wanted)))) if wanted.size else 0.0
-    ulps = largest / float(float32_ulp(rms)) if expected.is_floating_point() and rms > 0 else float("nan")
-    return {"max_abs_diff": largest, "max_ulps_of_scale": 0.0 if largest == 0 else ulps,
-            "mismatched": int((diff > 1e-3 + 1e-3 * np.abs(wanted)).sum())}
+def eager_name(graph_name: str, eager: dict) -> str | None:
+    """Eager's name for a graph output (an output renamed as its clashing input was loses `output.`)."""
+    if graph_name in eager:
+        return graph_name
+    plain = graph_name.removeprefix("output.")
+    return plain if plain in eager else None
 
 
 def _selection_onnx(op: discrete_scan.DiscreteOp, node: onnx.NodeProto, values: dict) -> margins_of.Selection | None:
@@ -163,7 +182,7 @@ def ort_choice(op: discrete_scan.DiscreteOp, values: dict, record: discrete_reco
 
 
 def forcing(record: discrete_recorder.Record, choice: np.ndarray):
-    """A replacement that makes eager's op choose what ORT chose; values follow from eager's own input."""
+    """A replacement that makes an op choose `choice`; values follow from the op's own input."""
     chosen = torch.from_numpy(np.array(choice))
     if record.category == "nonzero":
         return lambda args, kwargs, out: chosen.T.contiguous().to(out.dtype)
@@ -181,6 +200,15 @@ def forcing(record: discrete_recorder.Record, choice: np.ndarray):
     return select
 
 
+def own_choices(records: list[discrete_recorder.Record]) -> dict:
+    """Replacements that make another run of the same forward (float64) choose what these records chose."""
+    if any(r.category == "random" for r in records):
+        return {}  # a random draw has no choice to force: the reference is left unforced
+    # a nonzero's choice is forced in ORT's layout (one row per dimension), as `forcing` takes it
+    return {(r.op, r.call): forcing(r, r.output.numpy().T if r.category == "nonzero" else eager_choice(r))
+            for r in records}
+
+
 def _read_ort(op: discrete_scan.DiscreteOp, values: dict) -> list:
     names = op.inputs[:2] if op.category == "compare" else op.inputs[:1]
     return [values[name] for name in names]
@@ -190,89 +218,213 @@ def _read_eager(record: discrete_recorder.Record) -> list:
     return [v.double().numpy() if isinstance(v, torch.Tensor) else v for v in record.inputs[:2]]
 
 
-def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module | None = None, inputs: dict | None = None) -> dict:
-    """Eager (recorded) and ORT on one seed: rows for the margins, the outputs and the counterfactual.
-    `built`, `inputs`: a model and inputs of your own (the graph's template seed), instead of the registry's."""
+def screen_rows(task: ClassTask, seed: int, ops, records) -> list[ScreenRow]:
+    """Eager's margins at every counted op matched to an eager call: what the screen keeps of a forward."""
+    rows = []
+    matches = discrete_recorder.match(ops, records)
+    for op in ops:
+        m = matches[op.node]
+        if not counted(op) or op.category == "random" or m.record is None:
+            continue
+        record = records[m.record]
+        read, selection = _read_eager(record), selection_eager(record)
+        found = margins_of.margins(op.category, op.op_type, read, selection)
+        summary = found.summary()
+        rows.append(ScreenRow(task.model, task.shape_mode, seed, op.node, summary["decisions"], summary["min_margin"],
+                              summary["min_margin_ulps"], summary["exact_ties"],
+                              int((~margins_of.finite_decisions(op.category, read, selection)).sum())))
+    return rows
+
+
+@dataclass
+class SeedCheck:
+    margins: list[MarginRow]
+    outputs: list[OutputRow]
+    seed: SeedRow
+
+
+def _float64_reference(built: torch.nn.Module, inputs: dict, records) -> tuple[dict | None, str]:
+    """Eager in float64 with eager's own discrete choices forced: what float32 arithmetic approximates."""
+    force = own_choices(records)
+    try:
+        wide = copy.deepcopy(built).double()
+        wide_inputs = {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                       for k, v in inputs.items()}
+        raw, wide_records = discrete_recorder.record(wide, wide_inputs, force=force, seed=EXPORT_TEST_FORWARD_SEED)
+    except Exception as error:  # a model that does not run in float64 has no reference: said, not hidden
+        return None, f"no float64 reference ({type(error).__name__}: {' '.join(str(error).split())[:200]})"
+    if sum(r.forced for r in wide_records) != len(force):
+        return None, "no float64 reference: its forward made other discrete calls than float32's"
+    return flatten_outputs(raw), ("float64, eager's choices forced" if force else "float64")
+
+
+def _scale_ulp(reference: np.ndarray) -> float:
+    finite = reference[np.isfinite(reference)]
+    rms = float(np.sqrt(np.mean(np.square(finite)))) if finite.size else 0.0
+    return float(float32_ulp(rms))
+
+
+def _max_abs(a: np.ndarray, b: np.ndarray) -> float:
+    both = np.isfinite(a) & np.isfinite(b)
+    return float(np.max(np.abs(a[both] - b[both]), initial=0.0))
+
+
+def nonfinite_mismatch(a: np.ndarray, b: np.ndarray) -> int:
+    """Elements finite on one side only, or NaN on one side and an infinity on the other, or infinities of
+    opposite sign."""
+    if a.dtype.kind != "f" and b.dtype.kind != "f":
+        return 0
+    a, b = a.astype(np.float64), b.astype(np.float64)
+    differ = (np.isfinite(a) != np.isfinite(b)) | (np.isnan(a) != np.isnan(b)) | (np.isinf(a) & np.isinf(b) & (a != b))
+    return int(differ.sum())
+
+
+def compare_output(row: OutputRow, produced: np.ndarray, eager: torch.Tensor, reference: torch.Tensor | None,
+                   atol: float, rtol: float) -> None:
+    """Fill `row`: eager against ORT, and both against the float64 reference with the noise bound."""
+    wanted = eager.detach().double().numpy()
+    got = np.asarray(produced)
+    row.numel, row.zero_dim = int(wanted.size), eager.dim() == 0
+    row.same_shape = got.size == wanted.size and tuple(got.shape) == tuple(wanted.shape)
+    if not row.same_shape:
+        row.max_abs_diff, row.mismatched, row.rule_mismatched = float("inf"), int(wanted.size), int(wanted.size)
+        return
+    actual = torch.from_numpy(np.array(got)).to(eager.dtype)
+    close = torch.isclose(actual, eager.detach(), rtol=rtol, atol=atol, equal_nan=False) if eager.is_floating_point() \
+        else actual == eager.detach()
+    row.rule_mismatched = int((~close).sum())
+    got = got.astype(np.float64)
+    row.nonfinite_mismatch = nonfinite_mismatch(got, wanted)
+    diff = np.abs(got - wanted)
+    diff = np.where(np.isnan(got) & np.isnan(wanted), 0.0, diff)
+    row.max_abs_diff = float(np.nanmax(diff)) if diff.size else 0.0
+    row.mismatched = int((~(diff <= atol + rtol * np.abs(wanted))).sum())
+    if not row.floating:
+        return
+    row.scale_ulp = _scale_ulp(wanted)
+    row.max_ulps_of_scale = 0.0 if row.max_abs_diff == 0 else row.max_abs_diff / row.scale_ulp
+    if reference is None:
+        return
+    wide = reference.detach().double().numpy()
+    row.scale_ulp = _scale_ulp(wide)
+    row.eager_f64_err, row.ort_f64_err = _max_abs(wanted, wide), _max_abs(got, wide)
+    row.noise_bound = NOISE_FACTOR * max(row.eager_f64_err, row.scale_ulp)
+    if not row.reached_by_flip:
+        row.within_noise = bool(row.nonfinite_mismatch == 0 and row.ort_f64_err <= row.noise_bound)
+
+
+def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, cache: ExportCache,
+               atol: float, rtol: float, phase: str) -> SeedCheck:
+    """Eager (recorded), ORT and the float64 reference on one seed: its margin, output and seed rows."""
     began = time.monotonic()
-    built = built if built is not None else tiny_subjects.build(cg.model, seed)
-    inputs = inputs if inputs is not None else tiny_subjects.inputs(cg.model, seed)
     raw, records = discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED)
     eager = flatten_outputs(raw)
     fresh = cg.plan is None and seed != cg.template_seed
-    if fresh:  # no learnt swap: this seed gets its own export (its cost is in the row)
-        _, _, graph = export(cg.model, seed, cg.shape_mode)
+    if fresh:  # no learnt swap: this seed gets its own export (its cost is in the graphs table)
+        graph = cache.export(built, inputs, dynamic=cg.task.shape_mode == "dynamic").graph
         bare = graph.exposing(()).model
-        exposed = discrete_scan.exposing(bare, [n for op in cg.ops for n in [*op.inputs, *op.outputs]])
+        exposed = discrete_scan.exposing(bare, _read_names(cg.ops))
         initializers = None
     else:
         bare, exposed = cg.bare, cg.exposed
         initializers = cg.plan.initializers(built) if cg.plan is not None and seed != cg.template_seed else None
-    values = {**discrete_scan.constant_values(exposed.graph), **inputs_as_numpy(graph_named(exposed, inputs)),
-              **_run(exposed, initializers, inputs)}
-    produced = values if cg.exposure_ok else _run(bare, initializers, inputs)
+    values = {**discrete_scan.constant_values(exposed.graph),
+              **{k: v.numpy() for k, v in graph_named(exposed, inputs).items()}, **run_graph(exposed, initializers,
+                                                                                          inputs)}
+    produced = values if cg.exposure_ok else run_graph(bare, initializers, inputs)
     nodes = {node.name: node for node in exposed.graph.node}
     matches = discrete_recorder.match(cg.ops, records)
-    labels = {"model": cg.model, "shape_mode": cg.shape_mode, "seed": seed}
-    margin_rows, force = [], {}
+    task = cg.task
+    margin_rows, force, flipped_outputs = [], {}, set()
     for op in cg.ops:
         m = matches[op.node]
         rec = records[m.record] if m.record is not None else None
-        row = {**labels, "node": op.node, "op_type": op.op_type, "category": op.category, "matched_by": m.how,
-               "read_noise_ulps": float("nan")}
+        row = MarginRow(task.model, task.shape_mode, seed, op.node, op.op_type, op.category, m.how)
         if op.category == "random":
-            margin_rows.append({**row, "flipped": float("nan"), "decisions": 0})
+            margin_rows.append(row)
             continue
+        ort_read = _read_ort(op, values)
         ort_sel = _selection_onnx(op, nodes[op.node], values)
-        ort_margins = margins_of.margins(op.category, op.op_type, _read_ort(op, values), ort_sel)
-        row.update({f"ort_{k}": v for k, v in ort_margins.summary().items() if k != "decisions"})
-        if rec is not None:
-            read_eager, read_ort = _read_eager(rec)[0], np.asarray(_read_ort(op, values)[0])
-            same_size = np.size(read_eager) == read_ort.size
-            diff = float(np.max(np.abs(read_eager.reshape(-1) - read_ort.reshape(-1).astype(np.float64)))) \
-                if same_size and read_ort.size else float("inf")
-            row["read_max_diff"] = diff
-            largest = float(np.max(np.abs(read_eager), initial=0))
-            row["match_verified"] = bool(same_size and diff <= 1e-3 + 1e-3 * largest)
-            sel = selection_eager(rec)
-            row["read_noise_ulps"] = margins_of.read_noise_ulps(op.category, _read_eager(rec), _read_ort(op, values),
-                                                                sel) if same_size else float("nan")
-            # a choice is compared (and forced) only where the match is trusted: what both sides read agrees, or
-            # the exporter's own name for the call found it (its reads may differ after an upstream flip); a
-            # match by scope and order alone that the values do not confirm may be another call altogether, so
-            # its margins are ORT's own
-            row["match_trusted"] = row["match_verified"] or (m.how == "traced call number" and same_size)
-            read = _read_eager(rec) if row["match_trusted"] else None
-            row.update((margins_of.margins(op.category, op.op_type, read, sel) if read else ort_margins).summary())
-            if row["match_trusted"] or (op.category == "nonzero" and m.how == "traced call number"):
-                ort = ort_choice(op, values, rec)
-                row["flipped"] = margins_of.flipped(op.category, eager_choice(rec), ort, sel)
+        ort_margins = margins_of.margins(op.category, op.op_type, ort_read, ort_sel).summary()
+        row.ort_min_margin, row.ort_min_margin_ulps = ort_margins["min_margin"], ort_margins["min_margin_ulps"]
+        row.ort_exact_ties = ort_margins["exact_ties"]
+        row.reads_nonfinite_ort = int((~margins_of.finite_decisions(op.category, ort_read, ort_sel)).sum())
+        if rec is None:
+            row.decisions, row.min_margin, row.min_margin_ulps = (ort_margins["decisions"], row.ort_min_margin,
+                                                                  row.ort_min_margin_ulps)
+            row.exact_ties = row.ort_exact_ties
+            margin_rows.append(row)
+            continue
+        eager_read, sel = _read_eager(rec), selection_eager(rec)
+        eager_margins = margins_of.margins(op.category, op.op_type, eager_read, sel)
+        summary = eager_margins.summary()
+        row.decisions, row.min_margin, row.min_margin_ulps = (summary["decisions"], summary["min_margin"],
+                                                              summary["min_margin_ulps"])
+        row.exact_ties = summary["exact_ties"]
+        eager_finite = margins_of.finite_decisions(op.category, eager_read, sel)
+        row.reads_nonfinite_eager = int((~eager_finite).sum())
+        first_eager, first_ort = eager_read[0], np.asarray(ort_read[0])
+        same_size = np.size(first_eager) == first_ort.size
+        if same_size and first_ort.size:
+            with np.errstate(invalid="ignore"):
+                row.read_max_diff = float(np.nanmax(np.abs(np.asarray(first_eager, np.float64).reshape(-1)
+                                                           - first_ort.reshape(-1).astype(np.float64)),
+                                                    initial=0.0))
+        largest = float(np.nanmax(np.abs(first_eager), initial=0)) if np.size(first_eager) else 0.0
+        row.match_verified = bool(same_size and row.read_max_diff <= atol + rtol * largest)
+        if same_size:
+            row.read_noise_ulps = margins_of.read_noise_ulps(op.category, eager_read, ort_read, sel)
+        # a choice is compared (and forced) only where the match is trusted: what both sides read agrees, or
+        # the exporter's own name for the call found it (its reads may differ after an upstream flip); a match
+        # by scope and order alone that the values do not confirm may be another call altogether
+        row.match_trusted = row.match_verified or (m.how == "traced call number" and same_size)
+        if row.match_trusted or (op.category == "nonzero" and m.how == "traced call number"):
+            ort = ort_choice(op, values, rec)
+            changed = margins_of.flipped_decisions(op.category, eager_choice(rec), ort, sel)
+            row.flipped = float(changed.sum())
+            if changed.any():
                 force[(rec.op, rec.call)] = forcing(rec, ort)
-            else:
-                row["flipped"] = float("nan")
-        else:
-            row.update(ort_margins.summary())
-            row["flipped"] = float("nan")
+                flipped_outputs |= set(op.reaches_outputs)
+                at = changed if changed.size == eager_margins.margin.size else np.ones_like(eager_margins.margin,
+                                                                                             dtype=bool)
+                row.flipped_margin_ulps = float(np.min(eager_margins.ulps[at]))
+                ort_finite = margins_of.finite_decisions(op.category, ort_read, ort_sel)
+                both = eager_finite & ort_finite if ort_finite.size == eager_finite.size else eager_finite
+                row.flipped_nonfinite = int((at & ~both).sum()) if both.size == at.size else int(at.sum())
         margin_rows.append(row)
+    counted_nodes = {op.node for op in cg.ops if counted(op)}
+    flipped_counted = any(r.flipped > 0 for r in margin_rows if r.node in counted_nodes)
+    stray = not flipped_counted and any(r.flipped > 0 for r in margin_rows if r.node not in counted_nodes)
+    reference, reference_note = _float64_reference(built, inputs, records)
+    pairs = [(name, eager_name(name, eager)) for name in cg.outputs]
+    pairs = [(graph, mine) for graph, mine in pairs if mine is not None and graph in produced]
     out_rows = []
-    for name in cg.outputs:
-        mine = name if name in eager else name.removeprefix("output.")  # renamed as its clashing input was
-        if mine in eager and name in produced:
-            out_rows.append({**labels, "output": name, **output_difference(produced[name], eager[mine])})
-    any_flip = any(r.get("flipped", 0) > 0 for r in margin_rows if r.get("flipped") == r.get("flipped"))
-    if any_flip:  # eager again, with ORT's choices at every matched op
+    for graph_output, mine in pairs:
+        row = OutputRow(task.model, task.shape_mode, seed, graph_output, eager[mine].is_floating_point(), True,
+                        reached_by_flip=graph_output in flipped_outputs)
+        compare_output(row, produced[graph_output], eager[mine],
+                       reference.get(mine) if reference is not None else None, atol, rtol)
+        out_rows.append(row)
+    if force:  # eager again, with ORT's choices at every op that flipped
         forced_raw, _ = discrete_recorder.record(built, inputs, force=force, seed=EXPORT_TEST_FORWARD_SEED)
         forced = flatten_outputs(forced_raw)
-        for row in out_rows:
-            name = row["output"]
-            after = output_difference(produced[name], forced[name if name in forced else name.removeprefix("output.")])
-            row.update({"forced_max_abs_diff": after["max_abs_diff"], "forced_max_ulps_of_scale":
-                        after["max_ulps_of_scale"], "forced_mismatched": after["mismatched"]})
-    for row in out_rows:
-        row["seed_flipped"] = any_flip
-    return {"margins": margin_rows, "outputs": out_rows,
-            "seed": {**labels, "fresh_export": fresh, "seconds": time.monotonic() - began, "flipped": any_flip,
-                     "graph": "fresh export" if fresh else ("swapped weights" if initializers else "template")}}
-
-
-def inputs_as_numpy(inputs: dict) -> dict[str, np.ndarray]:
-    return {name: tensor.numpy() for name, tensor in inputs.items()}
+        for row, (graph_output, mine) in zip(out_rows, pairs, strict=True):
+            if not row.reached_by_flip or mine not in forced or not row.same_shape:
+                continue
+            after = np.asarray(forced[mine].detach().double().numpy())
+            got = np.asarray(produced[graph_output], dtype=np.float64).reshape(after.shape)
+            diff = np.where(np.isnan(got) & np.isnan(after), 0.0, np.abs(got - after))
+            row.forced_max_abs_diff = float(np.nanmax(diff)) if diff.size else 0.0
+            row.forced_mismatched = int((~(diff <= atol + rtol * np.abs(after))).sum())
+            bound = row.noise_bound if row.noise_bound == row.noise_bound else NOISE_FACTOR * max(row.scale_ulp, 0.0)
+            row.explained_by_flip = bool(nonfinite_mismatch(got, after) == 0 and (
+                row.forced_max_abs_diff <= bound if row.floating else row.forced_max_abs_diff == 0))
+    rule = export_test_rule({g: torch.from_numpy(np.asarray(produced[g])).to(eager[m].dtype) for g, m in pairs},
+                            {g: eager[m] for g, m in pairs}, atol=atol, rtol=rtol) if pairs else None
+    seed_row = SeedRow(task.model, task.shape_mode, seed, phase,
+                       "fresh export" if fresh else ("swapped weights" if initializers else "template"),
+                       flipped_counted, stray, bool(rule) if rule is not None else True,
+                       (rule.first_mismatch or "") if rule is not None else "", bool(rule and rule.forgiven),
+                       ", ".join(rule.never_compared) if rule is not None else "", reference_note,
+                       time.monotonic() - began)
+    return SeedCheck(margin_rows, out_rows, seed_row)

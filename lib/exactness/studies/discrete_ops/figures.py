@@ -2,51 +2,55 @@
 
 from __future__ import annotations
 
-import math
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from exactness.palette import colour
+from exactness.studies.discrete_ops import verdicts as v
+
 TIE_POSITION = 0.1  # where an exact tie (0 ulps) is drawn on the log axis
 
 
-def margin_distribution(margins: pd.DataFrame, live: set[tuple[str, str]], noise: dict[str, float]):
-    """Per class, each seed's smallest margin (ulps of the compared values) of every discrete op on an
-    output path (`live`: (class, node) pairs); exact ties at the left edge, flipped calls in red; a black bar
-    at the class's measured read noise (`noise`: class -> ulps, the largest eager-ORT difference of what its
-    verified ops read; none where no call was verified)."""
-    in_live = [key in live for key in zip(margins.model, margins.node, strict=True)]
-    shown = margins[pd.Series(in_live, index=margins.index, dtype=bool) & margins.min_margin_ulps.notna()]
-    classes = sorted(shown.model.unique())
-    fig, ax = plt.subplots(figsize=(10, 0.6 * max(len(classes), 2) + 1.2))
-    for row, model in enumerate(classes):
-        mine = shown[shown.model == model]
-        x = mine.min_margin_ulps.clip(lower=TIE_POSITION).to_numpy()
-        jitter = np.random.default_rng(row).uniform(-0.25, 0.25, len(x))  # fixed: same figure every run
-        flipped = mine.flipped.fillna(0).to_numpy() > 0
-        ax.scatter(x[~flipped], row + jitter[~flipped], s=10, color="tab:blue", alpha=0.6)
-        ax.scatter(x[flipped], row + jitter[flipped], s=14, color="tab:red", alpha=0.8)
-        bound = noise.get(model, float("nan"))
-        if not math.isnan(bound):
-            ax.vlines(max(bound, TIE_POSITION), row - 0.4, row + 0.4, color="black", linewidth=2)
-            ax.annotate(f"noise {bound:.3g}", (max(bound, TIE_POSITION), row + 0.4), fontsize=7,
-                        xytext=(3, -2), textcoords="offset points", va="top")
-    ax.set(xscale="log", yticks=range(len(classes)), yticklabels=classes,
-           xlabel="smallest margin per seed and op, ulps of the values compared (exact ties drawn at 0.1)",
-           title="Closeness to a tie (red: ORT chose differently; black bar: measured noise)")
+def margin_distribution(screen: pd.DataFrame, margins: pd.DataFrame, verdicts: list[v.ClassVerdict]):
+    """Per class, each screened seed's smallest margin over its counted ops (ulps of the compared values); exact
+    ties at the left edge, seeds where ORT chose differently as red crosses; a black bar at the class's reach
+    (how close to a tie its measured noise can flip a choice)."""
+    per_seed = screen.groupby(["model", "seed"], as_index=False).min_margin_ulps.min() if len(screen) else screen
+    flipped = set(zip(margins[margins.flipped > 0].model, margins[margins.flipped > 0].seed, strict=True)) \
+        if len(margins) else set()
+    shown = [x for x in verdicts if x.screened]
+    fig, ax = plt.subplots(figsize=(11, 0.55 * max(len(shown), 2) + 1.4))
+    for row, verdict in enumerate(shown):
+        mine = per_seed[per_seed.model == verdict.model]
+        x = mine.min_margin_ulps.fillna(np.inf).clip(lower=TIE_POSITION).to_numpy()
+        jitter = np.random.default_rng(row).uniform(-0.28, 0.28, len(x))  # fixed: the same figure every run
+        hit = np.array([(verdict.model, s) in flipped for s in mine.seed], dtype=bool)
+        ax.scatter(x[~hit], row + jitter[~hit], s=8, color=colour(verdict.model), alpha=0.5, linewidths=0)
+        ax.scatter(x[hit], row + jitter[hit], s=22, color="tab:red", marker="x", linewidths=1.2)
+        ax.vlines(max(verdict.reach_ulps, TIE_POSITION), row - 0.42, row + 0.42, color="black", linewidth=2)
+    ax.scatter([], [], s=22, color="tab:red", marker="x", label="ORT chose differently")
+    ax.vlines([], 0, 1, color="black", linewidth=2, label="reach of the measured noise")
+    ax.set(xscale="log", yticks=range(len(shown)), yticklabels=[x.model for x in shown], ylim=(-0.6, len(shown) - 0.4),
+           xlabel="smallest margin per seed, ulps of the compared values (exact ties at 0.1)")
+    ax.set_title("How close each seed's discrete choices come to a tie")
+    ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
     return fig
 
 
-def flip_rates(verdicts: pd.DataFrame):
-    """Per class, the fraction of seeds with any flip and its 95% interval."""
-    shown = verdicts[verdicts.seeds.fillna(0) > 0].sort_values("flip_rate")
-    fig, ax = plt.subplots(figsize=(8, 0.45 * max(len(shown), 2) + 1.2))
-    y = np.arange(len(shown))
-    ax.hlines(y, shown.rate_low, shown.rate_high, color="tab:blue", linewidth=3, alpha=0.5)
-    ax.scatter(shown.flip_rate, y, color="tab:red", zorder=3)
-    ax.set(yticks=y, yticklabels=shown.model, xlim=(-0.02, 1.02), xlabel="seeds with a flipped choice (fraction)",
-           title="Flip rate by class with its 95% Wilson interval")
+def failure_rates(verdicts: list[v.ClassVerdict]):
+    """Per class, export-test failures per 40,000 seeds with the 95% interval (log axis; none drawn at 0.1)."""
+    shown = sorted([x for x in verdicts if x.failures is not None and x.failures.checked],
+                   key=lambda x: x.failures.per)
+    fig, ax = plt.subplots(figsize=(9, 0.42 * max(len(shown), 2) + 1.3))
+    for row, verdict in enumerate(shown):
+        f = verdict.failures
+        low, high, point = (max(value, 0.1) for value in (f.low, f.high, f.per))
+        ax.hlines(row, low, high, color=colour(verdict.model), linewidth=4, alpha=0.6)
+        ax.scatter([point], [row], color=colour(verdict.model), edgecolor="black", zorder=3)
+    ax.set(xscale="log", yticks=range(len(shown)), yticklabels=[x.model for x in shown],
+           xlabel=f"export-test failures per {v.PER:,} seeds (95% interval; 0 drawn at 0.1)", xlim=(0.05, v.PER * 2))
+    ax.set_title("How often each class fails the export test's rule")
     fig.tight_layout()
     return fig

@@ -1,113 +1,71 @@
-"""The discrete-ops study's findings: every claim's figures and verdict word come from the tables.
+"""The discrete-ops study's findings, each at most two lines, every figure from the run's `Result`.
 
-Seed 000 measured one class's flip rate (Wav2Vec2ConformerForPreTraining: 17 seeds with a flipped quantizer
-row in 40,000): that class's rate of seeds with a flipped quantizer argmax is set beside it. The two are
-compared only where the comparison could contradict the seed: "reproduced" needs enough seeds that finding no
-flip at all would have been inconsistent with the seed's rate; with fewer, a consistent count says nothing
-and the verdict is "not comparable". Everything else this study measures is new (verdict "new").
+The quantizer argmax near-tie investigation (transformers #50575) measured one class's flips: 17 seeds with a
+flipped quantizer row in 40,000 draws of Wav2Vec2ConformerForPreTraining. That class's count of seeds with a
+flipped quantizer argmax is set beside it, and compared only where the comparison could contradict the
+investigation's: "reproduced" needs enough seeds that finding no flip at all would have been inconsistent with
+its rate; with fewer, agreement says nothing ("not comparable"). Everything else is new.
 """
 
 from __future__ import annotations
 
-import pandas as pd
-
 from exactness import reference
 from exactness.compare.rates import binomial_two_sided_p
 from exactness.studies.discrete_ops import verdicts as v
-from exactness.workbook.findings import Finding, count, rate_text, rate_verdict, significant
+from exactness.studies.discrete_ops.sections import plural
+from exactness.studies.discrete_ops.study import Result
+from exactness.workbook.findings import Finding, count, rate_text, rate_verdict
 
 SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
-SEED_OP = ("argmax", "quantizer")  # the op seed 000 counted flips of: category and module scope
+SEED_OP = ("argmax", "quantizer")  # the op the investigation counted flips of: category and module scope
 LEVEL = 0.05
 
 
-def _names(frame: pd.DataFrame) -> str:
-    return ", ".join(frame.model.tolist()) or "none"
+def overview(result: Result) -> Finding:
+    causes = {}
+    for verdict in result.verdicts:
+        causes.setdefault(verdict.cause.value, []).append(verdict.model)
+    parts = "; ".join(f"{len(names)} {cause}" for cause, names in sorted(causes.items(), key=lambda i: -len(i[1])))
+    return Finding(f"{plural(len(result.verdicts), 'class', 'classes')}, each with its cause proven in this run: "
+                   f"{parts}.", parts, "new", evidence="answers table")
 
 
-def overview(verdicts: pd.DataFrame) -> Finding:
-    exported = verdicts[verdicts.verdict != v.EXPORT_FAILED]
-    counts = exported.verdict.value_counts()
-    parts = "; ".join(f"{n} {verdict}" for verdict, n in counts.items())
-    failed = verdicts[verdicts.verdict == v.EXPORT_FAILED]
-    return Finding(f"{count(len(exported))} of {count(len(verdicts))} class graphs exported and were checked: {parts}"
-                   + (f"; export failed for {_names(failed)}" if len(failed) else "") + ".",
-                   f"{count(len(exported))} checked", "new", evidence="verdicts table")
-
-
-def not_counted(ops: pd.DataFrame) -> Finding | None:
-    """Which discrete ops were found but cannot flip on their own, grouped by why (the scanner's reasons)."""
-    if not len(ops):
+def defects(result: Result) -> Finding | None:
+    found = [x for x in result.verdicts if x.cause is v.Cause.DEFECT]
+    if not found:
         return None
-    skipped = ops[ops.not_counted.fillna("") != ""] if "not_counted" in ops else ops.iloc[:0]
-    found = count(len(ops))
-    if not len(skipped):
-        return Finding(f"Every one of the {found} discrete ops found reads float arithmetic of the weights or inputs "
-                       "(or is a random draw): all count.", f"0 of {found} left out", "new", evidence="ops table")
-    parts = []
-    for reason, group in skipped.groupby("not_counted", sort=False):
-        where = "; ".join(f"{', '.join(sorted(set(g.op_type)))} in {model}" for model, g in group.groupby("model"))
-        parts.append(f"{count(len(group))} where the op {reason} ({where})")
-    left = count(len(skipped))
-    return Finding(f"{left} of {found} discrete ops found cannot flip on their own and are not counted as near-ties, "
-                   "flips or tie fractions: " + "; ".join(parts) + ".", f"{left} of {found} left out", "new",
-                   evidence="ops table, column not counted")
+    return Finding(f"{plural(len(found), 'defect')}, not ties or noise: "
+                   + "; ".join(f"{x.model} (starts at {x.where.split(':')[0] or 'an unlocalized place'})"
+                               for x in found) + ".",
+                   f"{len(found)} localized", "new", evidence="answers table, localizations table")
 
 
-def control(verdicts: pd.DataFrame) -> Finding | None:
-    clean = verdicts[verdicts.verdict == v.NO_DISCRETE]
-    if not len(clean):
+def skip_reasons(result: Result) -> Finding | None:
+    skipped = [x for x in result.verdicts if x.skip_reason]
+    if not skipped:
         return None
-    worst = clean.tolerance_ulps.max()
-    return Finding(f"No discrete op that can flip reaches an output of {_names(clean)}: their values compare within "
-                   f"the test's tolerance, the largest eager-ORT difference being {worst:.3g} ulps of the output's "
-                   "scale.", f"{worst:.3g} ulps of scale", "new", evidence="ops and verdicts tables")
+    wrong = [x for x in skipped if x.reason_holds is False]
+    holds = [x for x in skipped if x.reason_holds]
+    return Finding(f"The export test's stated reason holds for {count(len(holds))} of {count(len(skipped))} skipped "
+                   "classes" + (f"; not for {', '.join(x.model for x in wrong)}" if wrong else "") + ".",
+                   f"{len(holds)} of {len(skipped)}", "new", evidence="verdicts table, reason beside cause")
 
 
-def noise_only(verdicts: pd.DataFrame) -> Finding | None:
-    noisy = verdicts[verdicts.verdict == v.NOISE_ONLY]
-    if not len(noisy):
+def verification(result: Result) -> Finding | None:
+    changed = [x for x in result.verdicts if x.cause in (v.Cause.EXACT_TIE, v.Cause.NEAR_TIE, v.Cause.RANDOM_DRAW)]
+    if not changed:
         return None
-    parts = "; ".join(f"{r.model} by up to {r.tolerance_abs:.2g} ({r.tolerance_ulps:.3g} ulps of scale)"
-                      for r in noisy.itertuples())
-    return Finding(f"No discrete op reaches an output, yet the values differ beyond the test's tolerance: {parts}. "
-                   "The skip's reason is set beside it in the verdicts table.",
-                   f"{noisy.tolerance_abs.max():.2g} largest", "new", evidence="verdicts table")
-
-
-def skip_reasons(verdicts: pd.DataFrame) -> Finding | None:
-    skipped = verdicts[(verdicts.skip_reason_reference != "") & (verdicts.verdict != v.EXPORT_FAILED)]
-    if not len(skipped):
-        return None
-    judged = skipped[skipped.reason_holds.notna()]
-    holds = judged[judged.reason_holds.astype(bool)]
-    other = judged[~judged.reason_holds.astype(bool)]
-    open_ = skipped[skipped.reason_holds.isna()]
-    return Finding(f"The export test's stated reason matches the measured verdict for {len(holds)} of {len(skipped)} "
-                   f"skipped classes" + (f" ({_names(holds)})" if len(holds) else "") + (
-                       "; it does not for " + "; ".join(
-                           f"{r.model} (claimed {r.reason_claim}, measured {r.measured_cause or r.verdict})"
-                           for r in other.itertuples()) if len(other) else "") + (
-                       f"; undecided for {_names(open_)}, where a mismatch remains unexplained" if len(open_) else "")
-                   + ".", f"{len(holds)} of {len(skipped)}", "new", evidence="verdicts table, reason beside verdict")
-
-
-def counterfactual(table: pd.DataFrame) -> Finding | None:
-    if not len(table):
-        return Finding("No discrete op flipped on any checked seed: there was nothing for the counterfactual to "
-                       "explain.", "0 flipped seeds", "new", evidence="margins table")
-    per_seed = table.groupby(["model", "shape_mode", "seed"]).explained_by_flip.all()
-    explained = int(per_seed.sum())
-    left = per_seed[~per_seed].reset_index()
-    return Finding(f"Forcing ORT's choices on eager makes every output agree with ORT within float noise on "
-                   f"{explained} of {len(per_seed)} seeds with a flip"
-                   + (f"; a difference remains on {len(left)} ({', '.join(sorted(set(left.model)))})" if len(left)
-                      else ": every mismatch there is the flipped choice") + ".",
-                   f"{explained} of {len(per_seed)} seeds", "new", evidence="counterfactual table")
+    held = [x for x in changed if x.verification.holds]
+    caught = sum(x.verification.caught for x in changed)
+    planted = sum(x.verification.planted for x in changed)
+    return Finding(f"Comparing only the outputs no flip moves passes the export test's rule on every checked seed in "
+                   f"{len(held)} of {plural(len(changed), 'tie class', 'tie classes')}, and catches {count(caught)} of "
+                   f"{plural(planted, 'planted defect')}.", f"{len(held)} of {len(changed)} verified", "new",
+                   evidence="verdicts table, columns verified and planted")
 
 
 def seeds_for_power(seed_k: int, seed_n: int, limit: int = 10**9) -> int:
-    """The fewest seeds with which finding no flip at all would be inconsistent with the seed's rate."""
+    """The fewest seeds with which finding no flip at all would be inconsistent with the investigation's rate."""
     low, high = 1, limit
     if binomial_two_sided_p(0, high, seed_k, seed_n) >= LEVEL:
         return limit
@@ -117,39 +75,36 @@ def seeds_for_power(seed_k: int, seed_n: int, limit: int = 10**9) -> int:
     return low
 
 
-def seed_class_rate(verdicts: pd.DataFrame, margins: pd.DataFrame, ops: pd.DataFrame) -> Finding | None:
-    """Seeds with a flipped quantizer argmax of the seed's class, beside seed 000's count."""
-    row = verdicts[(verdicts.model == SEED_MODEL) & (verdicts.verdict != v.EXPORT_FAILED)]
-    if not len(row) or not len(ops) or not len(margins):
+def seed_class_rate(result: Result) -> Finding | None:
+    """Seeds with a flipped quantizer argmax of the investigation's class, beside its count."""
+    mine = [x for x in result.verdicts if x.model == SEED_MODEL and x.cause is not v.Cause.NO_EXPORT]
+    if not mine:
         return None
-    mode = row.iloc[0].shape_mode
-    mine = ops[(ops.model == SEED_MODEL) & (ops.shape_mode == mode) & (ops.category == SEED_OP[0])
-               & ops.scope.str.endswith(SEED_OP[1])]
-    seeds = margins[(margins.model == SEED_MODEL) & (margins.shape_mode == mode)]
+    verdict = mine[0]
+    ops = result.ops[(result.ops.model == SEED_MODEL) & (result.ops.category == SEED_OP[0])
+                     & result.ops.scope.str.endswith(SEED_OP[1])]
     seed_k, seed_n = int(reference.value("flips")), int(reference.value("seeds_screened"))
-    seed_text = f"seed 000, section 5, {SEED_MODEL}: {seed_k} seeds with a flipped quantizer row in {seed_n:,}"
-    rows = seeds[seeds.node.isin(set(mine.node))]
-    if not len(mine) or rows.flipped.isna().all():
-        return Finding(f"{SEED_MODEL}: its quantizer argmax was not found or not matched to eager, so its flips "
-                       "were not counted.", "no count", "not comparable", seed=seed_text,
-                       why="not the measure the seed counted", evidence="ops and margins tables")
-    n = int(seeds.seed.nunique())
+    seed_text = (f"{reference.NEAR_TIE_PR}, section 5, {SEED_MODEL}: {seed_k} seeds with a flipped quantizer row in "
+                 f"{seed_n:,}")
+    rows = result.margins[(result.margins.model == SEED_MODEL) & result.margins.node.isin(set(ops.node))]
+    if not len(ops) or rows.flipped.isna().all():
+        return Finding(f"{SEED_MODEL}: its quantizer argmax was not matched to eager, so its flips were not counted.",
+                       "no count", "not comparable", seed=seed_text, why="not the measure the investigation counted",
+                       evidence="ops and margins tables")
+    n = verdict.screened or verdict.checked
     k = int(rows[rows.flipped.fillna(0) > 0].seed.nunique())
-    verdict, why = rate_verdict(k, n, seed_k, seed_n)
-    needed = seeds_for_power(seed_k, seed_n)
-    if verdict == "reproduced" and binomial_two_sided_p(0, n, seed_k, seed_n) >= LEVEL:
-        verdict = "not comparable"
-        why = (f"{why}; but with {count(n)} seeds no flip at all would be consistent with it too, so agreement says "
-               f"nothing: about {count(needed)} seeds are needed before finding none could contradict the seed")
-    why += (f" (the seed screened {seed_n:,} seeds by their smallest gap and compared the "
-            f"{int(reference.value('candidates'))} below {significant(reference.value('threshold'))}, on torch 2.15; "
-            f"we compare every seed, {mode} export)")
-    return Finding(f"{SEED_MODEL}: {rate_text(k, n, 'seeds with a flipped quantizer argmax')}.", f"{k} in {n}", verdict,
-                   seed=seed_text, why=why, evidence="margins table, the quantizer's ArgMax")
+    result_verdict, why = rate_verdict(k, n, seed_k, seed_n)
+    if verdict.candidates > verdict.checked:
+        result_verdict, why = "not comparable", (f"only {count(verdict.checked)} of {count(verdict.candidates)} seeds "
+                                                 "within reach of a tie were checked")
+    elif result_verdict == "reproduced" and binomial_two_sided_p(0, n, seed_k, seed_n) >= LEVEL:
+        result_verdict = "not comparable"
+        why = (f"with {count(n)} seeds no flip at all would agree too: about {count(seeds_for_power(seed_k, seed_n))} "
+               "seeds are needed before finding none could contradict it")
+    return Finding(f"{SEED_MODEL}: {rate_text(k, n, 'seeds with a flipped quantizer argmax')}.", f"{k} in {n}",
+                   result_verdict, seed=seed_text, why=why, evidence="margins table, the quantizer's ArgMax")
 
 
-def findings(verdicts: pd.DataFrame, counterfactual_table: pd.DataFrame, ops: pd.DataFrame,
-             margins: pd.DataFrame) -> list[Finding]:
-    found = [overview(verdicts), not_counted(ops), control(verdicts), noise_only(verdicts), skip_reasons(verdicts),
-             counterfactual(counterfactual_table), seed_class_rate(verdicts, margins, ops)]
+def findings(result: Result) -> list[Finding]:
+    found = [overview(result), defects(result), skip_reasons(result), verification(result), seed_class_rate(result)]
     return [f for f in found if f is not None]

@@ -31,6 +31,9 @@ class Selection:
 class Margins:
     margin: np.ndarray  # per decision, >= 0 (inf where there is nothing to choose from)
     scale: np.ndarray  # per decision, the largest magnitude involved
+    # an Equal whose two sides are equal holds: that is its answer, not a tie to break, so its smallest margin
+    # is taken over the sides that differ (the near-equalities noise could make equal)
+    zero_is_answer: bool = False
 
     @property
     def ulps(self) -> np.ndarray:
@@ -38,10 +41,10 @@ class Margins:
             return np.where(self.margin == 0, 0.0, self.margin / float32_ulp(self.scale))
 
     def summary(self) -> dict:
-        finite = np.isfinite(self.margin)
+        finite = np.isfinite(self.margin) & ((self.margin > 0) if self.zero_is_answer else True)
         if not finite.any():
             return {"decisions": int(self.margin.size), "min_margin": float("nan"), "min_margin_ulps": float("nan"),
-                    "exact_ties": 0}
+                    "exact_ties": int((self.margin == 0).sum())}
         return {"decisions": int(self.margin.size), "min_margin": float(self.margin[finite].min()),
                 "min_margin_ulps": float(self.ulps[finite].min()), "exact_ties": int((self.margin == 0).sum())}
 
@@ -93,7 +96,8 @@ def margins(category: str, op_type: str, read: list, selection: Selection | None
     if category in ("argmax", "argmin", "topk"):
         return selection_margins(read[0], selection)
     if category == "compare":
-        return compare_margins(read[0], read[1])
+        found = compare_margins(read[0], read[1])
+        return Margins(found.margin, found.scale, zero_is_answer=op_type == "Equal")
     if category == "rounding":
         return rounding_margins(read[0], op_type)
     if category == "nonzero":
@@ -101,20 +105,39 @@ def margins(category: str, op_type: str, read: list, selection: Selection | None
     return None
 
 
-def flipped(category: str, eager_choice, ort_choice, selection: Selection | None = None) -> int:
-    """How many decisions came out differently: rows of an argmax or top-k (its indices), elements of a
-    comparison or rounding; for a nonzero, 1 when the selected positions differ at all."""
+def flipped_decisions(category: str, eager_choice, ort_choice, selection: Selection | None = None) -> np.ndarray:
+    """Per decision (in the order of `margins`), whether ORT chose differently: rows of an argmax or top-k (its
+    indices), elements of a comparison or rounding; a nonzero is one decision over the whole tensor."""
     a, b = np.asarray(eager_choice), np.asarray(ort_choice)
     if category == "nonzero":
-        return int(a.size != b.size or not np.array_equal(np.sort(a.reshape(-1)), np.sort(b.reshape(-1))))
+        return np.array([a.size != b.size or not np.array_equal(np.sort(a.reshape(-1)), np.sort(b.reshape(-1)))])
     if a.size != b.size:
         raise ValueError(f"eager chose {a.shape} values, ORT {b.shape}: the two do not describe the same op")
     if category == "topk" and selection is not None and selection.axis is not None:
         k = a.shape[selection.axis] if a.ndim else 1
         rows_a = np.moveaxis(a, selection.axis, -1).reshape(-1, k)
         rows_b = np.moveaxis(b.reshape(a.shape), selection.axis, -1).reshape(-1, k)
-        return int((rows_a != rows_b).any(axis=1).sum())
-    return int((a.reshape(-1) != b.reshape(-1)).sum())
+        return (rows_a != rows_b).any(axis=1)
+    return a.reshape(-1) != b.reshape(-1)
+
+
+def flipped(category: str, eager_choice, ort_choice, selection: Selection | None = None) -> int:
+    """How many decisions came out differently (for a nonzero, 1 when the selected positions differ at all)."""
+    return int(flipped_decisions(category, eager_choice, ort_choice, selection).sum())
+
+
+def finite_decisions(category: str, read: list, selection: Selection | None = None) -> np.ndarray:
+    """Per decision (in the order of `margins`), whether every value it weighs is finite."""
+    if category in ("argmax", "argmin", "topk"):
+        rows = _rows(read[0], selection.axis)
+        return np.isfinite(rows).all(axis=1) if rows.shape[1] else np.ones(rows.shape[0], dtype=bool)
+    if category == "compare":
+        a, b = np.broadcast_arrays(np.asarray(read[0], dtype=np.float64), np.asarray(read[1], dtype=np.float64))
+        return (np.isfinite(a) & np.isfinite(b)).ravel()
+    x = np.asarray(read[0])
+    if x.dtype.kind != "f":
+        return np.ones(x.size, dtype=bool)
+    return np.isfinite(x.astype(np.float64)).ravel()
 
 
 def read_noise_ulps(category: str, eager_read: list, ort_read: list, selection: Selection | None = None) -> float:

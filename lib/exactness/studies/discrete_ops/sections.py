@@ -1,16 +1,22 @@
-"""What each section of the discrete-ops report shows: the table to draw and its one computed sentence.
+"""What each section of the discrete-ops report shows: a table for people and its one computed sentence.
 
 The notebook's cells state a question, call one function here and show what it returns; every number in a
-sentence comes from the run's tables. Each function takes the study's tables and returns a `Section`.
+sentence comes from the run's `Result`.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
 import pandas as pd
 
+from exactness.models import tiny_subjects
 from exactness.studies.discrete_ops import verdicts as v
+from exactness.studies.discrete_ops.check import NOISE_FACTOR
+from exactness.studies.discrete_ops.study import Result
+from exactness.workbook.answers import Answer
+from exactness.workbook.findings import count, one_in, significant
 
 
 @dataclass
@@ -20,77 +26,138 @@ class Section:
     extra: dict = field(default_factory=dict)  # what a figure of the section needs
 
 
+def plural(n: int, word: str, many: str | None = None) -> str:
+    return f"{count(n)} {word if n == 1 else (many or word + 's')}"
+
+
+def rate_words(estimate: v.Estimate | None) -> str:
+    """'every seed', 'none in 2,000 seeds (at most 1 in 670)', '1 in 2,700 (95% 1 in 9,000 to 1 in 800)'."""
+    if estimate is None or not estimate.checked:
+        return "not measured"
+    if estimate.per >= v.PER * 0.999:
+        return "on every seed"
+    if estimate.per == 0:
+        return f"on none of {plural(estimate.checked, 'checked seed')} (at most {one_in(estimate.high / v.PER)})"
+    return (f"{one_in(estimate.per / v.PER)} (95% {one_in(estimate.low / v.PER) if estimate.low else '0'} to "
+            f"{one_in(estimate.high / v.PER)})")
+
+
+def answers(result: Result) -> list[Answer]:
+    found = []
+    for verdict in result.verdicts:
+        failures = verdict.failures
+        found.append(Answer(
+            verdict.model, verdict.cause.value, verdict.action, rate_words(failures),
+            verdict.proof + (f" Starts at {verdict.where}." if verdict.where else ""), verdict.compare,
+            verdict.exclude, verdict.where, failures.per if failures else None, failures.low if failures else None,
+            failures.high if failures else None, verdict.verification.holds))
+    return found
+
+
+def registered(models) -> Section:
+    """Every registered class, and whether this run checked it."""
+    ran = set(models)
+    frame = pd.DataFrame([{"class": name, "in this run": name in ran, "tester": s.source or "the near-tie builders",
+                           "skipped by the export test": bool(v.stated_reason(name)[0])}
+                          for name, s in tiny_subjects.SUBJECTS.items()])
+    left = [name for name in tiny_subjects.NAMES if name not in ran]
+    return Section(frame, f"{plural(len(ran), 'of the registered classes', 'of the registered classes')} ran "
+                          f"(of {count(len(tiny_subjects.NAMES))})" + (f"; not in this run: {', '.join(left)}."
+                                                                        if left else "."))
+
+
 def graphs(table: pd.DataFrame) -> Section:
-    """Which classes exported, at what cost, and which failed (with the exporter's error)."""
-    shown = table.assign(error=table["error"].fillna("") if "error" in table else "")
-    failed = shown[shown.error != ""]
-    exports = int(shown.exports.fillna(0).sum()) if "exports" in shown else 0
-    seconds = float(shown.export_seconds.fillna(0).sum()) if "export_seconds" in shown else 0.0
-    sentence = (f"{len(shown) - len(failed)} of {len(shown)} graphs exported"
-                + (f"; failed: {', '.join(failed.model)}" if len(failed) else "")
-                + f"; {exports} fresh exports took {seconds:.0f} s.")
-    return Section(shown, sentence)
+    failed = table[table.error != ""]
+    fresh, cached = int(table.exports.sum()), int(table.cached_exports.sum())
+    return Section(table, f"{count(len(table) - len(failed))} of {count(len(table))} graphs exported"
+                          + (f"; failed: {', '.join(failed.model)}" if len(failed) else "")
+                          + f"; {plural(fresh, 'fresh export')} ({significant(float(table.export_seconds.sum()))} s in "
+                            f"all), {count(cached)} read from the export cache.")
 
 
 def ops(table: pd.DataFrame) -> Section:
-    """Every discrete op found, the outputs it reaches, and how many count (can flip and reach an output)."""
     if not len(table):
         return Section(table, "No graph has a discrete op.")
     shown = table.assign(reaches=table.reaches_outputs.map(lambda names: ", ".join(names) or "none"))
     live = table[table.on_output_path & table.can_flip]
-    left_out = table[table.not_counted.fillna("") != ""].groupby("not_counted").node.count()
-    sentence = (f"{len(live)} of {len(table)} discrete ops can flip and reach an output, in "
-                f"{live.model.nunique()} of {table.model.nunique()} classes"
-                + ("; left out: " + "; ".join(f"{n} where the op {why}" for why, n in left_out.items())
-                   if len(left_out) else "") + ".")
-    return Section(shown, sentence)
+    return Section(shown, f"{count(len(live))} of {plural(len(table), 'discrete op')} can flip on their own and reach "
+                          f"an output, in {count(live.model.nunique())} of {count(table.model.nunique())} classes.")
 
 
-def margins(margins_table: pd.DataFrame, ops_table: pd.DataFrame, verdicts: pd.DataFrame) -> Section:
-    """Per op on an output path: smallest margin, exact ties, flips and read noise; `extra` carries what the
-    margin figure draws (the (class, node) pairs on output paths and each class's read noise)."""
-    live = v.live_ops(ops_table) if len(ops_table) else set()
-    if not len(margins_table) or not live:
-        return Section(pd.DataFrame(), "No discrete op that can flip reaches an output: nothing to measure here.",
-                       {"live": live, "noise": {}})
-    per_op = v.per_op(margins_table, live)
-    noise = verdicts.groupby("model").read_noise_ulps.max().to_dict() if "read_noise_ulps" in verdicts else {}
-    nonzero = per_op.smallest_margin_ulps[per_op.smallest_margin_ulps > 0]
-    # an Equal whose two sides are equal holds: that is its answer, not a tie to break (as in the verdicts)
-    equal = ops_table[ops_table.op_type == "Equal"]
-    holds = v.of_ops(per_op, set(zip(equal.model, equal.node, strict=True)))
-    ties = int(((per_op.exact_ties > 0) & ~holds).sum())
-    sentence = (f"Exact ties in {ties} of {len(per_op)} ops; "
-                + (f"the smallest non-zero margin is {nonzero.min():.3g} ulps." if len(nonzero) else
-                   "every op's smallest margin is an exact tie."))
-    return Section(per_op, sentence, {"live": live, "noise": noise})
+def screen(result: Result) -> Section:
+    """Per class: seeds screened, candidates within reach, checks, and whether the screen's margins equal the
+    checks' eager margins on the seeds both cover (the screen is exact, or it is not used)."""
+    rows = []
+    for verdict in result.verdicts:
+        if not verdict.screened:
+            continue
+        mine = result.screen[result.screen.model == verdict.model]
+        checked = result.margins[(result.margins.model == verdict.model)
+                                 & result.margins.node.isin(set(mine.node))]
+        both = mine.merge(checked, on=["seed", "node"], suffixes=("", "_check"))
+        same = bool(np.array_equal(both.min_margin.to_numpy(), both.min_margin_check.to_numpy(), equal_nan=True))
+        ties = int((mine.groupby("seed").exact_ties.max() > 0).sum())
+        rows.append({"class": verdict.model, "screened": verdict.screened, "reach (ulps)": verdict.reach_ulps,
+                     "seeds with an exact tie": ties, "candidates": verdict.candidates, "checked": verdict.checked,
+                     "screen equals checks": same, "seeds compared": int(both.seed.nunique())})
+    frame = pd.DataFrame(rows)
+    if not len(frame):
+        return Section(frame, "No class has a counted op: nothing to screen.")
+    exact = int(frame["screen equals checks"].sum())
+    classes = plural(len(frame), "class", "classes")
+    return Section(frame, f"{count(int(frame.screened.sum()))} seeds screened in eager; "
+                          f"{count(int(frame.candidates.sum()))} came within reach of a tie; the screen's margins "
+                          f"equal the checks' on every shared seed in {exact} of {classes}.")
 
 
-def counterfactual(table: pd.DataFrame) -> Section:
-    """Outputs of flipped seeds, plain and with ORT's choices forced, and how many seeds forcing explains."""
+def noise(result: Result) -> Section:
+    """Per class, the float64 proof: the largest ORT error over the bound, beside eager's own error."""
+    out = result.outputs[result.outputs.floating.astype(bool) & result.outputs.noise_bound.notna()]
+    if not len(out):
+        return Section(pd.DataFrame(), "No float64 reference was computed.")
+    out = out.assign(over=out.ort_f64_err / out.noise_bound, eager_ulps=out.eager_f64_err / out.scale_ulp,
+                     ort_ulps=out.ort_f64_err / out.scale_ulp)
+    frame = out.groupby("model", as_index=False).agg(
+        outputs=("output", "nunique"), seeds=("seed", "nunique"), eager_ulps=("eager_ulps", "max"),
+        ort_ulps=("ort_ulps", "max"), worst_over_bound=("over", "max"),
+        beyond=("within_noise", lambda s: int(s.eq(False).sum())))
+    beyond = frame[frame.beyond > 0]
+    return Section(frame, f"ORT within {significant(NOISE_FACTOR)}x eager's own float64 error on every output of "
+                          f"{count(len(frame) - len(beyond))} of {plural(len(frame), 'class', 'classes')}"
+                          + (f"; beyond it: {', '.join(beyond.model)}." if len(beyond) else "."))
+
+
+def defects(result: Result) -> Section:
+    table = result.localizations
+    if not len(table):
+        return Section(table, "")
+    return Section(table, f"{plural(len(table), 'defect')} localized: " + "; ".join(
+        f"{r.model} at {r.module or (r.op_type + ' ' + r.node) or 'no single place'}" for r in table.itertuples())
+        + ".")
+
+
+def flips(result: Result) -> Section:
+    table = result.outputs[result.outputs.reached_by_flip.astype(bool)]
     if not len(table):
         return Section(table, "No seed flipped: no counterfactual was needed.")
-    explained = table.groupby(["model", "shape_mode", "seed"]).explained_by_flip.all()
-    return Section(table, f"Forcing ORT's choices explains every output on {int(explained.sum())} of "
-                          f"{len(explained)} flipped seeds.")
+    per_seed = table.groupby(["model", "seed"]).explained_by_flip.apply(lambda s: bool(s.fillna(False).all()))
+    return Section(table, f"Forcing ORT's choices on eager explains every output on {count(int(per_seed.sum()))} of "
+                          f"{plural(len(per_seed), 'flipped seed')}.")
 
 
-def verdicts(table: pd.DataFrame) -> Section:
-    """The verdict per class beside the skip's reason, and how many stated reasons the measurement supports."""
-    if not len(table):
-        return Section(table, "No class was checked.")
-    stated = table[table.skip_reason_reference.fillna("") != ""]
+def verdicts(result: Result) -> Section:
+    table = result.verdicts_table
+    stated = table[table.skip_reason != ""]
     judged = stated[stated.reason_holds.notna()]
     holds = int(judged.reason_holds.astype(bool).sum())
-    counts = "; ".join(f"{n} {verdict}" for verdict, n in table.verdict.value_counts().items())
-    sentence = (f"{len(table)} class graphs: {counts}. The skip's stated reason holds for {holds} of the "
-                f"{len(stated)} skipped classes" + (f", not for {len(judged) - holds}" if len(judged) > holds else "")
-                + (f", undecided for {len(stated) - len(judged)}" if len(stated) > len(judged) else "") + ".")
-    return Section(table, sentence)
+    skipped = plural(len(stated), "skipped class", "skipped classes")
+    return Section(table, f"The export test's stated reason holds for {holds} of {skipped}"
+                          + (f", not for {len(judged) - holds}" if len(judged) > holds else "")
+                          + (f", undecided for {len(stated) - len(judged)}" if len(stated) > len(judged) else "")
+                          + ".")
 
 
-def summary(verdicts_table: pd.DataFrame, n_seeds: int) -> dict:
-    """The run's summary.json entries: classes, seeds asked per class, each class's verdict and flip rate."""
-    return {"classes": int(len(verdicts_table)), "seeds": int(n_seeds),
-            "verdicts": {r.model: r.verdict for r in verdicts_table.itertuples()},
-            "flip_rate": {r.model: r.flip_rate for r in verdicts_table.itertuples() if r.seeds}}
+def summary(result: Result, n_seeds: int) -> dict:
+    """summary.json's discrete-ops entries beside the answers: the classes, seeds asked, each class's cause."""
+    return {"classes": len(result.verdicts), "seeds": int(n_seeds),
+            "causes": {x.model: x.cause.value for x in result.verdicts}}

@@ -1,24 +1,52 @@
-"""The discrete-ops study end to end: for any registered transformers class, which discrete ops of its
-exported graph reach which outputs, how close they come to ties, how often ORT chooses differently from
-eager, and whether forcing ORT's choices on eager explains every mismatch.
+"""The discrete-ops study end to end, for any registered transformers class: which discrete ops of its exported
+graph reach which outputs, how often ORT chooses differently from eager, and the proven cause of every mismatch.
 
-Each (class, shape mode) is one task on the workers: export the first two seeds (the second proves the
-learnt weight swap), then check every seed on swapped weights. A class whose swap cannot be learnt checks
-at most `max_fresh_exports` seeds, each exported fresh (the cost is in the graphs table). A class whose
-export fails is a row with the exporter's error.
+Per class and shape mode, four phases, each on `workers` processes (or a Dask cluster):
+1. **exports**: the first two seeds exported (through the export cache: a second run exports nothing); the
+   second proves the learnt weight swap; the graph's discrete ops scanned.
+2. **calibration**: the first `calibration_seeds` seeds checked whole (eager recorded, ORT, the float64
+   reference, the counterfactual): they measure the class's read noise, and show any defect, which shows on
+   every seed, not only near ties.
+3. **screen**: every seed run in eager alone under the recorder (the model rebuilt in place per seed): each
+   counted op's smallest margin. A seed whose margin comes within `reach` of a tie (the measured noise times
+   `REACH_FACTOR`, at least `REACH_FLOOR_ULPS`), or whose op reads a non-finite value, is a candidate: only a
+   candidate can flip.
+4. **candidates**: checked whole, smallest margins first, at most `max_checks` per class (with `fast_paths`
+   false: every seed is a candidate, the plain path the screen is tested against).
+The verdicts (`verdicts.verdict`) then read the rows; a class with a defect is localized (`localize`).
 """
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
+import functools
+import math
+from dataclasses import dataclass, field
 
 import pandas as pd
 
-from exactness.models import tiny_subjects
+from exactness.models import subject_rebuild, tiny_subjects
+from exactness.runtimes import discrete_recorder
+from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
+from exactness.runtimes.export_cache import ExportCache
+from exactness.studies.discrete_ops import check, localize
+from exactness.studies.discrete_ops import verdicts as verdicts_of
+from exactness.studies.discrete_ops.rows import (
+    ClassTask,
+    GraphRow,
+    MarginRow,
+    OpRow,
+    OutputRow,
+    ScreenRow,
+    SeedRow,
+    frame,
+)
 from exactness.workbook import study_rules, sweep
 
 STUDY = "discrete_ops"
+REACH_FLOOR_ULPS = 16.0  # a margin this close to a tie is a candidate whatever the measured noise
+REACH_FACTOR = 4.0  # times the largest eager-ORT difference of what the class's counted ops read
+UNMEASURED_REACH_ULPS = 1024.0  # where no counted call was verified on values, the screen reaches this far
+SCREEN_CHUNK = 50  # seeds per screen task: progress moves, and each worker builds its template once
 
 
 def validate(models, n_seeds: int, seed_start: int, shape_modes, workers: int) -> None:
@@ -29,72 +57,242 @@ def validate(models, n_seeds: int, seed_start: int, shape_modes, workers: int) -
                               "shape_modes": list(shape_modes), "workers": workers})
 
 
+@dataclass(frozen=True)
+class Settings:
+    """Everything a run's numbers depend on besides the seeds (the notebook's parameters)."""
+
+    atol: float = 1e-3
+    rtol: float = 1e-3
+    calibration_seeds: int = 8
+    max_checks: int = 40
+    max_fresh_exports: int = 5
+    fast_paths: bool = True
+    cache: str = ""  # the export cache's folder
+    policy: verdicts_of.RatePolicy = field(default_factory=verdicts_of.RatePolicy)
+
+
 @dataclass
-class Tables:
-    graphs: pd.DataFrame  # one row per (class, shape mode): exports, cost, swap, error
-    ops: pd.DataFrame  # one row per discrete op of each graph
-    margins: pd.DataFrame  # one row per (class, mode, seed, op)
-    outputs: pd.DataFrame  # one row per (class, mode, seed, output): eager against ORT, plain and forced
-    seeds: pd.DataFrame  # one row per (class, mode, seed)
+class Result:
+    """Every table of a run and the verdicts computed from them."""
+
+    graphs: pd.DataFrame
+    ops: pd.DataFrame
+    screen: pd.DataFrame
+    margins: pd.DataFrame
+    outputs: pd.DataFrame
+    seeds: pd.DataFrame
+    localizations: pd.DataFrame
+    verdicts: list[verdicts_of.ClassVerdict]
+
+    @property
+    def verdicts_table(self) -> pd.DataFrame:
+        return verdicts_of.table(self.verdicts)
 
 
-def _ops_rows(cg) -> list[dict]:
-    return [{"model": cg.model, "shape_mode": cg.shape_mode, "node": op.node, "op_type": op.op_type,
-             "category": op.category, "scope": op.scope, "aten": op.aten, "consumers": op.consumers,
-             "reaches_outputs": op.reaches_outputs, "on_output_path": op.on_output_path,
-             "weight_dependent": op.weight_dependent, "can_flip": op.can_flip, "not_counted": op.not_counted}
+def _ops_rows(cg: check.ClassGraph) -> list[OpRow]:
+    return [OpRow(cg.task.model, cg.task.shape_mode, op.node, op.op_type, op.category, op.scope, op.aten,
+                  op.consumers, op.reaches_outputs, op.on_output_path, op.weight_dependent, op.can_flip, op.not_counted)
             for op in cg.ops]
 
 
-class _ClassTask:
-    """Picklable `["model/mode", ...] -> [tables]`: one class and shape mode per key, all its seeds."""
+@functools.cache
+def _builder(model: str, fast: bool):
+    """(build(seed), how): the class's seed rebuild where it is verified, else a plain build per seed."""
+    if fast:
+        rebuilt, why = subject_rebuild.rebuilder(model)
+        if rebuilt is not None:
+            return rebuilt, "rebuilt in place (verified against plain builds)"
+        return functools.partial(tiny_subjects.build, model), f"built per seed: {why}"
+    return functools.partial(tiny_subjects.build, model), "built per seed (fast paths off)"
 
-    def __init__(self, seeds: list[int], max_fresh_exports: int):
-        self.seeds, self.max_fresh_exports = seeds, max_fresh_exports
 
-    def __call__(self, keys) -> list[dict]:
-        from exactness.studies.discrete_ops import check
+class _Prepare:
+    """Picklable `[ClassTask] -> [ClassGraph | GraphRow]`: the class's exports, scan and swap (or its error)."""
 
+    def __init__(self, seeds: list[int], settings: Settings):
+        self.seeds, self.settings = seeds, settings
+
+    def __call__(self, tasks) -> list:
         out = []
-        for key in keys:
-            model, mode = key.split("/")
-            began = time.monotonic()
-            graph_row = {"model": model, "shape_mode": mode, "error": ""}
+        for task in tasks:
             try:
-                cg = check.prepare(model, mode, self.seeds[:2])
+                cg = check.prepare(task, self.seeds[:2], ExportCache(self.settings.cache))
             except Exception as error:  # a class that does not export is a row, not a crash
                 text = " ".join(str(error).split())
-                graph_row.update(error=f"{type(error).__name__}: {text[:400]}", seconds=time.monotonic() - began)
-                out.append({"graphs": [graph_row], "ops": [], "margins": [], "outputs": [], "seeds": []})
+                out.append(GraphRow(task.model, task.shape_mode, error=f"{type(error).__name__}: {text[:400]}"))
                 continue
-            seeds = self.seeds if cg.plan is not None else self.seeds[:max(1, self.max_fresh_exports)]
-            margins, outputs, rows = [], [], []
-            for seed in seeds:
-                result = check.check_seed(cg, seed)
-                margins += result["margins"]
-                outputs += result["outputs"]
-                rows.append(result["seed"])
-            fresh = [r["seconds"] for r in rows if r["fresh_export"]]
-            graph_row.update(cg.status, exposure_ok=cg.exposure_ok, discrete_ops=len(cg.ops), seeds=len(seeds),
-                             seeds_asked=len(self.seeds), outputs=len(cg.outputs),
-                             fresh_export_seconds=sum(fresh), seconds=time.monotonic() - began)
-            out.append({"graphs": [graph_row], "ops": _ops_rows(cg), "margins": margins, "outputs": outputs,
-                        "seeds": rows})
+            cg.row.rebuild = _builder(task.model, self.settings.fast_paths)[1]
+            out.append(cg)
         return out
 
 
-def _tables(parts: list[list[dict]]) -> Tables:
-    flat = [item for part in parts for item in part]
-    return Tables(*(pd.DataFrame([row for item in flat for row in item[name]])
-                    for name in ("graphs", "ops", "margins", "outputs", "seeds")))
+class _Screen:
+    """Picklable `[(task, seed)] -> screen table`: eager alone under the recorder, margins at counted ops."""
+
+    def __init__(self, ops: dict[ClassTask, list], settings: Settings):
+        self.ops, self.settings = ops, settings
+        self._calls: dict[ClassTask, frozenset] = {}
+
+    def __call__(self, items) -> pd.DataFrame:
+        rows = []
+        for task, seed in items:
+            build = _builder(task.model, self.settings.fast_paths)[0]
+            built, inputs = build(int(seed)), tiny_subjects.inputs(task.model, int(seed))
+            _, records = discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED,
+                                                  stop_after=self._last_calls(task))
+            rows += check.screen_rows(task, int(seed), self.ops[task], records)
+        return frame(rows, ScreenRow)
+
+    def _last_calls(self, task: ClassTask) -> frozenset:
+        """The eager calls of the class's counted ops on the first seed: once a forward has made them all, the
+        screen has what it needs and the rest of the forward is skipped."""
+        if task not in self._calls:
+            built, inputs = tiny_subjects.build(task.model, 0), tiny_subjects.inputs(task.model, 0)
+            _, records = discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED)
+            matches = discrete_recorder.match(self.ops[task], records)
+            self._calls[task] = frozenset((records[m.record].op, records[m.record].call)
+                                          for op in self.ops[task] if check.counted(op) and op.category != "random"
+                                          for m in [matches[op.node]] if m.record is not None)
+        return self._calls[task]
+
+
+class _Check:
+    """Picklable `seeds -> {margins, outputs, seeds}` for one class: whole checks on its graph."""
+
+    def __init__(self, cg: check.ClassGraph, settings: Settings, phase: str):
+        self.cg, self.settings, self.phase = cg, settings, phase
+
+    def __call__(self, seeds) -> dict[str, pd.DataFrame]:
+        margins, outputs, rows = [], [], []
+        cache = ExportCache(self.settings.cache)
+        for seed in seeds:
+            task = self.cg.task
+            fresh_build = self.cg.plan is None or not self.settings.fast_paths
+            build = (functools.partial(tiny_subjects.build, task.model) if fresh_build
+                     else _builder(task.model, True)[0])
+            built = build(int(seed))
+            result = check.check_seed(self.cg, int(seed), built, tiny_subjects.inputs(task.model, int(seed)), cache,
+                                      self.settings.atol, self.settings.rtol, self.phase)
+            margins += result.margins
+            outputs += result.outputs
+            rows.append(result.seed)
+        return {"margins": frame(margins, MarginRow), "outputs": frame(outputs, OutputRow),
+                "seeds": frame(rows, SeedRow)}
+
+
+def _joined(parts: list[dict[str, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
+    return {name: pd.concat([p[name] for p in parts], ignore_index=True) for name in ("margins", "outputs", "seeds")}
+
+
+def _smallest_margins(screen: pd.DataFrame) -> pd.DataFrame:
+    """Per seed: the smallest margin in ulps over the counted ops, and whether any reads a non-finite value."""
+    if not len(screen):
+        return pd.DataFrame(columns=["seed", "min_margin_ulps", "nonfinite"])
+    return screen.groupby("seed", as_index=False).agg(min_margin_ulps=("min_margin_ulps", "min"),
+                                                      nonfinite=("reads_nonfinite", "max"))
+
+
+def candidates(screen: pd.DataFrame, reach: float, exclude: set[int], cap: int) -> list[int]:
+    """Seeds whose smallest margin is within `reach` ulps of a tie (exact ties first) or whose op reads a
+    non-finite value, smallest margins first, at most `cap`, leaving out `exclude` (already checked)."""
+    per_seed = _smallest_margins(screen)
+    chosen = per_seed[(per_seed.min_margin_ulps <= reach) | (per_seed.nonfinite > 0)]
+    chosen = chosen[~chosen.seed.isin(exclude)].sort_values(["min_margin_ulps", "seed"], na_position="first")
+    return [int(s) for s in chosen.seed.head(max(cap, 0))]
 
 
 def run(models, seed_start: int, n_seeds: int, shape_modes, workers: int = 1, scheduler: str = "", shards=None,
-        max_fresh_exports: int = 5, progress_every: float = 10.0) -> Tables:
-    """Every (class, shape mode) as one task, on `workers` processes or the Dask cluster at `scheduler`;
-    each finished task is kept in `shards` (resume computes only the missing ones)."""
+        settings: Settings | None = None, progress_every: float = 10.0) -> Result:
+    settings = settings or Settings()
     seeds = list(range(seed_start, seed_start + n_seeds))
-    keys = [f"{model}/{mode}" for model in models for mode in shape_modes]
-    parts = sweep.map_chunks(_ClassTask(seeds, max_fresh_exports), keys, workers, 1, "discrete ops",
-                             progress_every, scheduler, shards, combine=lambda results: results)
-    return _tables(parts)
+    tasks = [ClassTask(model, mode) for model in models for mode in shape_modes]
+    prepared = sweep.map_chunks(_Prepare(seeds, settings), tasks, workers, 1, "discrete ops: exports",
+                                progress_every, scheduler, None, combine=lambda parts: [x for p in parts for x in p])
+    graphs = {task: item for task, item in zip(tasks, prepared, strict=True) if isinstance(item, check.ClassGraph)}
+    graph_rows = [item.row if isinstance(item, check.ClassGraph) else item for item in prepared]
+    ops = frame([row for cg in graphs.values() for row in _ops_rows(cg)], OpRow)
+    checks: list[dict[str, pd.DataFrame]] = []
+    screens: list[pd.DataFrame] = []
+    reaches: dict[ClassTask, float] = {}
+    for task, cg in graphs.items():
+        fresh_only = cg.plan is None
+        first = seeds[: max(1, min(settings.calibration_seeds, settings.max_fresh_exports if fresh_only else n_seeds))]
+        checks.append(sweep.map_chunks(_Check(cg, settings, "calibration"), first, workers, 2,
+                                       f"discrete ops: {task.model} calibration", progress_every, scheduler, shards,
+                                       combine=_joined))
+        counted_nodes = {op.node for op in cg.ops if check.counted(op) and op.category != "random"}
+        noise = verdicts_of.noise_ulps(checks[-1]["margins"], counted_nodes)
+        reach = verdicts_of.reach_ulps(noise, REACH_FLOOR_ULPS, REACH_FACTOR, UNMEASURED_REACH_ULPS)
+        reaches[task] = reach
+        if not counted_nodes:
+            continue
+        if settings.fast_paths:
+            items = [(task, s) for s in seeds]
+            screen = sweep.map_chunks(_Screen({task: cg.ops}, settings), items, workers, SCREEN_CHUNK,
+                                      f"discrete ops: {task.model} screen", progress_every, scheduler, shards)
+        else:  # the plain path: every seed checked, its screen rows taken from the checks' eager side
+            screen = pd.DataFrame()
+        budget = (settings.max_fresh_exports if fresh_only else settings.max_checks) - len(first)
+        if settings.fast_paths:
+            chosen = candidates(screen, reach, set(first), budget)
+        else:
+            chosen = [s for s in seeds if s not in set(first)]
+        if chosen:
+            checks.append(sweep.map_chunks(_Check(cg, settings, "candidates"), chosen, workers, 2,
+                                           f"discrete ops: {task.model} candidates", progress_every, scheduler,
+                                           shards, combine=_joined))
+        if not settings.fast_paths:
+            screen = screen_from_checks(checks, task, counted_nodes)
+        screen = screen.assign(in_reach=screen.seed.map(_in_reach(screen, reach))) if len(screen) else screen
+        screens.append(screen)
+    tables = _joined(checks) if checks else {"margins": frame([], MarginRow), "outputs": frame([], OutputRow),
+                                             "seeds": frame([], SeedRow)}
+    screen = pd.concat(screens, ignore_index=True) if screens else frame([], ScreenRow)
+    graphs_table = frame(graph_rows, GraphRow)
+    found = decide(graphs_table, ops, screen, tables, reaches, settings, graphs)
+    return Result(graphs_table, ops, screen, tables["margins"], tables["outputs"], tables["seeds"], found[1], found[0])
+
+
+def _in_reach(screen: pd.DataFrame, reach: float) -> dict[int, bool]:
+    per_seed = _smallest_margins(screen)
+    inside = (per_seed.min_margin_ulps <= reach) | (per_seed.nonfinite > 0)
+    return dict(zip(per_seed.seed.astype(int), inside.astype(bool), strict=True))
+
+
+def screen_from_checks(checks: list[dict], task: ClassTask, counted_nodes: set[str]) -> pd.DataFrame:
+    """The screen's rows as the checks saw them (eager's side of every counted op): the plain path."""
+    margins = pd.concat([c["margins"] for c in checks], ignore_index=True)
+    mine = margins[(margins.model == task.model) & (margins.shape_mode == task.shape_mode)
+                   & margins.node.isin(counted_nodes) & (margins.matched_by != "no eager call")]
+    return frame([ScreenRow(task.model, task.shape_mode, int(r.seed), r.node, int(r.decisions), r.min_margin,
+                            r.min_margin_ulps, int(r.exact_ties), int(r.reads_nonfinite_eager))
+                  for r in mine.itertuples()], ScreenRow)
+
+
+def _of(table: pd.DataFrame, task: ClassTask) -> pd.DataFrame:
+    if not len(table):
+        return table
+    return table[(table.model == task.model) & (table.shape_mode == task.shape_mode)].reset_index(drop=True)
+
+
+def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graphs: dict) -> tuple[list, pd.DataFrame]:
+    """The verdict of every class; a defect's class is localized on the seed that shows it first."""
+    found, localizations = [], []
+    for row in graphs_table.itertuples(index=False):
+        task = ClassTask(row.model, row.shape_mode)
+        mine = verdicts_of.ClassTables(pd.Series(row._asdict()), _of(ops, task), _of(screen, task),
+                                       _of(tables["margins"], task), _of(tables["outputs"], task),
+                                       _of(tables["seeds"], task))
+        reach = reaches.get(task, math.nan)
+        first = verdicts_of.verdict(mine, settings.policy, reach)
+        if first.cause is verdicts_of.Cause.DEFECT and task in graphs:
+            seed = first.defect_seed
+            built = tiny_subjects.build(task.model, seed)
+            spot = localize.localize(graphs[task], seed, built, tiny_subjects.inputs(task.model, seed),
+                                    ExportCache(settings.cache), first.defect_output)
+            localizations.append(spot)
+            where = (f"{spot.module or 'no module output'}"
+                     + (f" ({spot.op_type} {spot.node})" if spot.node else "") + f": {spot.detail}")
+            first = verdicts_of.verdict(mine, settings.policy, reach, where)
+        found.append(first)
+    return found, pd.DataFrame([vars(s) for s in localizations])

@@ -1,0 +1,192 @@
+"""Where a defect starts: the first module (and ONNX node) at which ONNX Runtime leaves the float64 reference.
+
+Both sides run with every module's output exposed (ORT: the graph exporting every module scope's last value,
+`onnx_graph.expose_intermediates`; eager: forward hooks), and eager runs again in float64 with its own float32
+choices forced. Walking the modules in the graph's order, the first one where ORT's output holds a non-finite
+value that eager's does not, or errs from the float64 reference by more than `check.NOISE_FACTOR` times eager's
+own error there, is where the defect starts. For a non-finite value, the graph is run once more exposing every
+node's output, and the first node that makes one from finite inputs is named with its inputs' ranges.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+from dataclasses import dataclass
+
+import numpy as np
+import onnx
+import torch
+
+from exactness.runtimes import discrete_recorder, onnx_graph
+from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED, _tensors
+from exactness.runtimes.export_cache import ExportCache
+from exactness.studies.discrete_ops import check
+
+
+@dataclass
+class Localization:
+    model: str
+    shape_mode: str
+    seed: int
+    module: str  # the first module where ORT departs ("" when none departs: not localized)
+    kind: str  # "non-finite", "beyond rounding", or "optimization" (an ORT rewrite across modules)
+    node: str = ""  # the ONNX node that first makes the non-finite value
+    op_type: str = ""
+    detail: str = ""  # the numbers that show it
+    eager_err: float = float("nan")  # at that module: max |eager - float64|
+    ort_err: float = float("nan")  # max |ORT - float64| (finite elements)
+    bound: float = float("nan")  # NOISE_FACTOR x max(eager's error, one ulp of the output's scale)
+
+
+def module_outputs(model: torch.nn.Module, inputs: dict, force: dict | None = None) -> dict[str, np.ndarray]:
+    """Every module's first output tensor (float64 copies), with `force`'s choices."""
+    captured: dict[str, np.ndarray] = {}
+
+    def keep(path):
+        def hook(module, args, out):  # returns None: a hook that returns a value replaces the output
+            tensors = _tensors(out)
+            if tensors and path not in captured:
+                captured[path] = tensors[0].detach().double().numpy().copy()
+
+        return hook
+
+    handles = [m.register_forward_hook(keep(path)) for path, m in model.named_modules() if path]
+    try:
+        discrete_recorder.record(model, inputs, force=force, seed=EXPORT_TEST_FORWARD_SEED)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return captured
+
+
+def _range(values: np.ndarray) -> str:
+    finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
+    if not values.size:
+        return "empty"
+    low, high = (float(finite.min()), float(finite.max())) if finite.size else (float("nan"), float("nan"))
+    zeros = int((values == 0).sum())
+    return f"{values.dtype} {tuple(values.shape)} in [{low:.3g}, {high:.3g}], {zeros} zeros"
+
+
+def first_nonfinite_node(graph: onnx.ModelProto, initializers: dict | None, inputs: dict, scope: str) -> tuple:
+    """(node, op type, detail) of the first node under `scope` (or anywhere, when none under it) whose output
+    holds a non-finite value while every float input it reads is finite."""
+    model = onnx.ModelProto()
+    model.CopyFrom(graph if not initializers else onnx_graph.with_initializers(graph, initializers))
+    inferred = onnx.shape_inference.infer_shapes(model)
+    known = {v.name: v for v in inferred.graph.value_info}
+    present = {o.name for o in model.graph.output}
+    for node in model.graph.node:
+        for name in node.output:
+            if name and name not in present and name in known:
+                model.graph.output.append(known[name])
+                present.add(name)
+    values = check.run_graph(model, None, inputs)
+    constants = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+    values.update(check.graph_named(model, {k: v.numpy() for k, v in inputs.items()}))
+    candidates = []
+    for node in model.graph.node:
+        outputs = [values[o] for o in node.output if o in values]
+        if not any(o.dtype.kind == "f" and not np.isfinite(o).all() for o in outputs):
+            continue
+        read = [values.get(i, constants.get(i)) for i in node.input if i]
+        if all(r is None or r.dtype.kind != "f" or np.isfinite(r).all() for r in read):
+            raw = {p.key: p.value for p in node.metadata_props}.get(onnx_graph.SCOPES_KEY)
+            scopes = [s for s in ast.literal_eval(raw)[:-1] if s] if raw else []
+            bad = next(o for o in outputs if o.dtype.kind == "f" and not np.isfinite(o).all())
+            detail = (f"{int((~np.isfinite(bad)).sum())} of {bad.size} values non-finite, from "
+                      + "; ".join(_range(r) for r in read if r is not None))
+            candidates.append((scope in scopes, node.name, node.op_type, detail))
+    inside = [c for c in candidates if c[0]]
+    chosen = (inside or candidates or [(False, "", "", "")])[0]
+    return chosen[1:]
+
+
+def localize(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, cache: ExportCache,
+             output: str = "") -> Localization:
+    """The first module where ORT departs from the float64 reference on `seed`."""
+    task = cg.task
+    graph, bare, initializers = cg.full, cg.bare, None
+    if seed != cg.template_seed and cg.plan is not None:
+        initializers = cg.plan.initializers(built)
+    elif seed != cg.template_seed:  # no learnt swap: the seed's own export
+        graph = cache.export(built, inputs, dynamic=task.shape_mode == "dynamic").graph
+        bare = graph.exposing(()).model
+    full = graph.exposing(set(graph.intermediates))
+    ort = check.run_graph(full.model, initializers, inputs)
+    _, records = discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED)
+    eager = module_outputs(built, inputs)
+    wide_model = copy.deepcopy(built).double()
+    wide_inputs = {k: v.double() if v.is_floating_point() else v for k, v in inputs.items()}
+    wide = module_outputs(wide_model, wide_inputs, check.own_choices(records))
+    for label, value in graph.intermediates.items():
+        if label not in eager or label not in wide or value not in ort:
+            continue
+        mine, theirs, reference = eager[label], np.asarray(ort[value]), wide[label]
+        if mine.shape != theirs.shape or mine.dtype.kind != "f" or reference.shape != mine.shape:
+            continue
+        theirs = theirs.astype(np.float64)
+        broken = int((np.isfinite(mine) & ~np.isfinite(theirs)).sum())
+        if broken:
+            node, op_type, detail = first_nonfinite_node(bare, initializers, inputs, label)
+            return Localization(task.model, task.shape_mode, seed, label, "non-finite", node, op_type,
+                                f"ORT's output of {label} is non-finite in {broken} of {mine.size} values where "
+                                f"eager's is finite; first made by {op_type} {node}: {detail}")
+        eager_err, ort_err = check._max_abs(mine, reference), check._max_abs(theirs, reference)
+        bound = check.NOISE_FACTOR * max(eager_err, check._scale_ulp(reference))
+        if ort_err > bound:
+            return Localization(task.model, task.shape_mode, seed, label, "beyond rounding",
+                                detail=f"at {label} ORT errs {ort_err:.3g} from float64, eager {eager_err:.3g}: "
+                                       f"{ort_err / max(eager_err, check._scale_ulp(reference)):.3g} times eager's",
+                                eager_err=eager_err, ort_err=ort_err, bound=bound)
+    node, op_type, detail = first_nonfinite_node(bare, initializers, inputs, "")
+    if node:
+        return Localization(task.model, task.shape_mode, seed, "", "non-finite", node, op_type,
+                            f"no module output departs, but {op_type} {node} makes a non-finite value: {detail}")
+    if output:
+        found = by_optimization(graph, bare, initializers, inputs, built, records, output)
+        if found is not None:
+            return Localization(task.model, task.shape_mode, seed, *found)
+    return Localization(task.model, task.shape_mode, seed, "", "beyond rounding",
+                        detail="no module output departs from the float64 reference beyond the bound")
+
+
+LEVELS = ("disabled", "basic", "extended", "all")
+
+
+def by_optimization(graph: onnx_graph.ExportedGraph, bare: onnx.ModelProto, initializers, inputs, built, records,
+                    output: str) -> tuple | None:
+    """When the graph exposing every module's output agrees with float64 but the bare graph does not, an ORT
+    rewrite across module boundaries makes the difference: the lowest optimization level that shows it, and the
+    first module whose output, exposed alone, removes it (the rewrite reads it).
+    (module, kind, node, op_type, detail, eager_err, ort_err, bound) or None."""
+    eager = check.flatten_outputs(discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED)[0])
+    reference, _ = check._float64_reference(built, inputs, records)
+    mine = check.eager_name(output, eager)
+    if reference is None or mine is None or mine not in reference:
+        return None
+    wide, narrow = reference[mine].detach().double().numpy(), eager[mine].detach().double().numpy()
+    eager_err = check._max_abs(narrow, wide)
+    bound = check.NOISE_FACTOR * max(eager_err, check._scale_ulp(wide))
+
+    def error(model: onnx.ModelProto, level: str) -> float:
+        runner = onnx_graph.OrtRunner(onnx_graph.ExportedGraph(model, [o.name for o in model.graph.output]),
+                                      initializers, optimization=level, intra_op_threads=1)
+        got = runner.run(check.graph_named(model, inputs))[output]
+        return check._max_abs(np.asarray(got, np.float64).reshape(wide.shape), wide)
+
+    errors = {level: error(bare, level) for level in LEVELS}
+    failing = [level for level in LEVELS if errors[level] > bound]
+    if not failing:
+        return None
+    level = failing[0]
+    levels = ", ".join(f"{name} {errors[name]:.2g}" for name in LEVELS)
+    for label in graph.intermediates:
+        alone = graph.exposing({label}).model
+        if error(alone, level) <= bound:
+            return (label, "optimization", "", "", f"ORT's '{level}' graph optimizations make it (error from float64 "
+                    f"of {output} by level: {levels}; bound {bound:.2g}); exposing {label}'s output alone removes "
+                    "it: the rewritten nodes read it", eager_err, errors[level], bound)
+    return ("", "optimization", "", "", f"ORT's '{level}' graph optimizations make it (error from float64 of {output} "
+            f"by level: {levels}; bound {bound:.2g})", eager_err, errors[level], bound)

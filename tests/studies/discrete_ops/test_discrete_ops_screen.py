@@ -1,0 +1,63 @@
+"""The eager screen is exact: its margins are the checks' eager margins for every kind of op, stopping the
+forward after the last op it waits for changes none of them, and the plain path (every seed checked) gives the
+same verdict."""
+
+import numpy as np
+import torch
+
+from exactness.runtimes import discrete_recorder, onnx_graph
+from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
+from exactness.runtimes.export_cache import ExportCache
+from exactness.studies.discrete_ops import check, study
+from exactness.studies.discrete_ops.rows import ClassTask
+
+
+class EveryKind(torch.nn.Module):
+    """An argmax, a top-k, a comparison, a rounding feeding an integer cast and an Equal, each on an output."""
+
+    def __init__(self):
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 8)
+
+    def forward(self, x):
+        h = self.proj(x)
+        rounded = torch.floor(h * 3).long()
+        return {"first": h.argmax(-1), "best3": h.topk(3, dim=-1).indices, "kept": (h > 0.1).float() * h,
+                "steps": rounded, "same": torch.where(h == h[:, :1], h, -h), "total": h.sum(-1)}
+
+
+def test_the_screens_margins_are_the_checks_eager_margins_for_every_kind_of_op():
+    torch.manual_seed(0)
+    model, inputs = EveryKind().eval(), {"x": torch.randn(6, 4)}
+    task = ClassTask("every-kind", "static")
+    cg = check.from_graph(task, 0, onnx_graph.export(model, inputs, dynamic=False), inputs)
+    kinds = {op.category for op in cg.ops if check.counted(op)}
+    assert kinds >= {"argmax", "topk", "compare", "rounding"}
+    result = check.check_seed(cg, 0, model, inputs, ExportCache("/nonexistent"), 1e-3, 1e-3, "calibration")
+    _, records = discrete_recorder.record(model, inputs, seed=EXPORT_TEST_FORWARD_SEED)
+    screened = {r.node: r for r in check.screen_rows(task, 0, cg.ops, records)}
+    checked = {r.node: r for r in result.margins if r.node in screened}
+    assert screened and set(screened) == {op.node for op in cg.ops if check.counted(op)}
+    for node, row in screened.items():
+        other = checked[node]
+        assert (row.decisions, row.exact_ties) == (other.decisions, other.exact_ties)
+        np.testing.assert_array_equal([row.min_margin, row.min_margin_ulps], [other.min_margin, other.min_margin_ulps])
+    waited = frozenset((r.op, r.call) for r in records if r.category in ("argmax", "topk"))
+    _, stopped = discrete_recorder.record(model, inputs, seed=EXPORT_TEST_FORWARD_SEED, stop_after=waited)
+    assert len(stopped) < len(records) and all(a.op == b.op and torch.equal(a.inputs[0], b.inputs[0])
+                                               for a, b in zip(stopped, records, strict=False))
+
+
+def test_the_plain_path_checks_every_seed_and_gives_the_same_verdict(tmp_path):
+    seeds, fast = 6, study.Settings(calibration_seeds=2, max_checks=6, cache=str(tmp_path))
+    plain = study.Settings(calibration_seeds=2, max_checks=6, fast_paths=False, cache=str(tmp_path))
+    a = study.run(["XLMForQuestionAnswering"], 0, seeds, ["static"], settings=fast, progress_every=1e9)
+    b = study.run(["XLMForQuestionAnswering"], 0, seeds, ["static"], settings=plain, progress_every=1e9)
+    assert a.verdicts[0].cause == b.verdicts[0].cause and a.verdicts[0].compare == b.verdicts[0].compare
+    assert len(b.seeds) == seeds and set(a.seeds.seed) <= set(b.seeds.seed)
+    shared = a.margins.merge(b.margins, on=["seed", "node"], suffixes=("", "_plain"))
+    assert len(shared) and np.array_equal(shared.min_margin, shared.min_margin_plain, equal_nan=True)
+    assert a.screen.sort_values(["seed", "node"]).min_margin.tolist() == \
+        b.screen.sort_values(["seed", "node"]).min_margin.tolist()
+    assert int(a.graphs.cached_exports.sum()) == 0
+    assert int(b.graphs.exports.sum()) == 0  # the second run exports nothing

@@ -1,0 +1,141 @@
+"""The discrete-ops verdicts read their rows: each cause needs its proof, the export test's rule is replicated
+from counts, rates come from a stratified sample, and "never flips" needs the seeds to bound the rate."""
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+
+from exactness.compare.export_rule import export_test_rule
+from exactness.compare.rates import wilson_interval
+from exactness.studies.discrete_ops import check, findings, sections, verdicts
+from exactness.studies.discrete_ops.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
+from exactness.studies.discrete_ops.study import Result
+
+MODEL = "XLMForQuestionAnswering"
+
+
+def _output(seed, output="y", **kw):
+    base = dict(model=MODEL, shape_mode="static", seed=seed, output=output, floating=True, same_shape=True, numel=100,
+                eager_f64_err=1e-7, ort_f64_err=2e-7, scale_ulp=6e-8, noise_bound=16e-7, within_noise=True)
+    return OutputRow(**{**base, **kw})
+
+
+def _seed(seed, passed=True, flipped=False, phase="calibration"):
+    return SeedRow(MODEL, "static", seed, phase, "template", flipped, False, passed, "", False, "", "float64", 0.1)
+
+
+def _margin(seed, flipped=0.0, margin_ulps=5.0, **kw):
+    base = dict(model=MODEL, shape_mode="static", seed=seed, node="t", op_type="TopK", category="topk",
+                matched_by="traced call number", decisions=13, min_margin_ulps=margin_ulps,
+                exact_ties=int(margin_ulps == 0), match_verified=True, match_trusted=True, read_noise_ulps=2.0,
+                flipped=flipped, flipped_margin_ulps=margin_ulps if flipped else float("nan"))
+    return MarginRow(**{**base, **kw})
+
+
+OPS = pd.DataFrame([{"model": MODEL, "shape_mode": "static", "node": "t", "op_type": "TopK", "category": "topk",
+                     "scope": "qa", "reaches_outputs": ["idx"], "on_output_path": True, "can_flip": True}])
+
+
+def _tables(outputs, seeds, margins, ops=OPS, screened=0):
+    screen = frame([ScreenRow(MODEL, "static", s, "t", 13, 0.0, 100.0, 0, 0) for s in range(screened)], ScreenRow)
+    screen = screen.assign(in_reach=screen.seed < 0) if len(screen) else screen
+    return verdicts.ClassTables(pd.Series(vars(GraphRow(MODEL, "static"))), ops, screen, frame(margins, MarginRow),
+                                frame(outputs, OutputRow), frame(seeds, SeedRow))
+
+
+def test_an_output_beyond_the_float64_bound_is_a_defect_and_within_it_is_noise():
+    quiet = _tables([_output(0, output="idx")], [_seed(0)], [_margin(0)], ops=OPS.iloc[:0])
+    assert verdicts.verdict(quiet, verdicts.RatePolicy(), 16.0).cause is verdicts.Cause.NOTHING_REACHES
+    failing = _tables([_output(0, output="idx")], [_seed(0, passed=False)], [], ops=OPS.iloc[:0])
+    assert verdicts.verdict(failing, verdicts.RatePolicy(), 16.0).cause is verdicts.Cause.FLOAT_NOISE
+    drifted = _tables([_output(0, ort_f64_err=1e-3, within_noise=False)], [_seed(0)], [], ops=OPS.iloc[:0])
+    found = verdicts.verdict(drifted, verdicts.RatePolicy(), 16.0)
+    assert found.cause is verdicts.Cause.DEFECT and "0.001" in found.proof and found.defect_seed == 0
+
+
+def test_a_nan_on_one_side_is_a_defect_even_where_a_flip_follows():
+    flipped = _tables([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, within_noise=None)],
+                      [_seed(0, flipped=True)], [_margin(0, flipped=1, margin_ulps=0.0, reads_nonfinite_ort=13)])
+    found = verdicts.verdict(flipped, verdicts.RatePolicy(), 16.0)
+    assert found.cause is verdicts.Cause.DEFECT and "non-finite in 13 of 13" in found.proof
+
+
+def test_flips_at_exact_ties_and_within_reach_are_ties_and_beyond_reach_a_defect():
+    reached = [_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, within_noise=None,
+                       rule_mismatched=3), _output(0, output="y")]
+    exact = verdicts.verdict(_tables(reached, [_seed(0, flipped=True)], [_margin(0, 1, 0.0)]), verdicts.RatePolicy(),
+                             16.0)
+    near = verdicts.verdict(_tables(reached, [_seed(0, flipped=True)], [_margin(0, 1, 3.0)]), verdicts.RatePolicy(),
+                            16.0)
+    far = verdicts.verdict(_tables(reached, [_seed(0, flipped=True)], [_margin(0, 1, 300.0)]), verdicts.RatePolicy(),
+                           16.0)
+    assert exact.cause is verdicts.Cause.EXACT_TIE and near.cause is verdicts.Cause.NEAR_TIE
+    assert far.cause is verdicts.Cause.DEFECT and "beyond the 16 noise can reach" in far.proof
+    assert exact.exclude == ["idx"] and exact.compare == ["y"]  # only the output the flip moved is left out
+
+
+def test_never_flips_needs_enough_seeds_and_otherwise_says_how_many():
+    policy = verdicts.RatePolicy(rate=1e-3)
+    needed = policy.seeds_needed()
+    assert policy.upper_bound(needed) < 1e-3 <= policy.upper_bound(needed - 1)
+    few = verdicts.verdict(_tables([_output(0, output="idx")], [_seed(0)], [_margin(0)], screened=200), policy, 16.0)
+    many = verdicts.verdict(_tables([_output(0, output="idx")], [_seed(0)], [_margin(0)], screened=needed), policy,
+                            16.0)
+    assert few.cause is verdicts.Cause.UNDECIDED and few.seeds_needed == needed and f"{needed:,}" in few.action
+    assert many.cause is verdicts.Cause.NEVER_FLIPS
+    assert verdicts.RatePolicy().seeds_needed() == math.ceil(math.log(0.05) / math.log1p(-15 / 40000))
+
+
+def test_the_stratified_rate_is_wilsons_when_every_candidate_is_checked():
+    whole = verdicts.stratified({True: (3, 30), False: (0, 8)}, {True: 30, False: 1970})
+    low, high = wilson_interval(3, 30)
+    assert whole.per == pytest.approx(3 / 2000 * 40000)
+    assert whole.low == pytest.approx(30 * low / 2000 * 40000)
+    assert whole.high == pytest.approx((30 * high + 1970 * wilson_interval(0, 8)[1]) / 2000 * 40000)
+    sampled = verdicts.stratified({True: (5, 10), False: (0, 0)}, {True: 100, False: 0})
+    assert sampled.per == pytest.approx(40000 * 0.5)
+
+
+@pytest.mark.parametrize("actual, expected", [
+    ({"a": torch.tensor([1.0] * 100), "b": torch.tensor(2.0)},
+     {"a": torch.tensor([1.0] * 100), "b": torch.tensor(2.5)}),
+    ({"a": torch.tensor([1.0] * 99 + [9.0]), "b": torch.tensor(2.5)},
+     {"a": torch.tensor([1.0] * 100), "b": torch.tensor(9.0)}),  # forgiven first: b is never compared
+    ({"a": torch.tensor([1.0] * 90 + [9.0] * 10)}, {"a": torch.tensor([1.0] * 100)}),
+    ({"a": torch.tensor([float("nan")] * 2 + [1.0] * 98)}, {"a": torch.tensor([float("nan")] * 2 + [1.0] * 98)}),
+    ({"a": torch.tensor(1.0)}, {"a": torch.tensor(1.0005)}),
+])
+def test_the_rule_from_counts_is_the_export_tests_rule(actual, expected):
+    rows = []
+    for name in expected:
+        row = OutputRow(MODEL, "static", 0, name, True, True)
+        check.compare_output(row, actual[name].numpy(), expected[name], None, 1e-3, 1e-3)
+        rows.append(row)
+    assert verdicts.rule_passes(frame(rows, OutputRow)) == bool(export_test_rule(actual, expected))
+
+
+def test_a_planted_defect_after_a_forgiven_output_is_not_caught():
+    rows = frame([_output(0, output="a", rule_mismatched=2), _output(0, output="b")], OutputRow)
+    assert not verdicts.planted_defect_caught(rows, "b")  # the rule stops at a, forgives it, never compares b
+    assert verdicts.planted_defect_caught(rows, "a")
+
+
+def _result(found):
+    empty = pd.DataFrame()
+    return Result(frame([], GraphRow), OPS, frame([], ScreenRow), frame([], MarginRow), frame([], OutputRow),
+                  frame([], SeedRow), empty, found)
+
+
+def test_answers_and_findings_read_the_verdicts():
+    tie = verdicts.verdict(_tables([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True,
+                                            within_noise=None, rule_mismatched=1)], [_seed(0, flipped=True)],
+                                   [_margin(0, 1, 0.0)]), verdicts.RatePolicy(), 16.0)
+    (answer,) = sections.answers(_result([tie]))
+    assert answer.cause == "exact tie" and answer.exclude == ["idx"] and answer.rate.startswith("on none of 1 checked")
+    found = findings.findings(_result([tie]))
+    assert "1 exact tie" in found[0].claim
+    assert np.isnan(verdicts.reach_ulps(float("nan"), 16.0, 4.0, float("nan")))
+    assert verdicts.reach_ulps(2.0, 16.0, 4.0, 1024.0) == 16.0 and verdicts.reach_ulps(10.0, 16.0, 4.0, 1.0) == 40.0
