@@ -37,9 +37,12 @@ test: install
 	  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed; browser tests will be skipped outside CI"; }
 	$(PY) -m pytest
 
+# etc/jupyter/jupyter_server_config.py: checkpoints under .state/, no 500 when a page closes while its kernel
+# starts. LAB_ARGS: more flags for the server (the browser test passes a port and a token).
+lab: export JUPYTER_CONFIG_PATH := $(CURDIR)/etc/jupyter
 lab: install
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --allow-root --no-browser \
-	  --MappingKernelManager.default_kernel_name=$(KERNEL)
+	  --MappingKernelManager.default_kernel_name=$(KERNEL) $(LAB_ARGS)
 
 clean-state:
 	rm -rf $(STATE)

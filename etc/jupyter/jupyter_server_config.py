@@ -1,0 +1,38 @@
+"""JupyterLab's server as `make lab` starts it (the Makefile puts this folder on JUPYTER_CONFIG_PATH, so a
+user's own jupyter_server_config in .state/jupyter/config still loads, and wins).
+
+- Checkpoints (File > Revert Notebook to Checkpoint) go beside the rest of Jupyter's state (.state/ under
+  `make lab`), never into notebooks/.ipynb_checkpoints/ in the checkout.
+- A browser page that goes away while its kernel is still starting (a reload, a closed tab, a screenshot
+  taken too early) no longer makes the server log a 500: jupyter_server 2.21 clears the websocket
+  handler's connection when the client leaves during the handshake, then reads it again to pick the
+  subprotocol (jupyter-server/jupyter_server#1265, open). The connection below ends such a request
+  itself, as "client closed request", before the handler gets there.
+"""
+
+import os
+
+from jupyter_core.paths import jupyter_data_dir
+from jupyter_server.services.kernels.connection.channels import ZMQChannelsWebsocketConnection
+from tornado import web
+
+c = get_config()  # noqa: F821 (traitlets defines it for config files)
+
+c.FileCheckpoints.checkpoint_dir = os.path.join(jupyter_data_dir(), "checkpoints")
+
+
+class KernelConnection(ZMQChannelsWebsocketConnection):
+    """The default kernel websocket connection, ending the request quietly when the page left while the
+    kernel was still starting (the handshake waits for the kernel's first reply)."""
+
+    async def prepare(self):
+        await super().prepare()
+        handler = self.websocket_handler
+        if handler.connection is not self:  # its on_close ran: the client is gone
+            self.log.info("Kernel %s: the page closed its connection before the kernel answered",
+                          self.kernel_id)
+            handler.set_status(499, "Client Closed Request")
+            raise web.Finish()
+
+
+c.ServerApp.kernel_websocket_connection_class = KernelConnection
