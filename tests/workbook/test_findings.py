@@ -46,8 +46,10 @@ def test_rate_text_never_prints_inf_and_a_zero_lower_bound_prints_zero():
 
 
 def test_rate_verdict_follows_the_counts():
-    verdict, why = findings.rate_verdict(0, 2000, 15, 40000)
-    assert verdict == "reproduced" and "0.75 were expected" in why and "consistent" in why
+    verdict, why = findings.rate_verdict(0, 2000, 15, 40000)  # P(0) = 0.47: this sample could not have disagreed
+    assert verdict == "not comparable" and "0.75 were expected" in why and "none at all would agree too" in why
+    verdict, why = findings.rate_verdict(12, 40000, 15, 40000)
+    assert verdict == "reproduced" and "consistent" in why
     verdict, why = findings.rate_verdict(30, 2000, 15, 40000)
     assert verdict == "differs" and "inconsistent" in why
 

@@ -173,15 +173,35 @@ def rate_text(k: int, n: int, what: str = "failures", per: str = "seeds") -> str
     low, high = wilson_interval(k, n)
     low_text = "0" if low == 0 else one_in(low)
     point = f", {one_in(k / n)}" if k else ""
+    first, _, rest = what.partition(" ")
+    what = (first.removesuffix("s") + (" " + rest if rest else "")) if k == 1 else what
     return f"{count(k)} {what} in {count(n)} {per}{point} (95% interval {low_text} to {one_in(high)})"
 
 
 def rate_verdict(k: int, n: int, seed_k: int, seed_n: int) -> tuple[str, str]:
-    """'reproduced' when our count and the seed's are consistent with one rate (exact test, 5% level),
-    else 'differs'; the second item says so with the expected count at the seed's rate."""
+    """'reproduced' when our count and the investigation's are consistent with one rate (exact test, 5% level)
+    and our sample could have disagreed, i.e. finding no event at all would have been inconsistent; 'not
+    comparable' when even none would have agreed (the sample is too small to say anything); else 'differs'.
+    The second item says why, with the count expected at the investigation's rate."""
     expected = n * seed_k / seed_n
     p = binomial_two_sided_p(k, n, seed_k, seed_n)
     consistent = p >= 0.05
-    why = (f"at the seed's rate {significant(expected)} were expected in {count(n)} seeds, we found {count(k)}: "
-           f"{'consistent' if consistent else 'inconsistent'} with one rate (exact test p = {significant(p)})")
+    why = (f"at the investigation's rate {significant(expected)} were expected in {count(n)} seeds, we found "
+           f"{count(k)}: {'consistent' if consistent else 'inconsistent'} with one rate (exact test p = "
+           f"{significant(p)})")
+    if consistent and binomial_two_sided_p(0, n, seed_k, seed_n) >= 0.05:
+        needed = seeds_to_disagree(seed_k, seed_n)
+        return "not comparable", (f"{why}; but none at all would agree too (P(0) = "
+                                  f"{significant((1 - seed_k / seed_n) ** n)}): about {count(needed)} seeds decide")
     return ("reproduced" if consistent else "differs"), why
+
+
+def seeds_to_disagree(seed_k: int, seed_n: int, limit: int = 10**9) -> int:
+    """The fewest seeds with which finding no event at all would be inconsistent with the investigation's rate."""
+    low, high = 1, limit
+    if binomial_two_sided_p(0, high, seed_k, seed_n) >= 0.05:
+        return limit
+    while low < high:
+        mid = (low + high) // 2
+        low, high = (mid + 1, high) if binomial_two_sided_p(0, mid, seed_k, seed_n) >= 0.05 else (low, mid)
+    return low

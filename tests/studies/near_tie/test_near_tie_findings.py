@@ -37,9 +37,13 @@ def _rates(model=SEED_MODEL, failed=1, screened=2000, checked=2, below=2):
 
 def test_failures_that_are_flipped_ties_are_named_so_and_the_seed_rate_is_compared():
     finding = class_finding(SEED_MODEL, _checks(), _rates(failed=1))
-    assert "the one failure is a flipped near-tie" in finding.claim
-    assert finding.verdict == "reproduced" and "section 5" in finding.seed
-    assert "1 failures in 2,000 seeds, 1 in 2,000" in finding.ours
+    assert "the one failure is a flipped near-tie" in finding.claim and "section 5" in finding.seed
+    # 2,000 seeds could not have disagreed: no failure at all would agree with 1 in 2,700 too
+    assert finding.verdict == "not comparable" and "none at all would agree too" in finding.why
+    assert "1 failure in 2,000 seeds, 1 in 2,000" in finding.ours
+    many = _checks(flipped=(1,) * 15, passed=(False,) * 15, aligned=(True,) * 15)
+    assert class_finding(SEED_MODEL, many, _rates(failed=15, screened=40000, checked=15, below=15)).verdict == \
+        "reproduced"
 
 
 def test_a_failure_without_a_flip_is_reported_as_a_possible_bug():
@@ -60,8 +64,8 @@ def test_a_rate_far_from_the_seeds_differs_and_a_zero_shows_what_was_expected():
     many = _checks(flipped=(1,) * 40, passed=(False,) * 40, aligned=(True,) * 40)
     assert class_finding(SEED_MODEL, many, _rates(failed=40, checked=40, below=40)).verdict == "differs"
     none = class_finding(SEED_MODEL, _checks(flipped=(0, 0), passed=(True, True)), _rates(failed=0))
-    assert none.verdict == "reproduced" and "no check failed" in none.claim
-    assert "at the seed's rate 0.75 were expected" in none.ours
+    assert none.verdict == "not comparable" and "no check failed" in none.claim
+    assert "at the investigation's rate 0.75 were expected" in none.ours
 
 
 def test_other_classes_carry_no_seed_figure():
@@ -164,6 +168,10 @@ def test_a_prediction_from_no_seed_within_reach_is_not_held_against_the_seeds_co
     assert "no screened seed's gap lies within reach" in finding.why and "0 to 0" in finding.why
     few = prediction_finding(_prediction(0, predicted=3.0).assign(noise_checks=2))
     assert few.verdict == "not comparable" and "learnt from 2 checked seeds" in few.why
+    sparse = prediction_finding(_prediction(0, predicted=3.0).assign(near_seeds=2))
+    assert sparse.verdict == "not comparable" and "only 2 screened gaps within reach" in sparse.why
+    assert prediction_finding(_prediction(0, predicted=3.0).assign(near_seeds=3)).verdict != "not comparable" or \
+        "screened gap" not in prediction_finding(_prediction(0, predicted=3.0).assign(near_seeds=3)).why
 
 
 def test_prediction_judges_the_factor_two_target_on_a_paper_scale_run():

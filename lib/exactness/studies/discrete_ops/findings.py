@@ -10,7 +10,6 @@ its rate; with fewer, agreement says nothing ("not comparable"). Everything else
 from __future__ import annotations
 
 from exactness import reference
-from exactness.compare.rates import binomial_two_sided_p
 from exactness.studies.discrete_ops import verdicts as v
 from exactness.studies.discrete_ops.sections import plural
 from exactness.studies.discrete_ops.study import Result
@@ -18,7 +17,6 @@ from exactness.workbook.findings import Finding, count, rate_text, rate_verdict
 
 SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
 SEED_OP = ("argmax", "quantizer")  # the op the investigation counted flips of: category and module scope
-LEVEL = 0.05
 
 
 def overview(result: Result) -> Finding:
@@ -64,17 +62,6 @@ def verification(result: Result) -> Finding | None:
                    evidence="verdicts table, columns verified and planted")
 
 
-def seeds_for_power(seed_k: int, seed_n: int, limit: int = 10**9) -> int:
-    """The fewest seeds with which finding no flip at all would be inconsistent with the investigation's rate."""
-    low, high = 1, limit
-    if binomial_two_sided_p(0, high, seed_k, seed_n) >= LEVEL:
-        return limit
-    while low < high:
-        mid = (low + high) // 2
-        low, high = (mid + 1, high) if binomial_two_sided_p(0, mid, seed_k, seed_n) >= LEVEL else (low, mid)
-    return low
-
-
 def seed_class_rate(result: Result) -> Finding | None:
     """Seeds with a flipped quantizer argmax of the investigation's class, beside its count."""
     mine = [x for x in result.verdicts if x.model == SEED_MODEL and x.cause is not v.Cause.NO_EXPORT]
@@ -97,10 +84,6 @@ def seed_class_rate(result: Result) -> Finding | None:
     if verdict.candidates > verdict.checked:
         result_verdict, why = "not comparable", (f"only {count(verdict.checked)} of {count(verdict.candidates)} seeds "
                                                  "within reach of a tie were checked")
-    elif result_verdict == "reproduced" and binomial_two_sided_p(0, n, seed_k, seed_n) >= LEVEL:
-        result_verdict = "not comparable"
-        why = (f"with {count(n)} seeds no flip at all would agree too: about {count(seeds_for_power(seed_k, seed_n))} "
-               "seeds are needed before finding none could contradict it")
     return Finding(f"{SEED_MODEL}: {rate_text(k, n, 'seeds with a flipped quantizer argmax')}.", f"{k} in {n}",
                    result_verdict, seed=seed_text, why=why, evidence="margins table, the quantizer's ArgMax")
 

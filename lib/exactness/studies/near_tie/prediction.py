@@ -106,6 +106,9 @@ def predict(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.nda
 
 
 MIN_NOISE_CHECKS = 5  # fewer checked seeds leave the noise law's tail (what reaches a gap) unmeasured
+# fewer screened gaps within the noise's reach leave the density near a tie unmeasured: a bootstrap of the seeds
+# seen never draws one closer to zero than the closest of them
+MIN_NEAR_SEEDS = 3
 
 
 def too_thin(row) -> str:
@@ -119,6 +122,10 @@ def too_thin(row) -> str:
     if int(row.near_seeds) == 0:
         reasons.append("no screened seed's gap lies within reach of that noise, so the predicted interval is 0 to "
                        "0 by construction")
+    elif int(row.near_seeds) < MIN_NEAR_SEEDS:
+        reasons.append(f"only {count(int(row.near_seeds))} screened gap{'s' if int(row.near_seeds) != 1 else ''} "
+                       "within reach of that noise: resampling them cannot put a seed closer to a tie than the "
+                       "closest one seen, so the interval is too narrow")
     if not reasons:
         return ""
     return ("this run is too small to predict a count: " + " and ".join(reasons)
