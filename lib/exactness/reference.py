@@ -51,6 +51,11 @@ _ROWS = [
     (SEED_002, "propagation", "encoder.Snake1", 7.28e-2, "max error after Snake1 (x2.0)"),
     (SEED_002, "propagation", "encoder.Conv2", 2.75e-2, "max error of the encoder output (x0.4)"),
     (SEED_002, "propagation", "total_amplification", 230790, "encoder output error over Conv1 error"),
+    # the growth column as the investigation printed it (from its unrounded errors)
+    (SEED_002, "propagation", "growth.encoder.Block0", 1897.0, "error growth over Block0"),
+    (SEED_002, "propagation", "growth.encoder.Block1", 26.5, "error growth over Block1"),
+    (SEED_002, "propagation", "growth.encoder.Block2", 2.7, "error growth over Block2"),
+    (SEED_002, "propagation", "growth.encoder.Block3", 2.3, "error growth over Block3"),
 ]
 
 

@@ -10,6 +10,7 @@ from transformers import set_seed
 # The export test seeds torch right before the eager forward (`set_seed(1234)`); a forward that draws
 # random numbers in eval mode (UniSpeechForPreTraining's Bernoulli replacement) depends on it.
 EXPORT_TEST_FORWARD_SEED = 1234
+RECENT = 8  # how many of the latest module outputs a module's input is looked for among
 
 
 @dataclass
@@ -17,6 +18,9 @@ class EagerRun:
     outputs: dict[str, torch.Tensor]  # the model's own outputs (non-None tensors), by name
     modules: dict[str, list[torch.Tensor]]  # module path -> the tensors it returned
     gathered: bool = False  # the quantizer's codevectors were gathered (codevector_lookup), not multiplied out
+    # module path -> the module whose output it read, bit for bit ("" when its input is no module's output, as a
+    # norm reading a residual sum): what a module's noise is measured against
+    input_of: dict[str, str] | None = None
 
 
 def _tensors(value) -> list[torch.Tensor]:
@@ -48,6 +52,7 @@ def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], capture: bool |
     discrete choices taken from elsewhere (ORT's), to compare everything downstream of the same decisions.
     `capture`: every module (True), none (False), or only the module paths in a set."""
     captured: dict[str, list[torch.Tensor]] = {}
+    input_of: dict[str, str] = {}
     handles = []
     if force_codes is not None:
         per_row = model.config.num_codevectors_per_group
@@ -59,8 +64,21 @@ def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], capture: bool |
 
             return hook
 
-        handles += [module.register_forward_hook(keep(path)) for path, module in model.named_modules()
-                    if path and (capture is True or path in capture)]
+        def source(path):
+            def hook(module, args, kwargs):  # returns None: a pre-hook that returns a value replaces the inputs
+                first = next((t for t in _tensors(list(args) + list(kwargs.values()))), None)
+                if first is None or path in input_of:
+                    return
+                recent = list(captured.items())[-RECENT:]
+                input_of[path] = next((p for p, out in reversed(recent) if out and out[0].shape == first.shape
+                                       and torch.equal(out[0], first)), "")
+
+            return hook
+
+        chosen = [(path, module) for path, module in model.named_modules()
+                  if path and (capture is True or path in capture)]
+        handles += [module.register_forward_pre_hook(source(path), with_kwargs=True) for path, module in chosen]
+        handles += [module.register_forward_hook(keep(path)) for path, module in chosen]
     try:
         with torch.no_grad():
             set_seed(EXPORT_TEST_FORWARD_SEED)
@@ -71,4 +89,4 @@ def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], capture: bool |
     if isinstance(output, torch.Tensor):  # a plain module (a DAC encoder) returns one tensor
         output = {"output": output}
     outputs = {k: v for k, v in output.items() if isinstance(v, torch.Tensor)}
-    return EagerRun(outputs, captured)
+    return EagerRun(outputs, captured, input_of=input_of)

@@ -58,3 +58,29 @@ def test_worst_elements_sentence_turns_when_the_worst_elements_are_large():
     assert depth.worst_elements_sentence(small).startswith("The worst element-wise counts come from small elements")
     large = small.assign(worst_of_rms=[1.2, 0.9])
     assert "not confined to small elements" in depth.worst_elements_sentence(large)
+
+
+def test_a_module_reading_a_sum_no_module_returns_has_no_measured_input():
+    scaled = pd.DataFrame({"depth": [0, 1, 2, 3], "tensor": ["a.dense", "a.norm", "b.dense", "b.act"],
+                           "max_abs_diff": [1e-6, 1e-4, 2e-4, 2e-4], "rel_rms": [1e-3, 1e-3, 1e-3, 1e-3],
+                           "input_module": ["", "", "a.norm", "b.dense"]})
+    table = depth.growth(scaled).set_index("tensor")
+    assert "a.norm" not in table.index  # it read a residual sum, not a.dense's output: no factor
+    assert table.loc["b.dense", "input"] == "a.norm" and table.loc["b.dense", "absolute_factor"] == 2.0
+
+
+def test_eager_capture_names_the_module_a_module_read_and_none_for_a_residual_sum():
+    import torch
+
+    from exactness.runtimes import eager_capture
+
+    class Block(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.dense, self.norm, self.out = torch.nn.Linear(4, 4), torch.nn.LayerNorm(4), torch.nn.Linear(4, 4)
+
+        def forward(self, x):
+            return self.out(self.norm(x + self.dense(x)))
+
+    run = eager_capture.run(Block().eval(), {"x": torch.randn(2, 4)})
+    assert run.input_of == {"dense": "", "norm": "", "out": "norm"}

@@ -29,9 +29,9 @@ def _outside_reach(curve, one_side_frames: int) -> float:
 
 def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, repair_measured: bool = False) -> Finding:
     """The reviewers' question: does padding change the shorter clip, and is that explained by the receptive
-    field? (Zeros appended after the clip become non-zero after the first convolution's bias and the
-    activations, so a frame whose receptive field reaches past the clip's end sees other values than the
-    single run's zero padding.)"""
+    field? (A frame whose receptive field reaches past the clip's end reads, there, the padded run's layer
+    outputs: computed from the zeros appended and, near the end, from the clip's own last samples, plus biases;
+    the clip alone reads its layers' zero padding there instead. A network without biases differs too.)"""
     pad = _rows(table, shortest, "padding")
     tail, frames = int(pad.loc["latent", "first_diff_from_end"]), int(pad.loc["latent", "length"])
     largest = significant(pad.loc["latent", "max_diff_in_tail"])
@@ -44,8 +44,9 @@ def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, re
     if tail <= one_side_frames + 1:
         claim = (f"Batching is not broken, it is padding: zero-padding changes only the last {count(tail)} latent "
                  f"frames of the shorter clip, within the {count(one_side_frames)} frames whose receptive field "
-                 "reaches past its end (the appended zeros become non-zero after the first convolution's bias and the "
-                 "activations, unlike the single run's zero padding). To get single-clip results from a batch, "
+                 "reaches past its end (there the padded run's layers output values computed from the clip's last "
+                 "samples and the appended zeros, where the clip alone reads zero padding; biases add to it, but a "
+                 "network without them differs too). To get single-clip results from a batch, "
                  "recompute the frames whose receptive field reaches past the clip's end from the clip alone"
                  + (" (measured below)" if repair_measured else "") + ", or run clips of unequal length alone.")
         return Finding(claim=claim, ours=ours, verdict="reproduced", seed=REVIEW, evidence="tables/batching.parquet")
@@ -139,8 +140,8 @@ def audio_finding(table: pd.DataFrame, curves: dict, shortest: int, hop: int, on
     elif len(early):  # identical latents there: nothing upstream explains it
         isolated = (f" An isolated difference of up to {significant(float(audio[early].max()))} at samples "
                     f"{count(int(early.min()))} to {count(int(early.max()))} lies before any changed frame's reach, "
-                    "where the latents are bit-identical: unexplained (the padded run decodes a longer latent, whose "
-                    "convolutions may sum in another order).")
+                    "where the latents are bit-identical: not explained by the padding; the padded run decodes a "
+                    "longer latent, whose convolutions may round differently (not measured here).")
     if tail <= above:
         claim = (f"The decoded audio differs over the last {count(tail)} samples: the {count(frames)} changed latent "
                  f"frames ({count(frames * hop)} samples) spread back by up to the decoder's reach of "
@@ -241,15 +242,18 @@ UNITS = {"latent": "frames", "codes": "frames", "audio": "samples"}
 
 def reach_table(field: dict, measured: dict) -> pd.DataFrame:
     """The encoder's context per frame, from the architecture and from a float64 gradient."""
-    return pd.DataFrame([{"from": "architecture", "left_samples": field["one_side_samples"],
-                          "right_samples": field["one_side_samples"]},
+    return pd.DataFrame([{"from": "architecture", "left_samples": field["left_samples"],
+                          "right_samples": field["right_samples"]},
                          {"from": "float64 gradient", "left_samples": measured["left_samples"],
                           "right_samples": measured["right_samples"]}])
 
 
 def reach_sentence(field: dict, measured: dict) -> str:
-    return (f"A latent frame sees {count(field['one_side_samples'])} samples on each side by the architecture and "
-            f"{count(measured['left_samples'])} / {count(measured['right_samples'])} by gradient: about "
+    same = (field["left_samples"], field["right_samples"]) == (measured["left_samples"], measured["right_samples"])
+    return (f"A latent frame reads {count(field['left_samples'])} samples before its first sample and "
+            f"{count(field['right_samples'])} after it by the layers' sizes and paddings, "
+            f"{count(measured['left_samples'])} and {count(measured['right_samples'])} by float64 gradient"
+            f"{' (the same)' if same else ''}: the padding after a clip reaches its last "
             f"{count(field['one_side_frames'])} frames of {count(field['hop'])} samples.")
 
 

@@ -17,15 +17,20 @@ STAGES = ("latent", "codes", "audio")
 
 
 def receptive_field(config) -> dict[str, int]:
-    """Samples of context on each side of an encoder frame, from the layer sizes (symmetric padding)."""
-    span, jump = 6, 1  # conv1: kernel 7
+    """The samples an encoder frame reads, from the layer sizes and paddings: `left_samples` before the frame's
+    first sample, `right_samples` after it (not symmetric: each strided convolution, kernel 2 * stride, pads
+    ceil(stride / 2) on the left and reads the rest to the right), and how many frames from a clip's end the
+    padding after it reaches (`one_side_frames`)."""
+    left = right = 3  # conv1: kernel 7, padding 3
+    jump = 1
     for stride in config.downsampling_ratios:
-        span += sum(6 * d for d in (1, 3, 9)) * jump  # three residual units, kernel 7, dilations 1, 3, 9
-        span += (2 * stride - 1) * jump  # the strided conv, kernel 2 * stride
+        units = sum(3 * d for d in (1, 3, 9)) * jump  # three residual units, kernel 7, dilations 1, 3, 9, same padding
+        pad = math.ceil(stride / 2)
+        left, right = left + units + pad * jump, right + units + (2 * stride - 1 - pad) * jump
         jump *= stride
-    span += 2 * jump  # conv2: kernel 3
-    return {"span_samples": span, "one_side_samples": span // 2, "hop": jump,
-            "one_side_frames": math.ceil((span // 2) / jump)}
+    left, right = left + jump, right + jump  # conv2: kernel 3, padding 1
+    return {"span_samples": left + right, "left_samples": left, "right_samples": right, "hop": jump,
+            "one_side_frames": math.ceil(right / jump)}
 
 
 def measured_receptive_field(model64, n_samples: int, frame: int) -> dict[str, int]:

@@ -120,11 +120,11 @@ def growth_finding(growth: pd.DataFrame, variant: str) -> Finding:
     if close:
         return Finding(claim=claim, ours=ours, verdict="reproduced", seed=seed, evidence="tables/propagation.parquet")
     most = growth.activation_growth.idxmax()
-    return Finding(claim=claim, ours=ours, verdict="differs", seed=seed,
-                   why=f"random weights, not the trained checkpoint: activations grow at most "
+    return Finding(claim=claim, ours=ours, verdict="not comparable", seed=seed,
+                   why=f"random weights, not the trained checkpoint the investigation ran: activations grow at most "
                    f"{_x(growth.activation_growth.max())} here ({most}), the relative error at most "
-                   f"{_x(growth.relative_error_growth.max())}; the seed's total needs far larger growth, which its "
-                   "trained weights have (not measured here: no trained weights can be downloaded)",
+                   f"{_x(growth.relative_error_growth.max())}; its total needs far larger growth, which trained "
+                   "weights may have (they cannot be downloaded here, so the two cannot contradict each other)",
                    evidence="tables/propagation.parquet")
 
 
@@ -134,8 +134,8 @@ def block_table(propagated: pd.DataFrame, variant: str) -> pd.DataFrame:
     chain = chain[chain.layer.isin(SEED_BLOCKS)]
     present = [b for b in SEED_BLOCKS if b in set(chain.layer)]  # the tiny model has two blocks
     table = chain.pivot_table(index="layer", columns="init", values="growth", sort=False).reindex(present)
-    seed = pd.Series({b: reference.value(b) for b in ("encoder.Conv1",) + SEED_BLOCKS})
-    table["seed_002"] = (seed / seed.shift(1)).reindex(table.index) if variant == SEED_VARIANT else float("nan")
+    printed = pd.Series({b: reference.value(f"growth.{b}") for b in SEED_BLOCKS})  # as the investigation printed it
+    table["seed_002"] = printed.reindex(table.index) if variant == SEED_VARIANT else float("nan")
     return table.reset_index()
 
 
@@ -147,9 +147,8 @@ def amplifier_finding(propagated: pd.DataFrame, variant: str) -> Finding:
     parts = "; ".join(f"{init}: {layer.split('.')[-1]} {_x(g)}" for init, (layer, g) in tops.items())
     claim = (f"The encoder block that multiplies the error most: {parts} (the error after the block over the error "
              "at its input; below x1 it shrinks).")
-    seed_growth = (reference.value("encoder.Block0") / reference.value("encoder.Conv1"))
-    seed_text = ", ".join(f"{b.split('.')[-1]} {_x(reference.value(b) / reference.value(a))}"
-                          for a, b in zip(("encoder.Conv1",) + SEED_BLOCKS[:-1], SEED_BLOCKS, strict=True))
+    seed_growth = reference.value("growth.encoder.Block0")
+    seed_text = ", ".join(f"{b.split('.')[-1]} x{reference.value(f'growth.{b}'):g}" for b in SEED_BLOCKS)  # as printed
     seed = _seed(seed_text, "error propagation table")
     if variant != SEED_VARIANT:
         return Finding(claim=claim, ours=parts, verdict="not comparable", seed=seed,
@@ -159,9 +158,10 @@ def amplifier_finding(propagated: pd.DataFrame, variant: str) -> Finding:
     if same:
         return Finding(claim=claim, ours=parts, verdict="reproduced", seed=seed,
                        evidence="block growth table, tables/propagation.parquet")
-    return Finding(claim=claim, ours=parts, verdict="differs", seed=seed,
-                   why=f"random weights, not the trained checkpoint: no block here multiplies the error by more "
-                   f"than {_x(table[inits].max().max())}, the seed's Block0 by {_x(seed_growth)}",
+    return Finding(claim=claim, ours=parts, verdict="not comparable", seed=seed,
+                   why=f"random weights, not the trained checkpoint the investigation ran (no block here multiplies "
+                   f"the error by more than {_x(table[inits].max().max())}, its Block0 by {_x(seed_growth)}; trained "
+                   "weights cannot be downloaded here, so the two cannot contradict each other)",
                    evidence="block growth table, tables/propagation.parquet")
 
 
@@ -231,9 +231,9 @@ def config_finding(configs: pd.DataFrame) -> Finding:
     seed = ("hop length 512 instead of 320 for 16 and 24 kHz failed 3 of 6 integration tests (seed 002, hop-length "
             "note, DAC 16 and 24 kHz configurations)")
     if failing.empty and caught:
-        return Finding(claim="The published 16, 24 and 44.1 kHz configurations pass the hop-length check, and the "
-                       "seed's bug (ratios set after construction, hop_length left at 512) is caught.", ours=ours,
-                       verdict="reproduced", seed=seed, evidence="configuration check table")
+        return Finding(claim="The library's own 16, 24 and 44.1 kHz configurations pass the hop-length check, and the "
+                       "investigation's bug (ratios set after construction, hop_length left at 512) is caught.",
+                       ours=ours, verdict="new", evidence="configuration check table")
     return Finding(claim=f"The hop-length check does not behave as expected: failing published configurations: "
                    f"{', '.join(failing.case) or 'none'}; stale configuration {'caught' if caught else 'missed'}.",
                    ours=ours, verdict="differs", seed=seed, why="see the configuration check table",
@@ -305,15 +305,16 @@ def closeness_sentence(propagated: pd.DataFrame, growth: pd.DataFrame) -> str:
     parts = [f"{init}: error {_x(g.amplification)} = activations {_x(g.activation_growth)} x relative error "
              f"{_x(g.relative_error_growth)}" for init, g in growth.iterrows()]
     rel = against_float64(propagated)
-    at_output = rel[rel.layer == "encoder.Conv2"].groupby("variant").rel_err.max()
-    ranked = ["/".join(sorted(names)) for _, names in sorted(at_output.groupby(at_output).groups.items())]
-    if len(ranked) == 1:
-        order = f"every run is identical at the encoder output ({ranked[0]})"
-    else:
-        order = (f"from closest: {', '.join(ranked)} (runs joined by / are identical); they lie within a factor "
-                 f"{significant(at_output.max() / at_output.min())} of each other: folding or recomputing changes "
-                 "which float32 rounding you get")
-    return f"From Conv1 to the encoder output, {'; '.join(parts)}. Against float64 at the encoder output, {order}."
+    orders = []
+    for (init, layer), group in rel[rel.layer.isin(["encoder.Conv2", "decoder.Conv2"])].groupby(["init", "layer"],
+                                                                                                   sort=False):
+        at = group.groupby("variant").rel_err.max()
+        ranked = ["/".join(sorted(names)) for _, names in sorted(at.groupby(at).groups.items())]
+        where = "encoder output" if layer == "encoder.Conv2" else "decoder output"
+        orders.append(f"{init} at the {where}: " + (f"all identical ({ranked[0]})" if len(ranked) == 1 else
+                                                     ", ".join(ranked)))
+    return (f"From Conv1 to the encoder output, {'; '.join(parts)}. Closest to float64 first (runs joined by / are "
+            f"identical), per init and end, since the order changes with both: {'; '.join(orders)}.")
 
 
 def codes_sentence(codes: pd.DataFrame, margins: pd.DataFrame, propagated: pd.DataFrame) -> str:

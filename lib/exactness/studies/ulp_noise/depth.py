@@ -1,12 +1,12 @@
 """Where along the depth the noise grows and where it is reset, in relative terms, per layer kind; and which
 elements carry the worst element-wise ulp counts.
 
-Absolute noise and relative noise answer different questions. A layer norm divides by the standard deviation:
-where activations are small (the tiny test models' encoder layers carry values of order 1e-3 to 1e-2) it
-multiplies the absolute noise by hundreds while the noise relative to the tensor's RMS stays flat. The factor of
-a module is its output's noise over its input's, both as max |diff| (absolute) and as max |diff| / RMS
-(relative). A module's input is taken as the previous module output in graph order, leaves only (a container's
-output repeats its last child's); parallel projections (k and v beside q) take the input of the first one.
+Absolute noise and relative noise answer different questions: a module that scales its values scales their
+noise alike, moving the absolute noise while the noise relative to the tensor's RMS stays flat. The factor of a
+module is its output's noise over its input's, both as max |diff| (absolute) and as max |diff| / RMS
+(relative). A module's input is the module output eager's module read, found bit for bit
+(`eager_capture.EagerRun.input_of`); a module reading a sum no module returns (a norm after a residual add) has
+no measured input and no factor. Leaves only: a container's output repeats its last child's.
 """
 
 from __future__ import annotations
@@ -57,10 +57,14 @@ def growth(scaled: pd.DataFrame) -> pd.DataFrame:
     rel = ordered.rel_rms
     by_path = dict(zip(ordered.tensor, zip(ordered.max_abs_diff, rel, strict=True), strict=True))
     rows, previous, inputs = [], None, {}
+    read = dict(zip(ordered.tensor, ordered.input_module, strict=True)) if "input_module" in ordered else None
     for path, absolute, relative in zip(ordered.tensor, ordered.max_abs_diff, rel, strict=True):
         parent, last = path.rsplit(".", 1) if "." in path else ("", path)
         sibling = f"{parent}.{PARALLEL[last]}" if parent and last in PARALLEL else None
         source = inputs.get(sibling) if sibling in inputs else previous
+        if read is not None:  # what eager's module read, bit for bit; "" for a sum no module returns
+            source = read.get(path) or None
+            source = source if source in by_path else None
         inputs[path] = source
         if source is not None and absolute > 0:
             a0, r0 = by_path[source]
@@ -116,10 +120,7 @@ def growth_sentence(kinds: pd.DataFrame, table: pd.DataFrame) -> str:
     if len(rescaling):
         lead += ("Absolute noise is raised without relative growth at "
                  + ", ".join(f"{r.kind} (x{significant(r.absolute_factor)})" for r in rescaling.itertuples())
-                 + ": values and noise are scaled alike"
-                 + (" (a norm divides both by the same standard deviation: the absolute factor is large where "
-                    "activations are small). "
-                    if set(rescaling.kind) <= {"layer norm", "batch norm"} else ". "))
+                 + ": values and noise are scaled alike. ")
     return lead + span + "Median factor per layer kind, output over input: " + "; ".join(parts) + "."
 
 

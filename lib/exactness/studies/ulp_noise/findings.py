@@ -53,6 +53,8 @@ def scale_profile(noise: pd.DataFrame) -> pd.DataFrame:
             if column in noise}  # where the worst element-wise counts sit, against the RMS (`compare.scale`)
     if "model_output" in noise:
         more["model_output"] = ("model_output", "first")
+    if "input_module" in noise:
+        more["input_module"] = ("input_module", "first")
     return scaled.groupby(["depth", "tensor"], as_index=False).agg(
         max_abs_diff=("max_abs_diff", "median"), rms_ulps=("rms_ulps", "median"), median_ulp=("median_ulp", "median"),
         p99_ulp=("p99_ulp", "median"), max_ulp=("max_ulp", "median"), **more).sort_values("depth").reset_index(

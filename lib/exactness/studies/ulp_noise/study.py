@@ -26,7 +26,7 @@ OPTIMIZATION_LEVELS = ("disabled", "basic", "extended", "all")
 NOISE_COLUMNS = ["seed", "tensor", "label", "depth", "max_abs_diff", "max_ulp", "p99_ulp", "median_ulp", "rel_rms"]
 # which elements carry the worst ulp counts, and whether a row is one of the model's outputs (an alias of a module
 # output, left out of the growth per module): after the original columns
-ELEMENT_COLUMNS = ["worst_of_rms", "top_ulps_below_rms", "model_output"]
+ELEMENT_COLUMNS = ["worst_of_rms", "top_ulps_below_rms", "model_output", "input_module"]
 
 
 def noise_pool(model: str, shape_mode: str) -> GraphPool:
@@ -74,7 +74,9 @@ def _table(name: str, draw: _Draw, produced: dict | None = None) -> pd.DataFrame
     last = {name: [draw.eager.outputs[name]] for name in outputs}
     finals = intermediate_table(last, draw.bare.run(draw.inputs), outputs, extra=worst_elements).assign(
         depth=lambda f: f.depth + len(graph.intermediates), model_output=True)
-    return pd.concat([table.assign(model_output=False), finals], ignore_index=True)
+    table = table.assign(model_output=False, input_module=table.tensor.map(draw.eager.input_of or {}).fillna("")) \
+        if len(table) else table
+    return pd.concat([table, finals.assign(input_module="")], ignore_index=True)
 
 
 class _NoiseChunk:
@@ -222,7 +224,7 @@ def newest_run(outputs: Path, study: str) -> Path | None:
         except (ManifestError, OSError):
             continue
         if manifest.status == "passed":
-            passed.append((manifest.started, folder))
+            passed.append((manifest.started_at(), folder))  # the instant: run ids are times, not always in UTC
     return max(passed)[1] if passed else None
 
 
@@ -231,7 +233,8 @@ def cuda_draws(pool: GraphPool, seeds) -> pd.DataFrame:
     def on_gpu(built, inputs) -> eager_capture.EagerRun:
         run = eager_capture.run(copy.deepcopy(built).cuda(), {k: v.cuda() for k, v in inputs.items()})
         return eager_capture.EagerRun({k: v.cpu() for k, v in run.outputs.items()},
-                                      {k: [t.cpu() for t in v] for k, v in run.modules.items()})
+                                      {k: [t.cpu() for t in v] for k, v in run.modules.items()},
+                                      input_of=run.input_of)
 
     frames = []
     for seed in seeds:
