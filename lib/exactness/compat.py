@@ -3,8 +3,8 @@
 A private name (`torch._weight_norm`, `_WeightNorm`, `torch.utils._python_dispatch`, a quantizer's
 `_compute_perplexity`, jupyter_client's `_async_launch_kernel`, ipykernel's IOPub pipe) may move or change in
 any release. Each is looked up here; when it is gone the error names the package, the installed and the
-verified version, and what to do, instead of an AttributeError deep inside a study. Where the private API only serves a speed-up,
-its caller falls back to the plain path and records why (see `exactness.runtimes.codevector_lookup`).
+verified version, and what to do, instead of an AttributeError deep inside a study. Where the private API only
+serves a speed-up, its caller falls back to the plain path and records why (see `exactness.runtimes.codevector_lookup`).
 """
 
 from __future__ import annotations

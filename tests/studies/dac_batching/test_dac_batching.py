@@ -145,7 +145,8 @@ def test_audio_finding_explains_the_tail_by_the_decoders_reach_or_says_it_cannot
     inside = found.audio_finding(_table(5, audio_tail=70), _curves(audio_early=1e-6), 1, 8, 7, 30, windows_from=16)
     assert "unexplained" not in inside.claim and "all within the clip's last 384 samples" in inside.claim
     before = found.audio_finding(_table(5, audio_tail=70), _curves(audio_early=1e-6), 1, 8, 7, 30, windows_from=24)
-    assert "isolated difference" in before.claim and "not explained by the padding" in before.claim  # sample 20 is before them
+    # sample 20 is before the windows: not explained by the padding
+    assert "isolated difference" in before.claim and "not explained by the padding" in before.claim
 
 
 def test_hop_finding_states_the_rule_or_the_exception():
