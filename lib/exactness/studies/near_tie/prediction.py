@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from exactness.studies.near_tie.rate import Tally
 from exactness.workbook.findings import count, significant
 
 PAPER_SEEDS = 40_000  # the seed's scale, per class
@@ -100,8 +101,7 @@ def predict(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.nda
         row = _class_prediction(basis.min_gap.to_numpy(dtype=float), noise[inside], known,
                                 basis.seed.to_numpy(), scale, len(screened), rng, replicates)
         rows.append({"model": model, "screened": len(screened), "predicted_from": len(basis), "scale": scale, **row,
-                     "measured_flips": int((own.n_flipped_rows > 0).sum()),
-                     "measured_failures": int((~own.test_rule_passed.astype(bool)).sum())})
+                     "measured_flips": Tally.of(own).flipped, "measured_failures": Tally.of(own).failed})
     return pd.DataFrame(rows)
 
 

@@ -6,8 +6,37 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from dataclasses import dataclass
+
 from exactness.compare.rates import wilson_interval
 from exactness.studies.near_tie.scale import is_candidate
+
+
+@dataclass(frozen=True)
+class Tally:
+    """What a set of checks counts, computed here once: every sentence, table, caption and summary that states
+    a count of checks, flips or failures reads it from a Tally."""
+
+    checks: int
+    flipped: int  # checks with a flipped code row
+    failed: int  # checks the export test's rule fails
+    flipped_but_passed: int
+    exact_ties_failed: int  # failures whose smallest-gap row was an exact tie in eager
+    one_row: int  # flipped checks with exactly one flipped row
+    at_smallest_gap: int  # flipped checks whose flipped row is the smallest-gap row
+    usage_unchanged: int  # flips that left the code usage (so the perplexity) unchanged
+
+    @classmethod
+    def of(cls, checks: pd.DataFrame) -> Tally:
+        if not len(checks):
+            return cls(0, 0, 0, 0, 0, 0, 0, 0)
+        flipped = checks.n_flipped_rows > 0
+        failed = ~checks.test_rule_passed.astype(bool)
+        column = (lambda name: checks[name].astype(bool) if name in checks else pd.Series(False, index=checks.index))
+        return cls(len(checks), int(flipped.sum()), int(failed.sum()), int((flipped & ~failed).sum()),
+                   int((column("exact_tie") & failed).sum()), int((checks.n_flipped_rows == 1).sum()),
+                   int((flipped & column("flip_is_min_gap_row")).sum()),
+                   int((flipped & column("usage_unchanged")).sum()))
 
 
 def buckets(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float, threshold_ulps: float = 0.0) -> pd.DataFrame:
@@ -17,14 +46,15 @@ def buckets(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float, thresh
     for (model, mode), group in checks.groupby(["model", "shape_mode"]) if len(checks) else []:
         screened = screen[screen.model == model]
         below = is_candidate(screened, threshold, threshold_ulps)
-        failed = int((~group.test_rule_passed).sum())
+        tally = Tally.of(group)
+        failed = tally.failed
         low, high = wilson_interval(failed, len(screened))
         rows.append({
             "model": model, "shape_mode": mode, "screened": len(screened),
-            "below_threshold": int(below.sum()), "checked": len(group),
-            "flipped": int((group.n_flipped_rows > 0).sum()), "failed": failed,
-            "flipped_but_passed": int(((group.n_flipped_rows > 0) & group.test_rule_passed).sum()),
-            "exact_ties_failed": int((group.exact_tie & ~group.test_rule_passed).sum()),
+            "below_threshold": int(below.sum()), "checked": tally.checks,
+            "flipped": tally.flipped, "failed": failed,
+            "flipped_but_passed": tally.flipped_but_passed,
+            "exact_ties_failed": tally.exact_ties_failed,
             "failure_rate": failed / len(screened) if len(screened) else float("nan"),
             "rate_low": low, "rate_high": high,
             "one_in": len(screened) / failed if failed else float("inf"),
@@ -77,9 +107,9 @@ def predict(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.nda
         measured_checks = checks[checks.model == model]
         rows.append({
             "model": model, "screened": n,
-            "predicted_flips": float(p_flip.sum()), "measured_flips": int((measured_checks.n_flipped_rows > 0).sum()),
+            "predicted_flips": float(p_flip.sum()), "measured_flips": Tally.of(measured_checks).flipped,
             "predicted_failures": float((p_flip * fails).sum()),
-            "measured_failures": int((~measured_checks.test_rule_passed).sum()),
+            "measured_failures": Tally.of(measured_checks).failed,
             "density_estimate_flips": n * density * float(np.clip(-d, 0, None).mean()),
             "fail_given_flip": fail_mean,
         })

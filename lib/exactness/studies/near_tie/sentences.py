@@ -13,6 +13,7 @@ from exactness.studies.near_tie import findings as near_tie_findings
 from exactness.studies.near_tie import kernels as near_tie_kernels
 from exactness.studies.near_tie import prediction as near_tie_prediction
 from exactness.studies.near_tie import rate as near_tie_rate
+from exactness.studies.near_tie.scale import is_candidate
 from exactness.workbook import findings
 from exactness.workbook.parameter_rules import StudyParameterError
 
@@ -45,12 +46,10 @@ def candidates_sentence(screen: pd.DataFrame, gaps: pd.DataFrame, threshold: flo
 def checks_sentence(checks: pd.DataFrame) -> str:
     if not len(checks):
         return "No seed fell below the threshold: nothing to check at this scale."
-    flipped = checks[checks.n_flipped_rows > 0]
-    return (f"{len(checks)} checks; {len(flipped)} flipped ({int((flipped.n_flipped_rows == 1).sum())} with exactly "
-            f"one row, {int(flipped.flip_is_min_gap_row.sum())} at the smallest-gap row); "
-            f"{int((~checks.test_rule_passed).sum())} failed the export test; {int(flipped.test_rule_passed.sum())} "
-            f"flips passed (usage unchanged: {int(flipped.usage_unchanged.sum())}); exact ties among failures: "
-            f"{int((checks.exact_tie & ~checks.test_rule_passed).sum())}.")
+    t = near_tie_rate.Tally.of(checks)
+    return (f"{t.checks} checks; {t.flipped} flipped ({t.one_row} with exactly one row, {t.at_smallest_gap} at the "
+            f"smallest-gap row); {t.failed} failed the export test; {t.flipped_but_passed} flips passed (usage "
+            f"unchanged: {t.usage_unchanged}); exact ties among failures: {t.exact_ties_failed}.")
 
 
 @dataclass
@@ -144,13 +143,13 @@ def tie_aware_sentence(checks: pd.DataFrame, defects: pd.DataFrame, bound: float
 
 
 def summary(screen: pd.DataFrame, checks: pd.DataFrame, rates: pd.DataFrame, defects: pd.DataFrame,
-            threshold: float, immune: list[str]) -> dict:
-    """The run's headline counts for summary.json."""
+            threshold: float, immune: list[str], threshold_ulps: float = 0.0) -> dict:
+    """The run's headline counts for summary.json: candidates by the run's own rule (`scale.is_candidate`)."""
     checked = bool(len(checks))
+    tally = near_tie_rate.Tally.of(checks)
     return dict(
-        seeds_screened=int(len(screen)), candidates=int((screen.min_gap < threshold).sum()), checks=int(len(checks)),
-        flips=int((checks.n_flipped_rows > 0).sum()) if checked else 0,
-        failures=int((~checks.test_rule_passed).sum()) if checked else 0,
+        seeds_screened=int(len(screen)), candidates=int(is_candidate(screen, threshold, threshold_ulps).sum()),
+        checks=tally.checks, flips=tally.flipped, failures=tally.failed,
         failure_rate={r.model: {"ours": r.failure_rate, "seed": reference.value("failure_rate")}
                       for r in rates.itertuples()} if len(rates) else {},
         tie_aware_passes=int(checks.tie_aware_passed.sum()) if checked else 0,
@@ -170,9 +169,8 @@ def candidates_caption(gaps: pd.DataFrame, screen: pd.DataFrame, rule: str) -> s
 
 
 def outcomes_caption(checks: pd.DataFrame) -> str:
-    flipped = int((checks.n_flipped_rows > 0).sum())
-    failed = int((~checks.test_rule_passed.astype(bool)).sum())
-    return f"{_counted(flipped, len(checks))} flipped, {findings.count(failed)} failed the export test."
+    t = near_tie_rate.Tally.of(checks)
+    return f"{_counted(t.flipped, t.checks)} flipped, {findings.count(t.failed)} failed the export test."
 
 
 def allowance_caption(checks: pd.DataFrame) -> str:
