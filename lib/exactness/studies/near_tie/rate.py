@@ -3,10 +3,10 @@ distribution and the measured noise."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import pandas as pd
-
-from dataclasses import dataclass
 
 from exactness.compare.rates import wilson_interval
 from exactness.studies.near_tie.scale import is_candidate
