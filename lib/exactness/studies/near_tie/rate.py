@@ -32,7 +32,10 @@ class Tally:
             return cls(0, 0, 0, 0, 0, 0, 0, 0)
         flipped = checks.n_flipped_rows > 0
         failed = ~checks.test_rule_passed.astype(bool)
-        column = (lambda name: checks[name].astype(bool) if name in checks else pd.Series(False, index=checks.index))
+
+        def column(name: str) -> pd.Series:
+            return checks[name].astype(bool) if name in checks else pd.Series(False, index=checks.index)
+
         return cls(len(checks), int(flipped.sum()), int(failed.sum()), int((flipped & ~failed).sum()),
                    int((column("exact_tie") & failed).sum()), int((checks.n_flipped_rows == 1).sum()),
                    int((flipped & column("flip_is_min_gap_row")).sum()),
