@@ -14,6 +14,7 @@ from dataclasses import replace
 import pandas as pd
 
 from exactness import reference
+from exactness.studies.dac_propagation.study import ENCODER_OUTPUT, FIRST_LAYER, seed_chain
 from exactness.workbook.findings import Finding, count, significant, span
 
 SEED_VARIANT = "44khz"
@@ -32,11 +33,6 @@ def _x(factor: float) -> str:
 
 def _within(ours: float, seed: float, factor: float = SAME_SIZE_FACTOR) -> bool:
     return ours > 0 and seed / factor <= ours <= seed * factor
-
-
-def seed_chain(propagated: pd.DataFrame) -> pd.DataFrame:
-    """The seed's comparison: weights folded in float64 (rounded differently) against weight norm recomputed."""
-    return propagated[(propagated.variant == "folded_fp64") & (propagated.against == "weight_norm")]
 
 
 def _on_seed_variant(finding: Finding, variant: str) -> Finding:
@@ -170,7 +166,7 @@ def codes_finding(codes: pd.DataFrame, margins: pd.DataFrame, propagated: pd.Dat
     float32 = codes[~codes.variant.isin(["weight_norm", "float64"])]
     differing = {init: g.fraction_differing.max() for init, g in float32.groupby("init", sort=False)}
     error = seed_chain(propagated)
-    error = error[error.layer == "encoder.Conv2"].set_index("init").max_abs_err
+    error = error[error.layer == ENCODER_OUTPUT].set_index("init").max_abs_err
     parts = "; ".join(f"{init}: {significant(100 * differing[init])}% of code frames differ, smallest winning margin "
                       f"{significant(margins[margins.init == init].min_margin.min())}, encoder output error up to "
                       f"{significant(error[init])}" for init in differing)
@@ -295,7 +291,7 @@ def growth_sentence(growth: pd.DataFrame) -> str:
 
 def against_float64(propagated: pd.DataFrame) -> pd.DataFrame:
     """Each run against float64 at the encoder's input and output and the decoder's output."""
-    ends = ["encoder.Conv1", "encoder.Conv2", "decoder.Conv2"]
+    ends = [FIRST_LAYER, ENCODER_OUTPUT, "decoder.Conv2"]
     return propagated[(propagated.against == "float64") & propagated.layer.isin(ends)]
 
 
@@ -319,7 +315,7 @@ def closeness_sentence(propagated: pd.DataFrame, growth: pd.DataFrame) -> str:
 
 def codes_sentence(codes: pd.DataFrame, margins: pd.DataFrame, propagated: pd.DataFrame) -> str:
     error = seed_chain(propagated)
-    error = error[error.layer == "encoder.Conv2"].set_index("init").max_abs_err
+    error = error[error.layer == ENCODER_OUTPUT].set_index("init").max_abs_err
     changed = codes[codes.variant != "weight_norm"].groupby("init", sort=False).fraction_differing.max()
     parts = [f"{init}: {significant(100 * changed[init])}% of code frames differ; the smallest winning margin is "
              f"{significant(margins[margins.init == init].min_margin.min())} and the largest encoder error "

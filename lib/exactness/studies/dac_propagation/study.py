@@ -22,6 +22,11 @@ from exactness.models import dac, dac_chunks
 from exactness.models.dac_chunks import CHUNK_FRAMES
 
 REFERENCES = ("weight_norm", "float64")
+# The investigation's comparison: weights folded in float64 (its conversion) against weight norm recomputed (the
+# original codebase), and the two ends of its growth, the first convolution and the encoder output
+# (`dac_chunks.encoder_steps` labels them so).
+SEED_RUN, SEED_REFERENCE = "folded_fp64", "weight_norm"
+FIRST_LAYER, ENCODER_OUTPUT = "encoder.Conv1", "encoder.Conv2"
 
 
 def layers(model) -> list[tuple[str, str, str]]:
@@ -136,10 +141,12 @@ def propagate(plain, audio: torch.Tensor, variants=dac.VARIANTS,
     def with_twins(outputs: dict) -> dict:
         return outputs | {twin: outputs[run] for twin, run in twins.items()}
 
+    def measure(step: dac_chunks.Step, outputs: dict) -> None:  # each layer's outputs, reduced before the next
+        statistics.add(step, with_twins(outputs))
+
     plan = dac_chunks.encoder_windows(plain, audio.shape[-1], chunk_frames)
     latents = with_twins(dac_chunks.lockstep(running, {v: _cast(audio, models[v]) for v in running},
-                                             dac_chunks.encoder_steps(plain), plan,
-                                             lambda step, outputs: statistics.add(step, with_twins(outputs))))
+                                             dac_chunks.encoder_steps(plain), plan, measure))
     results = {}
     with torch.no_grad():
         for variant in order:
@@ -148,8 +155,7 @@ def propagate(plain, audio: torch.Tensor, variants=dac.VARIANTS,
         codes = results["weight_norm"]["codes"]
         inputs = {v: models[v].quantizer.from_codes(codes)[0] for v in running}  # the decoder fed identical codes
     plan = dac_chunks.decoder_windows(plain, codes.shape[-1], chunk_frames)
-    decoded = with_twins(dac_chunks.lockstep(running, inputs, dac_chunks.decoder_steps(plain), plan,
-                                             lambda step, outputs: statistics.add(step, with_twins(outputs))))
+    decoded = with_twins(dac_chunks.lockstep(running, inputs, dac_chunks.decoder_steps(plain), plan, measure))
     with torch.no_grad():
         for variant in order:
             results[variant]["audio"] = models[variant].decoder.tanh(decoded.pop(variant)).squeeze(1)
@@ -175,24 +181,18 @@ def _with_growth(table: pd.DataFrame) -> pd.DataFrame:
     return table.reset_index(drop=True)
 
 
-def amplifiers(propagation: pd.DataFrame, variant: str, against: str, top: int = 3) -> pd.DataFrame:
-    encoder_main = propagation[(propagation.variant == variant) & (propagation.against == against)
-                               & (propagation.role == "main") & propagation.layer.str.startswith("encoder.")]
-    return encoder_main.nlargest(top, "growth")[["layer", "growth", "max_abs_err"]]
-
-
-def _seed_chain(propagation: pd.DataFrame) -> pd.DataFrame:
-    """The seed's comparison: weights folded differently (folded_fp64) against weight norm recomputed."""
-    return propagation[(propagation.variant == "folded_fp64") & (propagation.against == "weight_norm")]
+def seed_chain(propagation: pd.DataFrame) -> pd.DataFrame:
+    """The investigation's comparison, layer by layer: weights folded in float64 against weight norm recomputed."""
+    return propagation[(propagation.variant == SEED_RUN) & (propagation.against == SEED_REFERENCE)]
 
 
 def encoder_growth(propagation: pd.DataFrame) -> pd.DataFrame:
     """Per init, from Conv1 to the encoder output: error, its growth, the activations' growth, and the
     growth of the relative error (which tells error growth from activation growth)."""
     rows = []
-    for init, chain in _seed_chain(propagation).groupby("init", sort=False):
-        first = chain[chain.layer == "encoder.Conv1"].iloc[0]
-        last = chain[chain.layer == "encoder.Conv2"].iloc[0]
+    for init, chain in seed_chain(propagation).groupby("init", sort=False):
+        first = chain[chain.layer == FIRST_LAYER].iloc[0]
+        last = chain[chain.layer == ENCODER_OUTPUT].iloc[0]
         error = last.max_abs_err / first.max_abs_err if first.max_abs_err else float("inf")
         activations = last.act_rms / first.act_rms
         rows.append({"init": init, "conv1_error": first.max_abs_err, "encoder_error": last.max_abs_err,
@@ -207,7 +207,7 @@ def beside_seed(propagation: pd.DataFrame) -> pd.DataFrame:
 
     seed = reference.table(reference.SEED_002)
     seed_layers = seed[seed.section == "propagation"].set_index("key").value
-    chain = _seed_chain(propagation)
+    chain = seed_chain(propagation)
     table = chain[chain.layer.isin(seed_layers.index)].pivot_table(index="layer", columns="init",
                                                                   values="max_abs_err", sort=False)
     table["seed_002"] = seed_layers
