@@ -47,6 +47,7 @@ class GraphRow:
     export_seconds: float = 0.0  # what the fresh exports took (a cached one: what it took when it was made)
     swap: str = ""  # whether the weight swap was learnt, and on what
     rebuild: str = ""  # how each seed's model is built: "rebuilt in place" or why it is built plainly
+    screen: str = ""  # how many seeds the eager screen ran, or why it did not
     discrete_ops: int = 0
     outputs: int = 0
     exposure_ok: bool = False

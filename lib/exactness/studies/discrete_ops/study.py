@@ -226,22 +226,31 @@ def run(models, seed_start: int, n_seeds: int, shape_modes, workers: int = 1, sc
         reaches[task] = reach
         if not counted_nodes:
             continue
-        if settings.fast_paths:
+        calibrated = screen_from_checks(checks[-1:], task, counted_nodes)
+        # where every calibration seed is within reach of a tie the screen cannot tell seeds apart (each would be a
+        # candidate): the checks go on in seed order instead, and the rate comes from them
+        inside = _in_reach(calibrated, reach)
+        screening = settings.fast_paths and not (inside and all(inside.values()))
+        graph_rows[tasks.index(task)].screen = (
+            f"{n_seeds:,} seeds screened" if screening else
+            "not screened: every calibration seed within reach of a tie, seeds checked in order" if settings.fast_paths
+            else "not screened: fast paths off, every seed checked")
+        if screening:
             items = [(task, s) for s in seeds]
             screen = sweep.map_chunks(_Screen({task: cg.ops}, settings), items, workers, SCREEN_CHUNK,
                                       f"discrete ops: {task.model} screen", progress_every, scheduler, shards)
-        else:  # the plain path: every seed checked, its screen rows taken from the checks' eager side
-            screen = pd.DataFrame()
         budget = (settings.max_fresh_exports if fresh_only else settings.max_checks) - len(first)
-        if settings.fast_paths:
+        if screening:
             chosen = candidates(screen, reach, set(first), budget)
+        elif settings.fast_paths:
+            chosen = [s for s in seeds if s not in set(first)][: max(budget, 0)]
         else:
             chosen = [s for s in seeds if s not in set(first)]
         if chosen:
             checks.append(sweep.map_chunks(_Check(cg, settings, "candidates"), chosen, workers, 2,
                                            f"discrete ops: {task.model} candidates", progress_every, scheduler,
                                            shards, combine=_joined))
-        if not settings.fast_paths:
+        if not screening:
             screen = screen_from_checks(checks, task, counted_nodes)
         screen = screen.assign(in_reach=screen.seed.map(_in_reach(screen, reach))) if len(screen) else screen
         screens.append(screen)
