@@ -54,7 +54,8 @@ def test_every_problem_is_listed_at_once():
 
 
 def test_a_study_without_declared_rules_accepts_any_value():
-    study_rules.check("a_study_with_no_rules", {"n_seeds": -1})
+    assert study_rules.registration("a_study_with_no_rules") == study_rules.Registration()
+    assert study_rules.check("a_study_with_no_rules", {"n_seeds": -1}) is None
 
 
 def test_every_declared_parameter_exists_in_its_notebook():
