@@ -1,7 +1,7 @@
 """One ONNX Runtime session for every seed: the swapped weights become graph inputs.
 
-Building a session costs 30-60 ms for these small graphs (more than running it), and a weight swap
-used to need one per seed. Fed as inputs instead of initializers, the weights reach the same kernels,
+Building a session costs 30-60 ms for these small graphs (more than running it), and a weight swap with
+constant initializers needs one per seed. Fed as inputs instead of initializers, the weights reach the same kernels,
 with one exception: ORT pre-packs a MatMul's constant right-hand side, and the packed path rounds some
 shapes differently (measured: the quantizer's `project_q`, K = 256, agrees once pre-packing is turned
 off; a lone MatMul differs for K = 300 and 512 but not 256, so which shapes differ is measured here, not

@@ -34,9 +34,7 @@ def _one_thread() -> None:
 
 
 def _init_worker() -> None:
-    """A process that exists only to run chunks: one thread. (glibc's allocator is left at its defaults:
-    keeping freed memory, `workbook.allocator`, no longer pays since the gathered codevector lookup; see
-    `workbook.benchmark_allocator`.)"""
+    """A process that exists only to run chunks: one thread, glibc's allocator at its defaults."""
     _one_thread()
 
 

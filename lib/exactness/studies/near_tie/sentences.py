@@ -1,6 +1,5 @@
 """The near-tie notebook's computed sentences and derived tables: every count, ratio and comparison a cell
-used to compute in place. Each takes the study's tables and returns a sentence or a table; the notebook only
-shows them."""
+states. Each takes the study's tables and returns a sentence or a table; the notebook only shows them."""
 
 from __future__ import annotations
 
