@@ -5,7 +5,16 @@ tensors as `DacModel.encode` / `decode`, so every value is the library's bit for
 windows: each keeps `CHUNK_FRAMES` frames (the last keeps the rest) and reads, on each side, the context its
 kept values depend on, from the layers' kernels, dilations, paddings and strides (`encoder_reach`,
 `decoder_reach`). Every kept value is then the same function of the input as in a whole-clip run; only its
-float32 rounding may differ, because the convolution kernels choose their algorithm by the tensor's length.
+float32 rounding may differ, because the convolution kernels choose their algorithm by the tensor's length:
+PyTorch runs a batch-1 1-D convolution of at most 20,480 input values as im2col + BLAS sgemm and a larger one
+in oneDNN, and a kernel splits the length into vector-wide blocks and per thread, computing a remainder apart,
+so which outputs round alike depends on the window's length, the instruction set the kernel picked and the
+thread count. Measured on the tiny model's 200-frame decode in 3 windows (`tests/models/test_dac_chunks.py`):
+every value the whole run's on an AMD EPYC (AVX2); on an Intel Xeon with AVX-512, 3 of 1,600 samples differ
+(at most 11 ulp): MKL's AVX-512 sgemm computes the last `length % 16` outputs of the last convolution apart,
+and its windows are 1,000 and 232 samples long where the whole clip is 1,600; with MKL held to AVX2 there
+(MKL_ENABLE_INSTRUCTIONS=AVX2) every convolution departs, 206 samples by up to 2.7e-5. So a windowed run is
+as close to the float64 run as the whole run is, not equal to it; a clip that runs whole is equal on any CPU.
 Memory follows the window, not the clip; the context costs (window / kept) - 1 extra work.
 """
 
