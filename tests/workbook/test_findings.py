@@ -12,18 +12,19 @@ def test_a_verdict_outside_the_four_words_is_refused():
         Finding(claim="x", ours="1", verdict="confirmed")
 
 
-def test_reproduced_and_differs_need_the_seeds_figure_and_new_has_none():
-    with pytest.raises(FindingError, match="needs the seed's figure"):
+def test_reproduced_and_differs_need_the_investigations_figure_and_new_has_none():
+    with pytest.raises(FindingError, match="needs the investigation's figure"):
         Finding(claim="x", ours="1", verdict="reproduced")
-    with pytest.raises(FindingError, match="has no seed figure"):
-        Finding(claim="x", ours="1", verdict="new", seed="2 (seed 000, section 5)")
+    with pytest.raises(FindingError, match="has no investigation.s figure"):
+        Finding(claim="x", ours="1", verdict="new", source="2 (transformers #50575, section 5)")
     with pytest.raises(FindingError, match="says why"):
-        Finding(claim="x", ours="1", verdict="differs", seed="2 (seed 000, section 5)")
+        Finding(claim="x", ours="1", verdict="differs", source="2 (transformers #50575, section 5)")
 
 
 def test_records_round_trip_through_summary_json_and_bad_records_are_skipped(tmp_path):
     kept = [Finding(claim="a", ours="1", verdict="new", evidence="tables/t.parquet"),
-            Finding(claim="b", ours="2", verdict="differs", seed="3 (seed 000, section 5)", why="unexplained")]
+            Finding(claim="b", ours="2", verdict="differs", source="3 (transformers #50575, section 5)",
+                    why="unexplained")]
     RunArtifacts(tmp_path).summary(findings=[f.to_dict() for f in kept])
     summary = json.loads((tmp_path / "summary.json").read_text())
     summary["findings"].append({"claim": "c", "ours": "1", "verdict": "maybe"})

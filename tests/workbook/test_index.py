@@ -91,7 +91,8 @@ def test_each_study_gets_a_card_with_its_newest_passed_runs_findings_and_verdict
 
     project = Project.at(tmp_path, tmp_path / "outputs")
     old = Finding(claim="old claim", ours="1", verdict="new").to_dict()
-    new = Finding(claim="rate 1 in 2,000", ours="1", verdict="differs", seed="1 in 2,667 (seed 000, section 5)",
+    new = Finding(claim="rate 1 in 2,000", ours="1", verdict="differs", source="1 in 2,667 (transformers "
+                                                                               "#50575, section 5)",
                   why="unexplained").to_dict()
     _fake_run(project.outputs, "near_tie", "r1", "2026-11-30T01:00:00", summary={"findings": [old]})
     _fake_run(project.outputs, "near_tie", "r2", "2026-11-30T02:00:00", summary={"findings": [new]})

@@ -1,4 +1,4 @@
-"""The findings a report opens with: one claim each, our figure, the seed's figure only where the seed
+"""The findings a report opens with: one claim each, our figure, the investigation's figure only where it
 measured the same thing, and a verdict computed from the data.
 
 A study's `findings(...)` returns a list of `Finding`; the notebook renders them with `show`, which also
@@ -30,17 +30,19 @@ class Finding:
     claim: str  # one sentence, in words, with our figure
     ours: str  # our figure as the reader sees it, with its interval or unit
     verdict: str  # one of VERDICTS, computed from the data
-    seed: str = ""  # the seed's figure, labelled by seed file, section and model; "" if it never measured this
+    source: str = ""  # the investigation's figure, labelled by its pull request, section and model; "" if it never
+    # measured this
     why: str = ""  # the measured reason for "differs" or "not comparable" (or "unexplained")
     evidence: str = ""  # the table or figure that backs the claim
 
     def __post_init__(self):
         if self.verdict not in VERDICTS:
             raise FindingError(f"verdict {self.verdict!r} is not one of {', '.join(VERDICTS)}")
-        if self.verdict in ("reproduced", "differs") and not self.seed:
-            raise FindingError(f"a {self.verdict!r} finding needs the seed's figure: {self.claim!r}")
-        if self.verdict == "new" and self.seed:
-            raise FindingError(f"a 'new' finding has no seed figure, but got {self.seed!r}: {self.claim!r}")
+        if self.verdict in ("reproduced", "differs") and not self.source:
+            raise FindingError(f"a {self.verdict!r} finding needs the investigation's figure: {self.claim!r}")
+        if self.verdict == "new" and self.source:
+            raise FindingError(f"a 'new' finding has no investigation's figure, but got {self.source!r}: "
+                               f"{self.claim!r}")
         if self.verdict in ("differs", "not comparable") and not self.why:
             raise FindingError(f"a {self.verdict!r} finding says why (or 'unexplained'): {self.claim!r}")
 
@@ -49,15 +51,17 @@ class Finding:
 
     @classmethod
     def from_dict(cls, data: Any) -> Finding:
+        if isinstance(data, dict) and "seed" in data and "source" not in data:  # a summary written before the rename
+            data = {**{k: v for k, v in data.items() if k != "seed"}, "source": data["seed"]}
         if not isinstance(data, dict) or not all(isinstance(data.get(k, ""), str) for k in cls.__dataclass_fields__):
             raise FindingError(f"not a finding record: {data!r}")
         return cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
 
     def text(self) -> str:
-        """One plain line: the verdict word, the claim, the seed's figure where there is one."""
-        seed = f" Seed: {self.seed}." if self.seed else ""
+        """One plain line: the verdict word, the claim, the investigation's figure where there is one."""
+        source = f" Investigation: {self.source}." if self.source else ""
         why = f" ({self.why})" if self.why else ""
-        return f"[{self.verdict}] {self.claim}{why}{seed}"
+        return f"[{self.verdict}] {self.claim}{why}{source}"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -85,8 +89,8 @@ def verdict_badge(verdict: str) -> str:
 
 def _item(finding: Finding) -> str:
     details = [f"ours: {html.escape(finding.ours)}"]
-    if finding.seed:
-        details.append(f"seed: {html.escape(finding.seed)}")
+    if finding.source:
+        details.append(f"investigation: {html.escape(finding.source)}")
     if finding.why:
         details.append(f"why: {html.escape(finding.why)}")
     if finding.evidence:
@@ -136,7 +140,7 @@ def from_summary(summary: Any) -> list[Finding]:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Figures in words: counts, rates with their interval, comparisons with the seed's rate
+# Figures in words: counts, rates with their interval, comparisons with an investigation's rate
 
 
 def count(n: float) -> str:

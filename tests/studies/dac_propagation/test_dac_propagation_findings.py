@@ -29,7 +29,7 @@ def test_config_finding_names_the_models_the_seed_measured():
     # the configurations are the library's own, consistent by construction: nothing the investigation's could
     # contradict, so the check is new, not a reproduction
     finding = found.config_finding(configs)
-    assert finding.verdict == "new" and finding.seed == "" and "library's own" in finding.claim
+    assert finding.verdict == "new" and finding.source == "" and "library's own" in finding.claim
 
 
 def test_codec_sentence_gives_one_value_where_every_run_has_the_same_codec_error():

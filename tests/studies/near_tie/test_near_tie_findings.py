@@ -37,7 +37,7 @@ def _rates(model=SEED_MODEL, failed=1, screened=2000, checked=2, below=2):
 
 def test_failures_that_are_flipped_ties_are_named_so_and_the_seed_rate_is_compared():
     finding = class_finding(SEED_MODEL, _checks(), _rates(failed=1))
-    assert "the one failure is a flipped near-tie" in finding.claim and "section 5" in finding.seed
+    assert "the one failure is a flipped near-tie" in finding.claim and "section 5" in finding.source
     # 2,000 seeds could not have disagreed: no failure at all would agree with 1 in 2,700 too
     assert finding.verdict == "not comparable" and "none at all would agree too" in finding.why
     assert "1 failure in 2,000 seeds, 1 in 2,000" in finding.ours
@@ -70,7 +70,7 @@ def test_a_rate_far_from_the_seeds_differs_and_a_zero_shows_what_was_expected():
 
 def test_other_classes_carry_no_seed_figure():
     finding = class_finding(OTHER, _checks(model=OTHER), _rates(model=OTHER))
-    assert finding.verdict == "new" and finding.seed == ""
+    assert finding.verdict == "new" and finding.source == ""
 
 
 def test_capped_checks_make_the_rate_not_comparable():
@@ -86,7 +86,7 @@ def _screen(n_below, n=2000, model=SEED_MODEL):
 def test_candidates_compare_with_the_seed_only_at_its_threshold():
     checks = _checks(ties=(True, False))
     same = candidates_finding(_screen(14), checks, 1.5e-5)
-    assert same.verdict == "reproduced" and "273 candidates" in same.seed
+    assert same.verdict == "reproduced" and "273 candidates" in same.source
     assert "1 checked seeds had an exact tie (gap 0), 1 of them flipped" in same.claim  # no ORT values recorded
     assert candidates_finding(_screen(80), checks, 1.5e-5).verdict == "differs"
     other = candidates_finding(_screen(14), checks, 1e-4)

@@ -32,7 +32,7 @@ def test_the_seeds_candidates_are_quoted_only_at_its_threshold_and_class():
     gaps = pd.DataFrame({"model": [SEED_MODEL], "candidates": [1], "seeds": [4]})
     at_seed = near_tie_report.candidates_sentence(screen, gaps, reference.value("threshold"), 0.0, "gap < x")
     assert at_seed.startswith(f"4 seeds screened; candidates (gap < x): {SEED_MODEL} 1 (25.00%).")
-    assert f"The seed found {reference.value('candidates'):,.0f} of" in at_seed
+    assert f"{reference.value('candidates'):,.0f} of 40,000" in at_seed
     elsewhere = near_tie_report.candidates_sentence(screen, gaps, 1e-4, 0.0, "gap < x")
     assert "The seed found" not in elsewhere
 
@@ -51,7 +51,7 @@ def test_our_rates_sit_above_the_seeds_with_intervals_in_words():
     rates = pd.DataFrame({"model": [SEED_MODEL], "shape_mode": ["dynamic"], "screened": [2000], "failed": [1],
                           "failure_rate": [1 / 2000]})
     beside = near_tie_report.rates_beside_seed(rates)
-    assert beside.model.tolist()[0] == SEED_MODEL and beside.model.tolist()[1].startswith("seed 000")
+    assert beside.model.tolist()[0] == SEED_MODEL and beside.model.tolist()[1].startswith("transformers #50575")
     assert beside.rate[0].startswith("1 failure in 2,000 seeds, 1 in 2,000 (95% interval")
     sentence = near_tie_report.rate_sentence(rates, replays_example=False, seed_start=0, n_seeds=2000)
     assert "not our seeds 0 to 1999" in sentence and "the same recipe" not in sentence

@@ -95,7 +95,7 @@ def test_median_interval_uses_order_statistics():
 
 def test_medians_reproduce_the_seed_only_within_the_factor():
     same = noise_findings.medians_finding(_noise(1.0), SEED_MODEL, "dynamic")
-    assert same.verdict == "reproduced" and "within a factor 3" in same.claim and "section 3" in same.seed
+    assert same.verdict == "reproduced" and "within a factor 3" in same.claim and "section 3" in same.source
     tenfold = noise_findings.medians_finding(_noise(10.0), SEED_MODEL, "dynamic")
     assert tenfold.verdict == "differs" and "not within a factor 3" in tenfold.claim
 
@@ -107,7 +107,7 @@ def test_medians_of_another_subject_or_export_are_not_compared():
     assert static.verdict == "not comparable" and "static" in static.why
     dac = pd.DataFrame({"seed": [0], "label": ["conv1"], "max_abs_diff": [1e-6], "median_ulp": [1]})
     finding = noise_findings.medians_finding(dac, "DacEncoder-tiny", "static")
-    assert finding.verdict == "new" and finding.seed == ""
+    assert finding.verdict == "new" and finding.source == ""
 
 
 def _profile(median_ulp, max_abs_diff=(1e-6, 4e-6, 1e-6)) -> pd.DataFrame:
@@ -163,11 +163,11 @@ def _comparison(p_value: float, model: str = SEED_MODEL) -> pd.DataFrame:
 
 def test_passing_failing_finding_compares_with_the_seed_on_its_model_only():
     same = noise_findings.passing_failing_finding(_comparison(0.6))
-    assert same.verdict == "reproduced" and "no noisier" in same.claim and "section 5" in same.seed
+    assert same.verdict == "reproduced" and "no noisier" in same.claim and "section 5" in same.source
     noisier = noise_findings.passing_failing_finding(_comparison(0.001))
     assert noisier.verdict == "differs" and "differ in noise" in noisier.claim
     other = noise_findings.passing_failing_finding(_comparison(0.6, "UniSpeechForPreTraining"))
-    assert other.verdict == "new" and other.seed == ""
+    assert other.verdict == "new" and other.source == ""
     nothing = noise_findings.passing_failing_finding(pd.DataFrame())
     assert nothing.verdict == "not comparable" and "no near-tie run" in nothing.claim
     passing_only = noise_findings.passing_failing_finding(_comparison(0.6).assign(failing_seeds=0), "run-7")

@@ -1,4 +1,5 @@
-"""The DAC batching study's findings, answering seed 002's reviewers ("batching is probably still broken"):
+"""The DAC batching study's findings, answering the reviewers of the DAC integration-test fix ("batching is probably
+still broken"):
 which frames of the shorter clip padding changes and why, what remains before them (rounding only), what
 the batch size alone changes, how far the decoded audio differs, and how many samples a length that is
 not a hop multiple loses. Every verdict and every claim's wording comes from the tables.
@@ -13,7 +14,8 @@ import pandas as pd
 
 from exactness.workbook.findings import Finding, count, significant
 
-REVIEW = ("the shorter clip of a two-clip batch did not match the clip run alone (seed 002, review by vasqu; "
+REVIEW = ("the shorter clip of a two-clip batch did not match the clip run alone (the DAC integration-test fix, "
+          "review by vasqu; "
           "DAC as used in Dia, no figure given)")
 ROUNDING_FLOOR = 1e-4  # the floor dac_batching._tail applies: below this fraction of the RMS is rounding
 
@@ -39,7 +41,7 @@ def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, re
             f"receptive field reaches {count(one_side_frames)} frames")
     if tail == 0:
         return Finding(claim="Padding changes no latent frame of the shorter clip here: batching matches the clip run "
-                       "alone.", ours=ours, verdict="differs", seed=REVIEW,
+                       "alone.", ours=ours, verdict="differs", source=REVIEW,
                        why="no frame changed at these lengths; the reviewers' clips and model differ")
     if tail <= one_side_frames + 1:
         claim = (f"Batching is not broken, it is padding: zero-padding changes only the last {count(tail)} latent "
@@ -49,10 +51,10 @@ def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, re
                  "network without them differs too). To get single-clip results from a batch, "
                  "recompute the frames whose receptive field reaches past the clip's end from the clip alone"
                  + (" (measured below)" if repair_measured else "") + ", or run clips of unequal length alone.")
-        return Finding(claim=claim, ours=ours, verdict="reproduced", seed=REVIEW, evidence="tables/batching.parquet")
+        return Finding(claim=claim, ours=ours, verdict="reproduced", source=REVIEW, evidence="tables/batching.parquet")
     return Finding(claim=f"Padding changes the last {count(tail)} latent frames of the shorter clip, more than the "
                    f"{count(one_side_frames)} frames the receptive field explains.", ours=ours, verdict="differs",
-                   seed=REVIEW, why="unexplained: the tail is longer than the encoder's receptive field",
+                   source=REVIEW, why="unexplained: the tail is longer than the encoder's receptive field",
                    evidence="tables/batching.parquet")
 
 
@@ -216,7 +218,7 @@ def no_padding_finding(table: pd.DataFrame) -> Finding:
     return Finding(claim=f"The {count(clips)} clips have the same length ({count(length)} samples): the batch pads "
                    "nothing, so this run measures the batch size alone, not the reviewers' padded shorter clip.",
                    ours=f"{count(clips)} clips of {count(length)} samples, no padding", verdict="not comparable",
-                   seed=REVIEW, why="the reviewers' mismatch was the shorter clip of a padded batch; give clips of "
+                   source=REVIEW, why="the reviewers' mismatch was the shorter clip of a padded batch; give clips of "
                    "different lengths (clip_seconds) to measure it", evidence="tables/batching.parquet")
 
 

@@ -1,9 +1,10 @@
 """The DAC propagation study's findings: whether weight norm itself causes error, how a differently rounded
 fold grows through the encoder (activation growth times relative-error growth), where it grows most
-beside the seed's per-block table, whether the codes and the codec survive, and whether the published
+beside the investigation's per-block table, whether the codes and the codec survive, and whether the published
 configurations pass the hop-length check. Every verdict and every claim's wording comes from the tables.
 
-Seed 002 measured the 44.1 kHz model with trained weights: its figures are set beside the 44khz variant
+The DAC integration-test fix measured the 44.1 kHz model with trained weights: its figures are set beside the 44khz
+variant
 only; for the other variants they are "not comparable".
 """
 
@@ -19,12 +20,12 @@ from exactness.workbook.findings import Finding, count, significant, span
 
 SEED_VARIANT = "44khz"
 SEED_BLOCKS = ("encoder.Block0", "encoder.Block1", "encoder.Block2", "encoder.Block3")
-SAME_SIZE_FACTOR = 2.0  # one of our figures "reproduces" the seed's when within this factor (about one binade)
+SAME_SIZE_FACTOR = 2.0  # one of our figures "reproduces" the investigation's when within this factor (about one binade)
 CODEC_SAME = 1e-2  # runs are "the same codec" when they differ by less than this fraction of the codec's own error
 
 
 def _seed(what: str, section: str) -> str:
-    return f"{what} (seed 002, {section}, DAC 44.1 kHz, trained weights)"
+    return f"{what} (the DAC integration-test fix, {section}, DAC 44.1 kHz, trained weights)"
 
 
 def _x(factor: float) -> str:
@@ -36,11 +37,11 @@ def _within(ours: float, seed: float, factor: float = SAME_SIZE_FACTOR) -> bool:
 
 
 def _on_seed_variant(finding: Finding, variant: str) -> Finding:
-    """The seed measured the 44.1 kHz model: on another variant its figure is context, not a verdict."""
+    """The investigation measured the 44.1 kHz model: on another variant its figure is context, not a verdict."""
     if variant == SEED_VARIANT or finding.verdict not in ("reproduced", "differs"):
         return finding
     return replace(finding, verdict="not comparable",
-                   why=f"the seed measured the 44.1 kHz model; this run is {variant}")
+                   why=f"the investigation measured the 44.1 kHz model; this run is {variant}")
 
 
 def _layers_per_init(rows: pd.DataFrame, what: str = "layer") -> str:
@@ -74,7 +75,7 @@ def fold_finding(propagated: pd.DataFrame, weights: pd.DataFrame) -> Finding:
 
 
 def rounding_finding(weights: pd.DataFrame, variant: str) -> Finding:
-    """A fold that rounds differently (float64, as another device or kernel would) against the seed's weight
+    """A fold that rounds differently (float64, as another device or kernel would) against the investigation's weight
     differences."""
     fp64 = weights[weights.variant == "folded_fp64"].groupby("init").max_abs_diff.max()
     low, high = reference.value("weight_diff_min"), reference.value("weight_diff_max")
@@ -84,15 +85,15 @@ def rounding_finding(weights: pd.DataFrame, variant: str) -> Finding:
     seed = _seed(f"per-layer weight differences {significant(low)} to {significant(high)}", "weight-differences list")
     ours = f"largest per-layer weight difference per init: {parts}"
     if variant != SEED_VARIANT:
-        return Finding(claim=claim, ours=ours, verdict="not comparable", seed=seed,
-                       why=f"the seed measured the 44.1 kHz model; this run is {variant}",
+        return Finding(claim=claim, ours=ours, verdict="not comparable", source=seed,
+                       why=f"the investigation measured the 44.1 kHz model; this run is {variant}",
                        evidence="tables/weights.parquet")
     inside = [init for init, v in fp64.items() if low / SAME_SIZE_FACTOR <= v <= high * SAME_SIZE_FACTOR]
     if inside:
-        return Finding(claim=claim + f" Under {', '.join(inside)} that is the seed's size.", ours=ours,
-                       verdict="reproduced", seed=seed, evidence="tables/weights.parquet")
-    return Finding(claim=claim, ours=ours, verdict="differs", seed=seed,
-                   why="no init's largest difference lies within a factor 2 of the seed's range: the weights' "
+        return Finding(claim=claim + f" Under {', '.join(inside)} that is the investigation's size.", ours=ours,
+                       verdict="reproduced", source=seed, evidence="tables/weights.parquet")
+    return Finding(claim=claim, ours=ours, verdict="differs", source=seed,
+                   why="no init's largest difference lies within a factor 2 of the investigation's range: the weights' "
                    "magnitudes (and so one ulp of them) differ from the trained checkpoint's",
                    evidence="tables/weights.parquet")
 
@@ -109,14 +110,14 @@ def growth_finding(growth: pd.DataFrame, variant: str) -> Finding:
                  "error propagation table")
     ours = "; ".join(f"{init} {_x(g.amplification)}" for init, g in growth.iterrows())
     if variant != SEED_VARIANT:
-        return Finding(claim=claim, ours=ours, verdict="not comparable", seed=seed,
-                       why=f"the seed measured the 44.1 kHz model; this run is {variant}",
+        return Finding(claim=claim, ours=ours, verdict="not comparable", source=seed,
+                       why=f"the investigation measured the 44.1 kHz model; this run is {variant}",
                        evidence="tables/propagation.parquet")
     close = [init for init, g in growth.iterrows() if _within(g.amplification, seed_total)]
     if close:
-        return Finding(claim=claim, ours=ours, verdict="reproduced", seed=seed, evidence="tables/propagation.parquet")
+        return Finding(claim=claim, ours=ours, verdict="reproduced", source=seed, evidence="tables/propagation.parquet")
     most = growth.activation_growth.idxmax()
-    return Finding(claim=claim, ours=ours, verdict="not comparable", seed=seed,
+    return Finding(claim=claim, ours=ours, verdict="not comparable", source=seed,
                    why=f"random weights, not the trained checkpoint the investigation ran: activations grow at most "
                    f"{_x(growth.activation_growth.max())} here ({most}), the relative error at most "
                    f"{_x(growth.relative_error_growth.max())}; its total needs far larger growth, which trained "
@@ -125,7 +126,7 @@ def growth_finding(growth: pd.DataFrame, variant: str) -> Finding:
 
 
 def block_table(propagated: pd.DataFrame, variant: str) -> pd.DataFrame:
-    """Growth per encoder block under each init, with the seed's figure for the same block (44.1 kHz only)."""
+    """Growth per encoder block under each init, with the investigation's figure for the same block (44.1 kHz only)."""
     chain = seed_chain(propagated)
     chain = chain[chain.layer.isin(SEED_BLOCKS)]
     present = [b for b in SEED_BLOCKS if b in set(chain.layer)]  # the tiny model has two blocks
@@ -136,7 +137,7 @@ def block_table(propagated: pd.DataFrame, variant: str) -> pd.DataFrame:
 
 
 def amplifier_finding(propagated: pd.DataFrame, variant: str) -> Finding:
-    """The largest amplifier among the encoder blocks, per init, beside the seed's (Block0, x1897)."""
+    """The largest amplifier among the encoder blocks, per init, beside the investigation's (Block0, x1897)."""
     table = block_table(propagated, variant).set_index("layer")
     inits = [c for c in table.columns if c != "seed_002"]
     tops = {init: (table[init].idxmax(), table[init].max()) for init in inits}
@@ -147,14 +148,14 @@ def amplifier_finding(propagated: pd.DataFrame, variant: str) -> Finding:
     seed_text = ", ".join(f"{b.split('.')[-1]} x{reference.value(f'growth.{b}'):g}" for b in SEED_BLOCKS)  # as printed
     seed = _seed(seed_text, "error propagation table")
     if variant != SEED_VARIANT:
-        return Finding(claim=claim, ours=parts, verdict="not comparable", seed=seed,
-                       why=f"the seed measured the 44.1 kHz model; this run is {variant}",
+        return Finding(claim=claim, ours=parts, verdict="not comparable", source=seed,
+                       why=f"the investigation measured the 44.1 kHz model; this run is {variant}",
                        evidence="block growth table, tables/propagation.parquet")
     same = [init for init, (layer, g) in tops.items() if layer == "encoder.Block0" and _within(g, seed_growth)]
     if same:
-        return Finding(claim=claim, ours=parts, verdict="reproduced", seed=seed,
+        return Finding(claim=claim, ours=parts, verdict="reproduced", source=seed,
                        evidence="block growth table, tables/propagation.parquet")
-    return Finding(claim=claim, ours=parts, verdict="not comparable", seed=seed,
+    return Finding(claim=claim, ours=parts, verdict="not comparable", source=seed,
                    why=f"random weights, not the trained checkpoint the investigation ran (no block here multiplies "
                    f"the error by more than {_x(table[inits].max().max())}, its Block0 by {_x(seed_growth)}; trained "
                    "weights cannot be downloaded here, so the two cannot contradict each other)",
@@ -182,9 +183,9 @@ def codes_finding(codes: pd.DataFrame, margins: pd.DataFrame, propagated: pd.Dat
                      f"(winning margin 0; {parts}): a tie every run broke the same way; other weights or another "
                      "CPU may break it differently")
         claim += "."
-        return Finding(claim=claim, ours=parts, verdict="reproduced", seed=seed, evidence="tables/codes.parquet")
+        return Finding(claim=claim, ours=parts, verdict="reproduced", source=seed, evidence="tables/codes.parquet")
     claim = f"Some codes flip between runs ({parts}): a near-tie whose margin is below the error reaching it."
-    return Finding(claim=claim, ours=parts, verdict="differs", seed=seed,
+    return Finding(claim=claim, ours=parts, verdict="differs", source=seed,
                    why="frames whose winning margin is smaller than the encoder error flip",
                    evidence="tables/codes.parquet")
 
@@ -197,7 +198,7 @@ def codec_run_ratios(codec: pd.DataFrame) -> pd.Series:
 
 
 def codec_finding(codec: pd.DataFrame) -> Finding:
-    """Is the codec error the same for every run (the seed: 'very similar')?"""
+    """Is the codec error the same for every run (the investigation: 'very similar')?"""
     ratios = codec_run_ratios(codec)
     worst = ratios.idxmax()
     per_init = "; ".join(f"{init}: {significant(r)}" for init, r in ratios.items())
@@ -208,23 +209,24 @@ def codec_finding(codec: pd.DataFrame) -> Finding:
         return Finding(claim=f"For the codec every run is the same: under every init, the largest difference "
                        f"between runs is at most {significant(ratios.max())} of that init's codec error ({worst}; "
                        "random weights: the codec error is large).", ours=ours,
-                       verdict="reproduced", seed=seed, evidence="tables/codec.parquet")
+                       verdict="reproduced", source=seed, evidence="tables/codec.parquet")
     return Finding(claim=f"Under {worst} the runs differ by {significant(ratios.max())} of that init's codec error: "
-                   "not negligible.", ours=ours, verdict="differs", seed=seed,
+                   "not negligible.", ours=ours, verdict="differs", source=seed,
                    why=f"the run-to-run difference reaches {significant(ratios.max())} of the codec error "
                    f"(at least {CODEC_SAME:g} counts as different)",
                    evidence="tables/codec.parquet")
 
 
 def config_finding(configs: pd.DataFrame) -> Finding:
-    """Do the published configurations pass the hop-length check, and is the seed's stale one caught?"""
+    """Do the published configurations pass the hop-length check, and is the investigation's stale one caught?"""
     published = configs[configs.case.isin(["16khz", "24khz", "44khz"])]
     failing = published[published.result != "consistent"]
     stale = configs[~configs.case.isin(["16khz", "24khz", "44khz"])]
     caught = (stale.result != "consistent").all() and len(stale) > 0
     ours = (f"{count(len(published) - len(failing))} of {count(len(published))} published configurations consistent; "
             f"stale configuration {'caught' if caught else 'NOT caught'}")
-    seed = ("hop length 512 instead of 320 for 16 and 24 kHz failed 3 of 6 integration tests (seed 002, hop-length "
+    seed = ("hop length 512 instead of 320 for 16 and 24 kHz failed 3 of 6 integration tests (the DAC "
+            "integration-test fix, hop-length "
             "note, DAC 16 and 24 kHz configurations)")
     if failing.empty and caught:
         return Finding(claim="The library's own 16, 24 and 44.1 kHz configurations pass the hop-length check, and the "
@@ -232,7 +234,7 @@ def config_finding(configs: pd.DataFrame) -> Finding:
                        ours=ours, verdict="new", evidence="configuration check table")
     return Finding(claim=f"The hop-length check does not behave as expected: failing published configurations: "
                    f"{', '.join(failing.case) or 'none'}; stale configuration {'caught' if caught else 'missed'}.",
-                   ours=ours, verdict="differs", seed=seed, why="see the configuration check table",
+                   ours=ours, verdict="differs", source=seed, why="see the configuration check table",
                    evidence="configuration check table")
 
 
@@ -334,7 +336,7 @@ def codec_sentence(codec: pd.DataFrame) -> str:
 
 
 def summary_values(growth: pd.DataFrame, weights: pd.DataFrame) -> dict:
-    """summary.json's figures: ours beside the seed's where the seed measured the same quantity."""
+    """summary.json's figures: ours beside the investigation's where the investigation measured the same quantity."""
     values = {f"{init}_encoder_error": {"ours": g.encoder_error, "seed": reference.value("encoder.Conv2")}
               for init, g in growth.iterrows()}
     values.update({f"{init}_amplification": {"ours": g.amplification, "seed": reference.value("total_amplification")}

@@ -202,7 +202,7 @@ def encoder_growth(propagation: pd.DataFrame) -> pd.DataFrame:
 
 
 def beside_seed(propagation: pd.DataFrame) -> pd.DataFrame:
-    """Max error per encoder layer under each init, with seed 002's figure for the same layer."""
+    """Max error per encoder layer under each init, with the DAC fix's figure for the same layer."""
     from exactness import reference
 
     seed = reference.table(reference.SEED_002)

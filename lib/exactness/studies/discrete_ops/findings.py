@@ -76,7 +76,7 @@ def seed_class_rate(result: Result) -> Finding | None:
     rows = result.margins[(result.margins.model == SEED_MODEL) & result.margins.node.isin(set(ops.node))]
     if not len(ops) or rows.flipped.isna().all():
         return Finding(f"{SEED_MODEL}: its quantizer argmax was not matched to eager, so its flips were not counted.",
-                       "no count", "not comparable", seed=seed_text, why="not the measure the investigation counted",
+                       "no count", "not comparable", source=seed_text, why="not the measure the investigation counted",
                        evidence="ops and margins tables")
     n = verdict.screened or verdict.checked
     k = int(rows[rows.flipped.fillna(0) > 0].seed.nunique())
@@ -85,7 +85,7 @@ def seed_class_rate(result: Result) -> Finding | None:
         result_verdict, why = "not comparable", (f"only {count(verdict.checked)} of {count(verdict.candidates)} seeds "
                                                  "within reach of a tie were checked")
     return Finding(f"{SEED_MODEL}: {rate_text(k, n, 'seeds with a flipped quantizer argmax')}.", f"{k} in {n}",
-                   result_verdict, seed=seed_text, why=why, evidence="margins table, the quantizer's ArgMax")
+                   result_verdict, source=seed_text, why=why, evidence="margins table, the quantizer's ArgMax")
 
 
 def findings(result: Result) -> list[Finding]:

@@ -22,7 +22,7 @@ MANTISSA_BITS = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}
 # The smallest and largest exponent of a normal number: below the first, spacing stops shrinking (subnormals);
 # above the second (and its mantissa's top), the value is not representable.
 EXPONENTS = {"float16": (-14, 15), "bfloat16": (-126, 127), "float32": (-126, 127), "float64": (-1022, 1023)}
-SEED_ULP_MAGNITUDE = 10.0  # seed 000, section 3: "with logits around 10, 1 ulp is 9.5e-7"
+SEED_ULP_MAGNITUDE = 10.0  # transformers #50575, section 3: "with logits around 10, 1 ulp is 9.5e-7"
 
 
 def hardware_facts() -> dict[str, object]:
@@ -109,7 +109,7 @@ def subnormals_finding(behaviour: dict) -> Finding:
 
 
 def spacing_finding(checked: pd.DataFrame) -> Finding:
-    """The seed's own spacing figure (1 ulp near 10) where this run tabulated it, else the IEEE check alone."""
+    """The investigation's own spacing figure (1 ulp near 10) where this run tabulated it, else the IEEE check alone."""
     beyond = checked[~checked.representable]
     checked = checked[checked.representable]  # beyond a dtype's range there is no spacing to compare
     wrong = checked[~checked.agrees]
@@ -124,12 +124,13 @@ def spacing_finding(checked: pd.DataFrame) -> Finding:
     if not len(at_seed):
         return Finding(f"Float spacing: {ieee_words}.", ieee_words, "new", evidence="float spacing table")
     ours_ulp, seed_ulp = float(at_seed.measured_ulp.iloc[0]), reference.value("ulp_at_logit_10")
-    same = significant(ours_ulp) == significant(seed_ulp)  # the seed quotes two significant digits
+    same = significant(ours_ulp) == significant(seed_ulp)  # the investigation quotes two significant digits
     claim = (f"One float32 ulp near a logit of 10 is {significant(ours_ulp, 3)}, "
-             f"{'matching' if same else 'unlike'} the seed's figure; {ieee_words}.")
+             f"{'matching' if same else 'unlike'} the investigation's figure; {ieee_words}.")
     return Finding(claim, f"{significant(ours_ulp, 3)} at magnitude 10 (float32)",
                    "reproduced" if same else "differs",
-                   seed=f"{significant(seed_ulp)} (seed 000, section 3, logits of Wav2Vec2ConformerForPreTraining)",
+                   source=f"{significant(seed_ulp)} (transformers #50575, section 3, logits of "
+                          f"Wav2Vec2ConformerForPreTraining)",
                    why="" if same else "unexplained: IEEE 754 fixes this spacing", evidence="float spacing table")
 
 

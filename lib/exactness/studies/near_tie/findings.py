@@ -1,7 +1,7 @@
-"""The near-tie study's findings: what a failing export check is, how often, and whether the seed's figures
+"""The near-tie study's findings: what a failing export check is, how often, and whether the investigation's figures
 hold. Every verdict and every claim's wording comes from the tables; nothing is a fixed sentence.
 
-Seed 000 measured one class, Wav2Vec2ConformerForPreTraining: its rate, candidates, noise medians and
+transformers #50575 measured one class, Wav2Vec2ConformerForPreTraining: its rate, candidates, noise medians and
 tolerances are set beside that class only; the other classes get ours alone (verdict "new").
 """
 
@@ -20,11 +20,12 @@ from exactness.studies.near_tie import ties as near_tie_ties
 from exactness.workbook.findings import Finding, count, one_in, rate_text, rate_verdict, significant
 
 SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
-NOISE_FACTOR = 3.0  # a median within this factor of the seed's counts as the same noise (same order, same CPU class)
+# a median within this factor of the investigation's counts as the same noise (same order, same CPU class)
+NOISE_FACTOR = 3.0
 
 
 def _seed_label(section: str) -> str:
-    return f"seed 000, section {section}, {SEED_MODEL}"
+    return f"transformers #50575, section {section}, {SEED_MODEL}"
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -72,7 +73,7 @@ def _first_mode(rates: pd.DataFrame, model: str):
 
 def class_finding(model: str, checks: pd.DataFrame, rates: pd.DataFrame) -> Finding:
     """The question itself for one class: what its failing checks are, and how often per seed (first shape
-    mode), beside the seed's rate for the class it measured."""
+    mode), beside the investigation's rate for the class it measured."""
     mode_checks = checks[(checks.model == model) & (checks.shape_mode == checks.shape_mode.iloc[0])]
     cause = failure_causes(mode_checks).iloc[0]
     rate = _first_mode(rates, model)
@@ -89,26 +90,26 @@ def class_finding(model: str, checks: pd.DataFrame, rates: pd.DataFrame) -> Find
     seed = (f"{count(seed_k)} failures in {count(seed_n)} seeds, {one_in(seed_k / seed_n)}, every one a flipped "
             f"near-tie ({_seed_label('5')})")
     verdict, expected = rate_verdict(failed, screened, seed_k, seed_n)
-    ours = f"{ours}; {expected}"  # a zero is shown with what the seed's rate expected
+    ours = f"{ours}; {expected}"  # a zero is shown with what the investigation's rate expected
     if partial and not unexplained:
-        return Finding(claim, ours, "not comparable", seed=seed, evidence="failure causes and rates tables",
+        return Finding(claim, ours, "not comparable", source=seed, evidence="failure causes and rates tables",
                        why=f"only {count(rate.checked)} of {count(rate.below_threshold)} candidates checked "
                            "(max_checks)")
     if unexplained:
-        return Finding(claim, ours, "differs", seed=seed, evidence="failure causes and rates tables",
+        return Finding(claim, ours, "differs", source=seed, evidence="failure causes and rates tables",
                        why=f"{count(unexplained)} failures not explained by a flipped near-tie (possible bug)")
-    return Finding(claim, ours, verdict, seed=seed, why="" if verdict == "reproduced" else expected,
+    return Finding(claim, ours, verdict, source=seed, why="" if verdict == "reproduced" else expected,
                    evidence="failure causes and rates tables")
 
 
 def other_classes_finding(models: list[str], checks: pd.DataFrame, rates: pd.DataFrame,
                           immune: list[str]) -> Finding:
-    """The classes the seed did not measure, in one record (ours only)."""
+    """The classes the investigation did not measure, in one record (ours only)."""
     parts = [class_finding(m, checks, rates).claim.rstrip(".") for m in models]
     parts += [f"{m} never calls its quantizer in eval forward (no argmax, no flip possible)" for m in immune]
     ours = "; ".join(rate_text(int(_first_mode(rates, m).failed), int(_first_mode(rates, m).screened))
                      for m in models) or "no argmax to flip"
-    return Finding("Classes the seed did not measure: " + "; ".join(parts) + ".", ours, "new",
+    return Finding("Classes the investigation did not measure: " + "; ".join(parts) + ".", ours, "new",
                    evidence="failure causes and rates tables")
 
 
@@ -120,7 +121,7 @@ def candidates_finding(screen: pd.DataFrame, checks: pd.DataFrame, threshold: fl
                        rows_per_seed: dict[str, int] | None = None) -> Finding:
     """Candidates per class (`near_tie_scale.is_candidate`), why their rates differ (rows per seed and logit
     scale, when `rows_per_seed` is given), and the exact ties among the checks with why each flipped or not.
-    The seed's 273 of 40,000 only beside the conformer, and only at its absolute threshold (a candidate count
+    The investigation's 273 of 40,000 only beside the conformer, and only at its absolute threshold (a candidate count
     depends on it)."""
     below = near_tie_scale.is_candidate(screen, threshold, threshold_ulps).groupby(screen.model).sum()
     screened = screen.groupby("model").size()
@@ -143,16 +144,17 @@ def candidates_finding(screen: pd.DataFrame, checks: pd.DataFrame, threshold: fl
     seed_threshold = reference.value("threshold")
     seed = f"{count(seed_k)} candidates in {count(seed_n)} seeds below {seed_threshold:g} ({_seed_label('5')})"
     if threshold_ulps > 0:
-        return Finding(claim, ours, "not comparable", seed=seed, evidence="screen per class table",
-                       why=f"candidates chosen in ulps of the top logit ({threshold_ulps:g}), the seed's by an "
+        return Finding(claim, ours, "not comparable", source=seed, evidence="screen per class table",
+                       why=f"candidates chosen in ulps of the top logit ({threshold_ulps:g}), the "
+                           f"investigation's by an "
                            f"absolute gap ({seed_threshold:g})")
     if not math.isclose(threshold, seed_threshold, rel_tol=1e-9):
-        return Finding(claim, ours, "not comparable", seed=seed,
-                       why=f"other threshold (ours {threshold:g}, the seed's {seed_threshold:g})",
+        return Finding(claim, ours, "not comparable", source=seed,
+                       why=f"other threshold (ours {threshold:g}, the investigation's {seed_threshold:g})",
                        evidence="screen per class table")
     verdict, why = rate_verdict(int(below[SEED_MODEL]), int(screened[SEED_MODEL]), seed_k, seed_n)
     ours = f"{ours}; {SEED_MODEL}: {why}"
-    return Finding(claim, ours, verdict, seed=seed, why=why if verdict != "reproduced" else "",
+    return Finding(claim, ours, verdict, source=seed, why=why if verdict != "reproduced" else "",
                    evidence="screen per class table")
 
 
@@ -178,23 +180,24 @@ def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = 
     conformer = prediction[prediction.model == SEED_MODEL]
     if not len(conformer) or int(conformer.scale.iloc[0]) != int(reference.value("seeds_screened")):
         return Finding(claim, ours, "new", why=why, evidence=evidence)
-    # the seed measured the conformer at exactly this scale (its own 40,000 draws of the same recipe): its count
+    # the investigation measured the conformer at exactly this scale (its own 40,000 draws of the same recipe): its
+    # count
     # is a measurement the prediction per 40,000 must cover
     row, seed_k = conformer.iloc[0], int(reference.value("failures"))
     seed = f"{count(seed_k)} failures in {count(int(row.scale))} seeds ({_seed_label('5')})"
     thin = near_tie_prediction.too_thin(row)
     if thin:
         # an interval of 0 to 0 learnt from no seed within the noise's reach predicts nothing: it cannot
-        # contradict the seed's count, nor reproduce it
-        return Finding(claim, ours, "not comparable", seed=seed, evidence=evidence, why=thin)
+        # contradict the investigation's count, nor reproduce it
+        return Finding(claim, ours, "not comparable", source=seed, evidence=evidence, why=thin)
     inside = row.failures_per_scale_low <= seed_k <= row.failures_per_scale_high
-    claim += (f" The seed's {count(seed_k)} failures in {count(int(row.scale))} {SEED_MODEL} seeds lie "
+    claim += (f" The investigation's {count(seed_k)} failures in {count(int(row.scale))} {SEED_MODEL} seeds lie "
               + ("inside" if inside else "outside") + " that class's predicted interval.")
     if inside:
-        return Finding(claim, ours, "reproduced", seed=seed, why=why, evidence=evidence)  # why: a missed target
+        return Finding(claim, ours, "reproduced", source=seed, why=why, evidence=evidence)  # why: a missed target
     side = "above" if seed_k > row.failures_per_scale_high else "below"
-    return Finding(claim, ours, "differs", seed=seed, evidence=evidence,
-                   why=(f"the seed's count lies {side} the predicted {row.failures_per_scale_low:.0f} to "
+    return Finding(claim, ours, "differs", source=seed, evidence=evidence,
+                   why=(f"the investigation's count lies {side} the predicted {row.failures_per_scale_low:.0f} to "
                         f"{row.failures_per_scale_high:.0f} per {count(int(row.scale))}, learnt from "
                         f"{count(int(row.noise_checks))} checked seeds' noise ({count(int(row.near_seeds))} screened "
                         f"seeds within reach of it); " + (why or "unexplained")))
@@ -208,8 +211,9 @@ _NOISE_KEYS = {"conv_features": "noise_conv_features", "extract_features": "nois
 
 
 def noise_finding(noise: pd.DataFrame, shape_modes: set[str] | None = None) -> Finding | None:
-    """The conformer's median max abs diffs (over all its checked seeds' named tensors) beside the seed's
-    three medians: reproduced when each is within NOISE_FACTOR of the seed's. The seed measured the dynamic
+    """The conformer's median max abs diffs (over all its checked seeds' named tensors) beside the investigation's
+    three medians: reproduced when each is within NOISE_FACTOR of the investigation's. The investigation measured the
+    dynamic
     export (as the ulp-noise study says too): `shape_modes` without "dynamic" is not comparable."""
     ours_rows = noise[noise.model == SEED_MODEL] if len(noise) else noise
     if not len(ours_rows):
@@ -223,16 +227,17 @@ def noise_finding(noise: pd.DataFrame, shape_modes: set[str] | None = None) -> F
     seed = ", ".join(f"{label} {significant(v)}" for label, v in seed_values.items()) + f" ({_seed_label('3')})"
     words = "within" if within else "not all within"
     claim = (f"Eager and ORT differ by float noise on the way to the argmax: {SEED_MODEL} median max abs "
-             f"difference {ours}, {words} a factor {NOISE_FACTOR:g} of the seed's.")
+             f"difference {ours}, {words} a factor {NOISE_FACTOR:g} of the investigation's.")
     if shape_modes is not None and "dynamic" not in shape_modes:
         exports = ", ".join(sorted(shape_modes))
-        return Finding(claim.replace(f", {words} a factor {NOISE_FACTOR:g} of the seed's", f" ({exports} export)"),
-                       ours, "not comparable", seed=seed.replace(SEED_MODEL, f"{SEED_MODEL}, dynamic export"),
-                       why=f"the seed measured the dynamic export; this run checked {exports} exports only",
+        plain = claim.replace(f", {words} a factor {NOISE_FACTOR:g} of the investigation's", f" ({exports} export)")
+        return Finding(plain,
+                       ours, "not comparable", source=seed.replace(SEED_MODEL, f"{SEED_MODEL}, dynamic export"),
+                       why=f"the investigation measured the dynamic export; this run checked {exports} exports only",
                        evidence="noise table")
-    why = "" if within else ("ratios to the seed's medians: "
+    why = "" if within else ("ratios to the investigation's medians: "
                              + ", ".join(f"{label} {significant(x)}" for label, x in ratios.items()))
-    return Finding(claim, ours, "reproduced" if within else "differs", seed=seed, why=why,
+    return Finding(claim, ours, "reproduced" if within else "differs", source=seed, why=why,
                    evidence="noise table")
 
 
@@ -251,14 +256,14 @@ def tolerance_sentence(tolerance: pd.DataFrame) -> str:
         return "No flip was simulated: no tolerance measured."
     return ("Simulated on eager, one flip of the smallest-gap row needs on the perplexity an rtol of: "
             + "; ".join(tolerance_words(r) for r in measured.itertuples())
-            + f". The seed says about {reference.value('rtol_observed'):.0e} observed and "
+            + f". The investigation says about {reference.value('rtol_observed'):.0e} observed and "
             f"{reference.value('rtol_worst'):.0e} worst on {SEED_MODEL}. A flipped code moves its row of "
             "projected_quantized_states entirely, and such an rtol would apply to every output of every class: a "
             "tie is not a precision problem.")
 
 
 def replays_example(replayed: pd.DataFrame) -> bool:
-    """Did this run replay the seed's captured failing seed on the conformer (so a sentence may say so)?"""
+    """Did this run replay the investigation's captured failing seed on the conformer (so a sentence may say so)?"""
     if not len(replayed):
         return False
     example = int(reference.value("example_seed"))
@@ -280,13 +285,13 @@ def tolerance_finding(tolerance: pd.DataFrame) -> Finding | None:
     row = conformer.iloc[0]
     seed_obs, seed_worst = reference.value("rtol_observed"), reference.value("rtol_worst")
     seed = f"about {seed_obs:.0e} observed, {seed_worst:.0e} worst ({_seed_label('6')})"
-    # the seed's figures are orders of magnitude: the same order means the median within a factor 10 of
-    # the observed one and the worst case not above ten times the seed's worst
+    # the investigation's figures are orders of magnitude: the same order means the median within a factor 10 of
+    # the observed one and the worst case not above ten times the investigation's worst
     same_order = (seed_obs / 10 <= row.rtol_one_flip_median <= seed_obs * 10
                   and row.rtol_one_flip_worst <= 10 * seed_worst)
     why = "" if same_order else (f"{SEED_MODEL} median {significant(row.rtol_one_flip_median)}, worst "
-                                 f"{significant(row.rtol_one_flip_worst)}: not the seed's order of magnitude")
-    return Finding(claim, per_class, "reproduced" if same_order else "differs", seed=seed, why=why,
+                                 f"{significant(row.rtol_one_flip_worst)}: not the investigation's order of magnitude")
+    return Finding(claim, per_class, "reproduced" if same_order else "differs", source=seed, why=why,
                    evidence="tolerance table")
 
 
@@ -324,7 +329,7 @@ def findings(screen: pd.DataFrame, checks: pd.DataFrame, rates: pd.DataFrame, pr
              bound: float, immune: list[str] = (), threshold_ulps: float = 0.0,
              rows_per_seed: dict[str, int] | None = None, kernels: pd.DataFrame | None = None,
              capabilities: dict[str, str] | None = None, reasons: pd.DataFrame | None = None) -> list[Finding]:
-    """3 to 7 records: the conformer's failures beside the seed, the other classes, candidates and exact
+    """3 to 7 records: the conformer's failures beside the investigation's, the other classes, candidates and exact
     ties, the prediction, noise, tolerance and the tie-aware comparison (those that the run measured)."""
     if not len(checks):
         return [candidates_finding(screen, checks, threshold, threshold_ulps, rows_per_seed)]

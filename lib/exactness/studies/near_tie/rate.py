@@ -66,12 +66,12 @@ def buckets(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float, thresh
 
 
 def seed_buckets() -> pd.DataFrame:
-    """Seed 000's bucket table (section 5), labelled, in the columns of `buckets` (to set beside ours)."""
+    """transformers #50575's bucket table (section 5), labelled, in the columns of `buckets` (to set beside ours)."""
     from exactness import reference
 
     screened, failed = int(reference.value("seeds_screened")), int(reference.value("failures"))
     return pd.DataFrame([{
-        "model": "seed 000 (Wav2Vec2ConformerForPreTraining, CPU)", "screened": screened,
+        "model": "transformers #50575 (Wav2Vec2ConformerForPreTraining, CPU)", "screened": screened,
         "below_threshold": int(reference.value("candidates")), "checked": int(reference.value("candidates")),
         "flipped": int(reference.value("flips")), "failed": failed,
         "flipped_but_passed": int(reference.value("flips_passing")),

@@ -32,10 +32,12 @@ def screenable_sentence(screened: list[str], immune: list[str]) -> str:
 
 def candidates_sentence(screen: pd.DataFrame, gaps: pd.DataFrame, threshold: float, threshold_ulps: float,
                         candidate_rule: str) -> str:
-    """Candidates per class; the seed's count beside them only at the seed's own threshold and class."""
+    """Candidates per class; the investigation's count beside them only at the investigation's own threshold and
+    class."""
     seed_model = near_tie_findings.SEED_MODEL
     same_threshold = threshold == reference.value("threshold") and not threshold_ulps > 0
-    seed_words = (f" The seed found {reference.value('candidates'):,.0f} of {reference.value('seeds_screened'):,.0f} "
+    seed_words = (f" The investigation found {reference.value('candidates'):,.0f} of "
+                  f"{reference.value('seeds_screened'):,.0f} "
                   f"({reference.value('candidates') / reference.value('seeds_screened'):.2%}) for {seed_model} at the "
                   "same threshold." if same_threshold and seed_model in set(screen.model) else "")
     per_class = ", ".join(f"{r.model} {r.candidates:,} ({r.candidates / r.seeds:.2%})" for r in gaps.itertuples())
@@ -79,7 +81,7 @@ def replay_sentence(replayed: pd.DataFrame) -> str:
 
 
 def rates_beside_seed(rates: pd.DataFrame) -> pd.DataFrame:
-    """Our rates per class, the seed's last, each with its interval in words."""
+    """Our rates per class, the investigation's last, each with its interval in words."""
     beside = pd.concat([rates, near_tie_rate.seed_buckets()], ignore_index=True)
     beside["rate"] = [findings.rate_text(int(r.failed), int(r.screened)) for r in beside.itertuples()]
     return beside
@@ -90,7 +92,7 @@ def rate_sentence(rates: pd.DataFrame, replays_example: bool, seed_start: int, n
                      for r in rates.itertuples())
     recipe = "(the same recipe as ours: the replay above rebuilds its example seed), " if replays_example else ""
     last = seed_start + n_seeds - 1
-    return (f"{ours}. The seed measured {findings.one_in(reference.value('failure_rate'))} on "
+    return (f"{ours}. The investigation measured {findings.one_in(reference.value('failure_rate'))} on "
             f"{near_tie_findings.SEED_MODEL} with its own seeding {recipe}but over its own "
             f"{reference.value('seeds_screened'):,.0f} draws, not our seeds {seed_start} to {last}, "
             "so the rates are samples of the same rate, not the same seeds.")
@@ -101,7 +103,7 @@ def noise_sentence(noise: pd.DataFrame) -> str:
     logits = noise[noise.label == "logits"]
     return "Median max abs difference of the quantizer logits over passing seeds: " + "; ".join(
         f"{r.model} {findings.significant(r.passing)}"
-        + (f" (the seed's median {findings.significant(r.seed_000_median)})" if r.model == seed_model else "")
+        + (f" (the investigation's median {findings.significant(r.seed_000_median)})" if r.model == seed_model else "")
         for r in logits.itertuples()) + "."
 
 

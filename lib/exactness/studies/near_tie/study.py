@@ -254,7 +254,7 @@ def tie_aware(checks: pd.DataFrame, bound: float) -> pd.Series:
 
 def noise_in_context(tensors: pd.DataFrame, checks: pd.DataFrame) -> pd.DataFrame:
     """Median over checked seeds of each named tensor's max abs diff, failing and passing seeds apart,
-    beside the seed's figures (seed 000, section 3)."""
+    beside the seed's figures (transformers #50575, section 3)."""
     if not len(tensors):
         return pd.DataFrame()
     verdict = checks.set_index(["model", "seed", "shape_mode"]).test_rule_passed
@@ -378,7 +378,7 @@ def _confident_flip(model: str, seed: int, bound: float) -> dict:
 
 
 def seed_example(replayed: pd.DataFrame) -> pd.DataFrame:
-    """The seed's captured failing seed (seed 000, section 7: a conformer test run), if it was replayed: its
+    """The seed's captured failing seed (transformers #50575, section 7: a conformer test run), if it was replayed: its
     perplexities beside ours."""
     example = int(reference.value("example_seed"))
     ours = replayed[(replayed.seed == example) & (replayed.model == "Wav2Vec2ConformerForPreTraining")]

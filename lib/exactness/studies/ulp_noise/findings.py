@@ -2,7 +2,7 @@
 float64, what ORT's settings change, and whether failing near-tie seeds are noisier. Every verdict and every
 claim's wording comes from the tables.
 
-Seed 000 (section 3) measured three medians on Wav2Vec2ConformerForPreTraining with a dynamic export only:
+transformers #50575 (section 3) measured three medians on Wav2Vec2ConformerForPreTraining with a dynamic export only:
 they are set beside that subject and export alone; any other subject gets ours alone.
 """
 
@@ -20,7 +20,7 @@ from exactness.workbook.findings import Finding, count, significant, span
 
 SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
 SEED_SHAPE_MODE = "dynamic"
-# A median within this factor of the seed's counts as the same noise (the near-tie report uses the same rule).
+# A median within this factor of the investigation's counts as the same noise (the near-tie report uses the same rule).
 NOISE_FACTOR = 3.0
 SEED_TENSORS = {"conv_features": "noise_conv_features", "extract_features": "noise_extract_features",
                 "logits": "noise_logits"}
@@ -62,16 +62,17 @@ def scale_profile(noise: pd.DataFrame) -> pd.DataFrame:
 
 
 def seed_label() -> str:
-    return f"seed 000, section 3, {SEED_MODEL}, dynamic export, median of 300 runs"
+    return f"transformers #50575, section 3, {SEED_MODEL}, dynamic export, median of 300 runs"
 
 
 def medians_finding(noise: pd.DataFrame, model: str, shape_mode: str) -> Finding:
-    """Our median max abs difference of the seed's three tensors with its 95% interval; compared with the
-    seed only for the seed's subject and export."""
+    """Our median max abs difference of the investigation's three tensors with its 95% interval; compared with the
+    seed only for the investigation's subject and export."""
     named = noise[noise.label.isin(SEED_TENSORS)]
     draws = int(noise.seed.nunique()) if len(noise) else 0
     if not len(named):
-        return Finding(f"{model} has none of the seed's three tensors (conv features, extract_features, logits); "
+        return Finding(f"{model} has none of the investigation's three tensors (conv features, "
+                       f"extract_features, logits); "
                        "its noise is in the depth profile.", f"{count(draws)} draws", "new", evidence="noise table")
     parts, brief, ratios = [], [], {}
     for label in SEED_TENSORS:
@@ -90,16 +91,18 @@ def medians_finding(noise: pd.DataFrame, model: str, shape_mode: str) -> Finding
     seed_text = ", ".join(f"{label} {significant(reference.value(key))}" for label, key in SEED_TENSORS.items())
     comparable = model == SEED_MODEL and shape_mode == SEED_SHAPE_MODE
     if not comparable:
-        why = (f"the seed measured {SEED_MODEL}, not {model}" if model != SEED_MODEL
-               else f"the seed measured the {SEED_SHAPE_MODE} export, this run the {shape_mode} one")
+        why = (f"the investigation measured {SEED_MODEL}, not {model}" if model != SEED_MODEL
+               else f"the investigation measured the {SEED_SHAPE_MODE} export, this run the {shape_mode} one")
         return Finding(f"Median max abs difference, eager against ORT, of {model} ({shape_mode} export): "
                        + ", ".join(brief) + ".", ours_text, "not comparable",
-                       seed=f"{seed_text} ({seed_label()})", why=why, evidence="noise table")
+                       source=f"{seed_text} ({seed_label()})", why=why, evidence="noise table")
     within = len(ratios) == len(SEED_TENSORS) and all(1 / NOISE_FACTOR <= r <= NOISE_FACTOR for r in ratios.values())
     ratio_words = ", ".join(f"{label} x{significant(r)}" for label, r in ratios.items())
-    claim = (f"The seed's three tensors differ between eager and ORT by float noise of the seed's size: each median "
-             f"is {'within' if within else 'not within'} a factor {NOISE_FACTOR:g} of the seed's ({ratio_words}).")
-    return Finding(claim, ours_text, "reproduced" if within else "differs", seed=f"{seed_text} ({seed_label()})",
+    claim = (f"The investigation's three tensors differ between eager and ORT by float noise of the "
+             f"investigation's size: each median "
+             f"is {'within' if within else 'not within'} a factor {NOISE_FACTOR:g} of the investigation's "
+             f"({ratio_words}).")
+    return Finding(claim, ours_text, "reproduced" if within else "differs", source=f"{seed_text} ({seed_label()})",
                    why="" if within else "unexplained (other CPU kernels can round differently; see the environment "
                                          "report)", evidence="noise table, seed medians table")
 
@@ -195,14 +198,15 @@ def settings_finding(settings: pd.DataFrame) -> Finding:
 
 
 def passing_failing_finding(comparison: pd.DataFrame, source: str = "") -> Finding:
-    """Seed 000 (section 5) found the noise the same in passing and failing runs of its model."""
-    seed_text = "noise the same in failing and passing runs (seed 000, section 5, Wav2Vec2ConformerForPreTraining)"
+    """transformers #50575 (section 5) found the noise the same in passing and failing runs of its model."""
+    seed_text = ("noise the same in failing and passing runs (transformers #50575, section 5, "
+                 "Wav2Vec2ConformerForPreTraining)")
     tested = comparison[comparison.failing_seeds > 0] if len(comparison) else comparison
     if not len(tested):
         return Finding("Failing and passing near-tie seeds were not compared: "
                        + (f"near-tie run {source} has no failing seed." if source
                           else "no near-tie run with failing seeds was given."), "no failing seeds", "not comparable",
-                       seed=seed_text, why="this run had no failing near-tie seeds to compare")
+                       source=seed_text, why="this run had no failing near-tie seeds to compare")
     differ = tested[tested.p_value < 0.05]
     pvalues = ", ".join(f"{r.model} {r.label} p = {significant(r.p_value)} ({count(r.failing_seeds)} failing, "
                         f"{count(r.passing_seeds)} passing)" for r in tested.itertuples())
@@ -215,7 +219,7 @@ def passing_failing_finding(comparison: pd.DataFrame, source: str = "") -> Findi
     if not len(on_seed_model):
         return Finding(claim, pvalues, "new", evidence="passing vs failing table")
     same = bool((on_seed_model.p_value >= 0.05).all())
-    return Finding(claim, pvalues, "reproduced" if same else "differs", seed=seed_text,
+    return Finding(claim, pvalues, "reproduced" if same else "differs", source=seed_text,
                    why="" if same else "unexplained", evidence="passing vs failing table")
 
 
@@ -232,7 +236,8 @@ def findings(noise: pd.DataFrame, profile: pd.DataFrame, closer: pd.DataFrame, s
 def medians_sentence(medians: pd.DataFrame, model: str, draws: int, swap_status: str) -> str:
     measured = medians.dropna(subset=["ours_median_max_abs_diff"])
     if not len(measured):
-        return f"{model} has none of the seed's three tensors; the depth profile below covers it ({draws} draws)."
+        return (f"{model} has none of the investigation's three tensors; the depth profile below covers it "
+                f"({draws} draws).")
     return ("; ".join(f"{r.tensor}: {significant(r.ours_median_max_abs_diff)} here, a median of "
                       f"{r.ours_median_ulp:.0f} ulps per element" for r in measured.itertuples())
             + f" ({count(draws)} draws, {swap_status}).")
@@ -313,7 +318,7 @@ def gpu_sentence(gpu: pd.DataFrame | None, noise: pd.DataFrame, device: str, dev
 
 
 def summary_values(medians: pd.DataFrame, profile: pd.DataFrame) -> dict:
-    """summary.json's figures: ours beside the seed's where it measured the same tensor."""
+    """summary.json's figures: ours beside the investigation's where it measured the same tensor."""
     measured = medians.dropna(subset=["ours_median_max_abs_diff"])
     values = {f"{r.tensor}_median_max_abs_diff": {"ours": r.ours_median_max_abs_diff, "seed": r.seed_000_median}
               for r in measured.itertuples()}
