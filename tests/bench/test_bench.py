@@ -113,3 +113,27 @@ def test_the_dac_rows_run_the_study_as_a_user_does_beside_its_plain_passes(tmp_p
     (params,) = tmp_path.glob("dac_batching/*/params.yaml")  # the study ran as asked, its report beside
     assert yaml.safe_load(params.read_text())["clip_seconds"] == [0.4, 0.24]
     assert (params.parent / "report.html").exists()
+
+
+def test_benchmarks_md_names_the_date_the_machine_and_every_missed_target(tmp_path):
+    import pandas as pd
+
+    from exactness.bench.markdown import write_benchmarks
+
+    table = pd.DataFrame([{"benchmark": "discrete ops screen", "case": "M: screen", "median_s": 2.0, "rate": 20.0,
+                           "unit": "seeds/s", "ratio": 12.0, "target": 10.0, "meets": True},
+                          {"benchmark": "discrete_ops", "case": "default, warm export cache", "median_s": 400.0,
+                           "rate": 0.0025, "unit": "runs/s", "target_s": 300.0, "meets": False}])
+    text = write_benchmarks(table, tmp_path / "BENCHMARKS.md", {"cpu_model": "Some CPU", "usable_cpus": 2},
+                            tmp_path).read_text()
+    assert "Some CPU (2 cores" in text and "UTC" in text
+    assert "Targets missed: 1 (discrete_ops default, warm export cache)" in text and "| **no** |" in text
+
+
+def test_a_missed_wall_time_target_is_printed_with_its_seconds(capsys):
+    import pandas as pd
+
+    table = pd.DataFrame([{"benchmark": "make run", "case": "fresh clone", "median_s": 900.0, "rate": 1 / 900,
+                           "unit": "runs/s", "target_s": 720.0, "meets": False}])
+    assert benchmarks.print_table(table) == 1
+    assert "MISSED TARGET: make run fresh clone: 900 s, target 720 s" in capsys.readouterr().err
