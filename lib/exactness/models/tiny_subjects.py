@@ -1,11 +1,15 @@
 """Any transformers class as its model tester builds it: a tiny config and seeded inputs, one entry each.
 
-A seed means what it means everywhere in this workbook: inputs drawn from `random.Random(seed)` in the
-tester's order (`ids_tensor`, `random_attention_mask`, `floats_tensor`, element by element, row-major),
-weights from `torch.manual_seed(seed)` right before `model_class(config)`, eval mode, and the export test's
-"less flaky" settings. The testers' values come from the transformers repository's
+A seed means what it means everywhere in this workbook (`exactness.models.sources` builds a class from a
+transformers checkout's own tester the same way): the testers' `global_rng` is `random.Random(seed)` and every
+draw of `ids_tensor`, `random_attention_mask` and `floats_tensor` comes from it in the tester's order, element
+by element, row-major; the draws a tester makes from torch's or numpy's global generators come from those
+generators seeded with the seed (numpy: the seed mod 2**32) before the tester draws; weights come from
+`torch.manual_seed(seed)` right before `model_class(config)`; then eval mode and the export test's "less flaky"
+settings. The testers' values come from the transformers repository's
 `tests/models/<name>/test_modeling_<name>.py` (the installed package has no tests); each entry names the
-file and commit it was read from.
+file and commit it was read from, and `exactness.models.registry_check` compares an entry with that tester
+wherever a checkout is given.
 
 This module imports neither torch nor transformers: the command line checks a run's `models` against
 `NAMES` before anything heavy loads. To add a class, add one `Subject` to `SUBJECTS` (see the README).
@@ -29,15 +33,15 @@ class Nested:
 
 @dataclass(frozen=True)
 class Draw:
-    """One tensor the tester draws, in order. kind: "ids" (`ids_tensor(shape, vocab) + offset`), "mask"
-    (`random_attention_mask(shape)`: ids below 2, last column 1), "prefix_mask" (a "mask" draw, then each row
-    overwritten with ones up to a start drawn in [1, seq - 2] and zeros after: the CLIP-like text testers; they
-    draw the starts from numpy's global generator, this from the same `random.Random(seed)` so that a seed
-    decides everything), "floats" (`floats_tensor(shape, scale)`), "ones" (`torch.ones(shape)`, a pixel mask:
-    nothing is drawn), "row" (the fixed ids `row` in every batch row: nothing is drawn), "bernoulli" (1 where a
-    uniform draw is below `scale`, else 0: FLAVA's masked patches, which its tester draws with `torch.rand`),
-    "masked_copy" (the earlier draw `source` with columns `fill[0]:fill[1]` set to `fill[2]`: nothing is drawn).
-    `name` None: drawn (it moves the generator) but not passed to the model."""
+    """One tensor the tester draws, in order. kind: "ids" (`ids_tensor(shape, vocab) + offset`; with
+    `generator="torch"`, `torch.randint(high=vocab, size=shape)`), "mask" (`random_attention_mask(shape)`: ids
+    below 2, first column 1, as transformers 5.23.0's `tests/test_modeling_common.py` sets it), "prefix_mask" (a
+    "mask" draw, then each row overwritten with ones up to a start and zeros after: the CLIP-like text testers,
+    which draw the starts with numpy's `np.random.randint(1, seq - 1, size=(batch,))`), "floats"
+    (`floats_tensor(shape, scale)`), "ones" (`torch.ones(shape)`, a pixel mask: nothing is drawn), "row" (the
+    fixed ids `row` in every batch row: nothing is drawn), "bernoulli" (`(torch.rand(shape) < scale).long()`:
+    FLAVA's masked patches), "masked_copy" (the earlier draw `source` with columns `fill[0]:fill[1]` set to
+    `fill[2]`: nothing is drawn). `name` None: drawn (it moves its generator) but not passed to the model."""
 
     kind: str
     name: str | None
@@ -49,6 +53,8 @@ class Draw:
     row: tuple[int, ...] = ()  # kind "row": the fixed ids every batch row holds (nothing is drawn)
     source: str = ""  # kind "masked_copy": the earlier draw it copies
     fill: tuple[int, int, int] = ()  # kind "masked_copy": (first column, end column, value) written into the copy
+    # "python": the testers' global_rng; "torch": torch's global generator (the tester calls torch.randint)
+    generator: str = "python"
 
 
 @dataclass(frozen=True)
@@ -89,8 +95,9 @@ _RT_DETR = dict(
     decoder_ffn_dim=64, num_feature_levels=3, decoder_n_points=4, decoder_layers=2, decoder_attention_heads=2,
     decoder_activation_function="relu", attention_dropout=0.0, num_denoising=0, label_noise_ratio=0.5,
     box_noise_scale=1.0, learn_initial_query=False, anchor_image_size=None, image_size=64,
-    disable_custom_kernels=True, with_box_refine=True, initializer_range=0.02, layer_norm_eps=1e-5,
-    batch_norm_eps=1e-5)
+    disable_custom_kernels=True, with_box_refine=True)
+# The RT-DETR testers take initializer_range 0.02 and both eps as arguments but never pass them to the config:
+# the config's own defaults (initializer_range 0.01) build the model.
 
 # RT-DETRv2's tester: RT-DETR's values, the encoder fed by the backbone's last three hidden sizes, and the
 # decoder's number of levels.
@@ -213,11 +220,12 @@ _ONEFORMER_AFTER = {"backbone_config.embed_dim": 16, "backbone_config.depths": [
                     "backbone_config.num_heads": [1, 1, 2, 2], "backbone": None, "hidden_dim": 64, "mask_dim": 64,
                     "conv_dim": 64, "text_encoder_width": 64, "task_seq_len": 77, "max_seq_len": 77,
                     "text_encoder_context_length": 77, "text_encoder_n_ctx": 4}
-# pixel values, the task's ids, the text ids (drawn, not passed), and the all-ones pixel mask it builds (its
-# common inputs pass the text ids under `pixel_mask` by an unpacking slip; the mask it meant is passed here). The
-# tester draws the ids with torch.randint; here they come from the seed's one generator like every other draw.
-_ONEFORMER_DRAWS = (Draw("floats", "pixel_values", (2, 3, 256, 256)), Draw("ids", "task_inputs", (2, 77), 99),
-                    Draw("ids", None, (2, 6, 77), 99), Draw("ones", "pixel_mask", (2, 256, 256)))
+# pixel values, then the task's and the text's ids drawn with torch.randint. Its common inputs pass the text ids
+# under `pixel_mask` (an unpacking slip, kept: the model ignores `pixel_mask`, and the test feeds what its
+# tester returns).
+_ONEFORMER_DRAWS = (Draw("floats", "pixel_values", (2, 3, 256, 256)),
+                    Draw("ids", "task_inputs", (2, 77), 99, generator="torch"),
+                    Draw("ids", "pixel_mask", (2, 6, 77), 99, generator="torch"))
 _FLAVA_LAYERS = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=4, intermediate_size=37,
                      hidden_act="gelu", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0,
                      initializer_range=0.02, layer_norm_eps=1e-12, qkv_bias=True)
@@ -230,8 +238,8 @@ _FLAVA = dict(
     hidden_size=32, projection_dim=32, initializer_range=0.02, layer_norm_eps=1e-12)
 # The image tester's draws, then the text tester's, then the masked copy of the ids. The labels (mlm, mim, itm) are
 # not passed: with the loss off (as the export test runs) they only pick which positions' logits come back.
-_FLAVA_DRAWS = (Draw("floats", "pixel_values", (12, 3, 30, 30)), Draw("bernoulli", "bool_masked_pos", (12, 15, 15),
-                                                                       scale=0.9),
+_FLAVA_DRAWS = (Draw("floats", "pixel_values", (12, 3, 30, 30)),
+                Draw("bernoulli", "bool_masked_pos", (12, 15, 15), scale=0.9, generator="torch"),
                 Draw("ids", "input_ids", (12, 7), 102), Draw("prefix_mask", "attention_mask", (12, 7)),
                 Draw("ids", "token_type_ids", (12, 7), 2),
                 Draw("masked_copy", "input_ids_masked", (12, 7), source="input_ids", fill=(1, 3, 100)))
@@ -338,8 +346,7 @@ def tester_config(name: str):
         for part in path:
             target = getattr(target, part)
         setattr(target, name, value)
-    if hasattr(config, "return_loss"):
-        config.return_loss = False  # the export test turns the loss off
+    config.return_loss = False  # the export test sets it on every config (`_clean_inputs_for_export`)
     set_config_for_less_flaky_test(config)
     return config
 
@@ -372,10 +379,65 @@ def build(name: str, seed: int, config=None):
     return construct(name, config)
 
 
-def inputs(name: str, seed: int) -> dict:
-    """The tester's inputs for `seed`: every draw from one `random.Random(seed)`, in the tester's order."""
-    import random
+NUMPY_SEEDS = 2**32  # numpy's global generator takes 32-bit seeds: a seed is taken modulo this
 
+
+class _Generators:
+    """The three generators a tester draws from, each seeded with the seed and made on first use."""
+
+    def __init__(self, seed: int):
+        import random
+
+        self.seed, self.python = seed, random.Random(seed)
+        self._torch = self._numpy = None
+
+    @property
+    def torch(self):
+        import torch
+
+        if self._torch is None:
+            self._torch = torch.Generator().manual_seed(self.seed)
+        return self._torch
+
+    @property
+    def numpy(self):
+        import numpy as np
+
+        if self._numpy is None:
+            self._numpy = np.random.RandomState(self.seed % NUMPY_SEEDS)
+        return self._numpy
+
+
+def _drawn(name: str, draw: Draw, n: int, out: dict, generators: _Generators):
+    import torch
+
+    rng = generators.python
+    allowed = {"ids": ("python", "torch"), "bernoulli": ("torch",)}.get(draw.kind, ("python",))
+    if draw.generator not in allowed:
+        raise ValueError(f"{name}: a {draw.kind!r} draw cannot come from generator {draw.generator!r} "
+                         f"(it takes {' or '.join(allowed)})")
+    if draw.kind == "ones":
+        return torch.ones(n, dtype=torch.float)
+    if draw.kind == "row":
+        return torch.tensor(list(draw.row) * (n // len(draw.row)), dtype=torch.long)
+    if draw.kind == "masked_copy":
+        return out[draw.source].clone().reshape(-1)
+    if draw.kind == "bernoulli":
+        return (torch.rand(draw.shape, generator=generators.torch) < draw.scale).long().reshape(-1)
+    if draw.kind == "floats":
+        return torch.tensor([rng.random() * draw.scale for _ in range(n)], dtype=torch.float)
+    if draw.kind == "ids" and draw.generator == "torch":
+        return torch.randint(high=draw.vocab, size=draw.shape, generator=generators.torch).reshape(-1) + draw.offset
+    if draw.kind in ("ids", "mask", "prefix_mask"):
+        vocab = draw.vocab if draw.kind == "ids" else 2
+        return torch.tensor([rng.randint(0, vocab - 1) for _ in range(n)], dtype=torch.long) + draw.offset
+    raise ValueError(f"{name}: unknown draw kind {draw.kind!r} "
+                     "(use ids, mask, prefix_mask, floats, ones, row, bernoulli or masked_copy)")
+
+
+def inputs(name: str, seed: int) -> dict:
+    """The tester's inputs for `seed`: every draw in the tester's order, each from the generator the tester
+    draws it from, seeded with the seed (see the module's docstring)."""
     import torch
 
     s = subject(name)
@@ -383,35 +445,20 @@ def inputs(name: str, seed: int) -> dict:
         from exactness.models import wav2vec2_family
 
         return wav2vec2_family.tester_inputs(name, seed)
-    rng = random.Random(seed)
+    generators = _Generators(seed)
     out, stacks = {}, {}
     for draw in s.draws:
         n = 1
         for size in draw.shape:
             n *= size
-        if draw.kind == "ones":
-            tensor = torch.ones(n, dtype=torch.float)
-        elif draw.kind == "row":
-            tensor = torch.tensor(list(draw.row) * (n // len(draw.row)), dtype=torch.long)
-        elif draw.kind == "masked_copy":
-            tensor = out[draw.source].clone().reshape(-1)
-        elif draw.kind == "bernoulli":
-            tensor = torch.tensor([int(rng.random() < draw.scale) for _ in range(n)], dtype=torch.long)
-        elif draw.kind == "floats":
-            tensor = torch.tensor([rng.random() * draw.scale for _ in range(n)], dtype=torch.float)
-        elif draw.kind in ("ids", "mask", "prefix_mask"):
-            vocab = draw.vocab if draw.kind == "ids" else 2
-            tensor = torch.tensor([rng.randint(0, vocab - 1) for _ in range(n)], dtype=torch.long) + draw.offset
-        else:
-            raise ValueError(f"{name}: unknown draw kind {draw.kind!r} "
-                             "(use ids, mask, prefix_mask, floats, ones, row, bernoulli or masked_copy)")
-        tensor = tensor.view(*draw.shape)
+        tensor = _drawn(name, draw, n, out, generators).view(*draw.shape)
         if draw.kind in ("mask", "prefix_mask"):
-            tensor[:, -1] = 1  # random_attention_mask: one attended position per row
+            tensor[:, 0] = 1  # random_attention_mask: one attended position per row, the first
         if draw.kind == "masked_copy":
             tensor[..., draw.fill[0]:draw.fill[1]] = draw.fill[2]
         if draw.kind == "prefix_mask":
-            for row, start in enumerate([rng.randint(1, draw.shape[-1] - 2) for _ in range(draw.shape[0])]):
+            starts = generators.numpy.randint(1, draw.shape[-1] - 1, size=(draw.shape[0],))
+            for row, start in enumerate(starts):
                 tensor[row, :start], tensor[row, start:] = 1, 0
         if draw.name is not None and draw.stack:
             stacks.setdefault(draw.name, []).append(tensor)

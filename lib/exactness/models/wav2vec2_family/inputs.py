@@ -83,7 +83,9 @@ def _numpy_twister(rng: random.Random) -> _Twister:
 
 def _as_inputs(s: TesterSpec, values: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
     attention_mask = mask.view(s.batch_size, s.seq_length).clone()
-    attention_mask[:, -1] = 1  # the tester makes sure one position per row is attended
+    # random_attention_mask makes sure one position per row is attended: the first, in transformers 5.23.0's
+    # tests/test_modeling_common.py (so that it stays attended under a causal mask)
+    attention_mask[:, 0] = 1
     return {"input_values": values.view(s.batch_size, s.seq_length), "attention_mask": attention_mask}
 
 

@@ -18,7 +18,7 @@ rng = random.Random(seed)
 values = [rng.random() * {s.input_scale!r} for _ in range({s.batch_size} * {s.seq_length})]
 mask = [rng.randint(0, 1) for _ in range({s.batch_size} * {s.seq_length})]
 input_values = torch.tensor(values, dtype=torch.float).view({s.batch_size}, {s.seq_length})
-attention_mask = torch.tensor(mask).view({s.batch_size}, {s.seq_length}); attention_mask[:, -1] = 1
+attention_mask = torch.tensor(mask).view({s.batch_size}, {s.seq_length}); attention_mask[:, 0] = 1
 config = transformers.{s.config_class}({kwargs})
 config.return_loss = False; set_config_for_less_flaky_test(config)
 torch.manual_seed(seed)
@@ -33,6 +33,7 @@ def plain_recipe_matches(model: str, seed: int) -> dict[str, bool]:
     rebuilt = build_model(model, seed)
     return {"weights": all(a.equal(b) for a, b in zip(plain["model"].state_dict().values(),
                                                       rebuilt.state_dict().values(), strict=True)),
-            "inputs": plain["input_values"].equal(tester_inputs(model, seed)["input_values"])}
+            "inputs": plain["input_values"].equal(tester_inputs(model, seed)["input_values"])
+            and plain["attention_mask"].equal(tester_inputs(model, seed)["attention_mask"])}
 
 
