@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from exactness.models import subjects
+from exactness.models import sources, subjects
 
 
 def test_every_near_tie_class_and_every_dac_encoder_is_a_subject():
@@ -19,5 +19,14 @@ def test_a_dac_encoder_builds_from_a_seed_with_its_audio():
 def test_unknown_subjects_are_named():
     with pytest.raises(Exception, match="unknown DAC variant"):
         subjects.check("DacEncoder-48khz")
-    with pytest.raises(Exception, match="known models"):
+    with pytest.raises(sources.SubjectError, match="'?Bert'? is not registered in exactness.models.tiny_subjects"):
         subjects.check("Bert")
+
+
+def test_a_registered_class_and_your_builder_are_subjects_too(tmp_path):
+    made = subjects.make("BitModel", 2)
+    assert made.model.config.model_type == "bit" and set(made.inputs) == {"pixel_values"}
+    assert subjects.named_tensors("BitModel", made.model) == {}  # every module output is still compared
+    path = tmp_path / "mine.py"
+    path.write_text("import torch\n\ndef build(seed):\n    return torch.nn.Linear(3, 2), {'input': torch.ones(4, 3)}\n")
+    assert not subjects.make(f"{path}:build", 0).model.training

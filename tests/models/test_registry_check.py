@@ -1,0 +1,45 @@
+"""The registry against the real testers: equal where they agree, every difference named where they do not.
+
+CI has no transformers checkout: the mechanism runs on this project's own small checkout in transformers' layout
+(tests/fixtures/transformers_checkout). Given a real one in EXACTNESS_TRANSFORMERS_TESTS, every registry entry
+whose tester it has is built both ways for seeds 0-2 and must be equal.
+"""
+
+import dataclasses
+import os
+from pathlib import Path
+
+import pytest
+
+from exactness.models import checkout_index, registry_check, tiny_subjects
+
+FIXTURE = str(Path(__file__).resolve().parents[1] / "fixtures" / "transformers_checkout")
+REAL = os.environ.get("EXACTNESS_TRANSFORMERS_TESTS", "")
+
+
+def test_the_registrys_bert_equals_a_tester_that_draws_as_transformers_does():
+    assert registry_check.compare("BertModel", FIXTURE, seeds=(0, 1)) == []
+
+
+def test_a_registry_entry_that_departs_from_its_tester_is_named_part_by_part(monkeypatch):
+    entry = tiny_subjects.SUBJECTS["BertModel"]
+    departed = dataclasses.replace(entry, config={**entry.config, "initializer_range": 0.01},
+                                   draws=entry.draws[:1] + (tiny_subjects.Draw("ids", "attention_mask", (13, 7)),)
+                                   + entry.draws[2:])
+    monkeypatch.setitem(tiny_subjects.SUBJECTS, "BertModel", departed)
+    found = registry_check.compare("BertModel", FIXTURE, seeds=(0,))
+    parts = {(d.part, d.key) for d in found}
+    assert (registry_check.Part.CONFIG, "initializer_range") in parts
+    # ids below 2 without the first column set: the mask differs, and every draw after it is unchanged
+    assert (registry_check.Part.INPUTS, "attention_mask") in parts
+    assert (registry_check.Part.INPUTS, "token_type_ids") not in parts
+    assert any(d.part is registry_check.Part.WEIGHTS for d in found)  # another init range draws other weights
+
+
+@pytest.mark.skipif(not REAL, reason="EXACTNESS_TRANSFORMERS_TESTS names no transformers checkout")
+@pytest.mark.parametrize("name", tiny_subjects.NAMES)
+def test_every_registry_entry_equals_its_tester_in_the_given_checkout(name):
+    if not checkout_index.has_class(checkout_index.root_of(REAL), name):
+        pytest.skip(f"the checkout at {REAL} has no tester listing {name}")
+    differences = registry_check.compare(name, REAL)
+    assert differences == [], "\n".join(map(str, differences[:20]))

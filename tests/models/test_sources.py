@@ -1,0 +1,115 @@
+"""One subject interface, three sources: the registry, a transformers checkout's own testers (a small checkout
+of this project's own in transformers' layout, tests/fixtures/transformers_checkout), and your own builder."""
+
+import random
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import BertConfig, BertModel
+from transformers.testing_utils import set_config_for_less_flaky_test, set_model_for_less_flaky_test
+
+from exactness.models import sources, tiny_subjects
+
+CHECKOUT = str(Path(__file__).resolve().parents[1] / "fixtures" / "transformers_checkout")
+
+
+def test_a_checkout_class_is_built_by_its_own_tester_seeded_as_the_export_test_is():
+    subject = sources.resolve("BertModel", CHECKOUT)
+    assert subject.source is sources.Source.CHECKOUT and "tests/models/tiny/test_modeling_tiny.py" in subject.tester
+    made = subject.make(3)
+    # by hand: the testers' global_rng seeded, the tester's draws in its order, weights from torch.manual_seed
+    rng = random.Random(3)
+    ids = torch.tensor([rng.randint(0, 98) for _ in range(91)]).view(13, 7)
+    mask = torch.tensor([rng.randint(0, 1) for _ in range(91)]).view(13, 7)
+    mask[:, 0] = 1
+    types = torch.tensor([rng.randint(0, 15) for _ in range(91)]).view(13, 7)
+    assert set(made.inputs) == {"input_ids", "attention_mask", "token_type_ids"}  # labels dropped, as the test does
+    assert torch.equal(made.inputs["input_ids"], ids) and torch.equal(made.inputs["attention_mask"], mask)
+    assert torch.equal(made.inputs["token_type_ids"], types)
+    config = BertConfig(vocab_size=99, hidden_size=32, num_hidden_layers=2, num_attention_heads=4,
+                        intermediate_size=37, type_vocab_size=16)
+    set_config_for_less_flaky_test(config)
+    torch.manual_seed(3)
+    expected = BertModel(config).eval()
+    set_model_for_less_flaky_test(expected)
+    assert not made.model.training and made.model.config.layer_norm_eps == 1.0
+    assert all(torch.equal(a, b) for a, b in zip(made.model.state_dict().values(), expected.state_dict().values(),
+                                                 strict=True))
+    again, other = subject.make(3), subject.make(4)
+    assert all(torch.equal(again.inputs[k], made.inputs[k]) for k in made.inputs)
+    assert not torch.equal(other.inputs["input_ids"], made.inputs["input_ids"])
+
+
+def test_only_the_checkouts_tests_package_is_served_from_it():
+    sources.resolve("BertModel", CHECKOUT).make(0)
+    assert sys.modules["tests"].__file__.startswith(CHECKOUT)
+    assert CHECKOUT not in sys.path  # nothing else of the checkout shadows an installed module
+
+
+def test_the_skip_reason_is_quoted_from_the_checkouts_export_test():
+    stated = sources.resolve("BertModel", CHECKOUT).stated
+    assert stated.scope == "onnx.exactness" and stated.reason.startswith("The tiny config's pooler ties")
+    assert sources.stated("GhostModel", CHECKOUT).scope == "onnx.exactness"  # read without any tester
+    assert sources.stated("BertForMaskedLM", CHECKOUT).reason == ""  # openvino's comparison, not ORT's
+
+
+@pytest.mark.parametrize("name, says", [
+    ("BertForTokenClassification", "tests/models/broken/test_modeling_broken.py does not import: no module "
+                                   "'a_package_nobody_installed'"),
+    ("BertForSequenceClassification", "GpuOnlyTest is skipped here: test requires CUDA"),
+    ("GhostModel", "GhostModel is not registered in exactness.models.tiny_subjects nor in the checkout's testers"),
+])
+def test_a_class_the_checkout_cannot_build_is_one_line_saying_why(name, says):
+    with pytest.raises(sources.SubjectError) as error:
+        sources.resolve(name, CHECKOUT)
+    assert says in str(error.value) and "\n" not in str(error.value)
+
+
+def _builder_file(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "my_model.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def test_your_builder_by_file_and_by_module_gives_an_eval_model_and_its_inputs(tmp_path, monkeypatch):
+    path = _builder_file(tmp_path, """
+        import torch
+
+        def build(seed):
+            torch.manual_seed(seed)
+            model = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Dropout(0.5))
+            return model, {"input": torch.randn(2, 4)}
+        """)
+    by_file = sources.resolve(f"{path}:build")
+    made = by_file.make(5)
+    assert by_file.source is sources.Source.BUILDER and not made.model.training
+    assert set(made.inputs) == {"input"} and torch.equal(made.inputs["input"], by_file.make(5).inputs["input"])
+    monkeypatch.syspath_prepend(str(tmp_path))
+    by_module = sources.resolve("my_model:build")
+    assert torch.equal(by_module.make(5).inputs["input"], made.inputs["input"])
+
+
+@pytest.mark.parametrize("body, says", [
+    ("def build(seed):\n    raise RuntimeError('no weights for seed %d' % seed)\n",
+     "your builder raised RuntimeError for seed 2: no weights for seed 2"),
+    ("import torch\ndef build(seed):\n    return torch.nn.Linear(2, 2)\n", "must return (model, inputs) for seed 2"),
+    ("import torch\ndef build(seed):\n    return torch.nn.Linear(2, 2), {'x': [1.0, 2.0]}\n",
+     "the inputs for seed 2 hold 'x' (list)"),
+    ("def build(seed):\n    return 'model', {}\n", "returned a str as the model for seed 2"),
+])
+def test_a_builder_that_raises_or_returns_the_wrong_type_is_one_line(tmp_path, body, says):
+    path = _builder_file(tmp_path, body)
+    with pytest.raises(sources.SubjectError) as error:
+        sources.resolve(f"{path}:build").make(2)
+    assert says in str(error.value) and "\n" not in str(error.value)
+
+
+def test_the_registry_is_a_source_like_the_others():
+    subject = sources.resolve("BertModel")
+    assert subject.source is sources.Source.REGISTRY and subject.rebuildable
+    made = subject.make(1)
+    assert all(torch.equal(made.inputs[k], tiny_subjects.inputs("BertModel", 1)[k]) for k in made.inputs)
+    assert sources.resolve("BitModel").stated.claim is not None  # the registry quotes exactness.reference
