@@ -171,10 +171,11 @@ def test_inputs_are_drawn_in_the_testers_order_and_repeat_per_seed():
 
 
 def test_an_unknown_class_names_the_registered_ones_and_says_how_to_add_one():
-    with pytest.raises(KeyError) as error:
+    with pytest.raises(StudyParameterError) as error:
         discrete_ops.validate(["GPT2Model"], 3, 0, ["static"], 1)
     message = str(error.value)
-    assert "GPT2Model" in message and "BertModel" in message and "To add a class" in message
+    assert "unknown class 'GPT2Model'" in message and "BertModel" in message and "to add a class" in message
+    assert "-p transformers_tests PATH" in message and "\n" not in message
     with pytest.raises(StudyParameterError, match="n_seeds must be at least 1"):
         discrete_ops.validate(["BertModel"], 0, 0, ["static"], 1)
 

@@ -15,7 +15,7 @@ import torch
 
 from exactness.compare.export_rule import export_test_rule
 from exactness.compare.scale import float32_ulp
-from exactness.models import tiny_subjects
+from exactness.models import sources
 from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph, weight_swap
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.export_cache import ExportCache
@@ -50,10 +50,8 @@ def counted(op: discrete_scan.DiscreteOp) -> bool:
     return op.on_output_path and op.can_flip
 
 
-def export(task: ClassTask, seed: int, cache: ExportCache):
-    built = tiny_subjects.build(task.model, seed)
-    inputs = tiny_subjects.inputs(task.model, seed)
-    return built, inputs, cache.export(built, inputs, dynamic=task.shape_mode == "dynamic")
+def export(task: ClassTask, made: sources.Made, cache: ExportCache):
+    return made.model, made.inputs, cache.export(made.model, made.inputs, dynamic=task.shape_mode == "dynamic")
 
 
 def _count(row: GraphRow, lookup) -> None:
@@ -64,14 +62,15 @@ def _count(row: GraphRow, lookup) -> None:
     row.export_seconds += lookup.graph.export_seconds
 
 
-def prepare(task: ClassTask, seeds: list[int], cache: ExportCache) -> ClassGraph:
-    """Export the first seed, scan it; export the second and learn the weight swap (verified on it)."""
-    built, inputs, lookup = export(task, seeds[0], cache)
+def prepare(task: ClassTask, seeds: list[int], cache: ExportCache, make) -> ClassGraph:
+    """Export the first seed, scan it; export the second and learn the weight swap (verified on it).
+    `make(seed)`: the seed's `sources.Made`, a fresh model (the swap is learnt from two distinct ones)."""
+    built, inputs, lookup = export(task, make(seeds[0]), cache)
     cg = from_graph(task, seeds[0], lookup.graph, inputs)
     _count(cg.row, lookup)
     cg.row.swap = "one seed: no swap needed"
     if len(seeds) > 1:
-        other, _, second = export(task, seeds[1], cache)
+        other, _, second = export(task, make(seeds[1]), cache)
         _count(cg.row, second)
         try:
             cg.plan = weight_swap.learn(lookup.graph, built, second.graph, other, seeds[1])

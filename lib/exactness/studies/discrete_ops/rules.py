@@ -1,13 +1,28 @@
 """The discrete-ops study's parameter rules (imports no torch: the command line checks them before a run)."""
 
-from exactness.models import names, tiny_subjects
+from exactness.models import names, subject_names, tiny_subjects
 from exactness.workbook.parameter_rules import EachOf, OneOf, Positive, Switch
 from exactness.workbook.study_rules import AT_LEAST_ONE, SCHEDULER, SEED, TOLERANCE, WORKERS, Registration
 
 STUDY = Registration({
-    "models": EachOf(OneOf(tiny_subjects.NAMES, "model (registered in exactness.models.tiny_subjects)")),
+    # a registered class, a class of the checkout's testers, your builder (module:function), or `skipped`
+    "models": EachOf(subject_names.ModelName(tiny_subjects.NAMES, "model", audit=True)),
+    "transformers_tests": subject_names.CheckoutRoot(),
     "seed_start": SEED, "n_seeds": AT_LEAST_ONE, "shape_modes": EachOf(OneOf(names.SHAPE_MODES, "shape mode")),
     "workers": WORKERS, "max_fresh_exports": AT_LEAST_ONE, "scheduler": SCHEDULER,
     "calibration_seeds": AT_LEAST_ONE, "max_checks": AT_LEAST_ONE, "atol": TOLERANCE, "rtol": TOLERANCE,
     "never_flip_rate": Positive(), "fast_paths": Switch("no screen: every seed checked against ORT"),
 })
+
+
+def cross_problems(values) -> list[str]:
+    """What `models` says about `transformers_tests`: each class outside the registry must be in the checkout's
+    testers, and `skipped` needs a checkout that lists comparison skips. Checked by reading the checkout's files,
+    never importing them."""
+    models = values.get("models")
+    if not isinstance(models, list):
+        return []
+    checkout = values.get("transformers_tests") or ""
+    if not isinstance(checkout, str) or subject_names.CheckoutRoot().problem(checkout):
+        checkout = ""  # the checkout's own rule says what is wrong with it
+    return subject_names.cross_problems(models, tiny_subjects.NAMES, checkout, audit=True)

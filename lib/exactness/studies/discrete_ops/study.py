@@ -14,6 +14,12 @@ Per class and shape mode, four phases, each on `workers` processes (or a Dask cl
 4. **candidates**: checked whole, smallest margins first, at most `max_checks` per class (with `fast_paths`
    false: every seed is a candidate, the plain path the screen is tested against).
 The verdicts (`verdicts.verdict`) then read the rows; a class with a defect is localized (`localize`).
+
+A class comes from the registry, from a transformers checkout's own tester (`Settings.transformers_tests`), or from
+your builder (`exactness.models.sources`); `models` may name `skipped`, every class the checkout's export test keeps
+out of its value comparison. A class that cannot be built (its tester does not import, your builder raises or
+returns something else, its tester skips it here) or exported is one line in the graphs table, its verdict "export
+failed" with that line as its proof, and the other classes run on.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from exactness.models import subject_rebuild, tiny_subjects
+from exactness.models import sources, subject_names, subject_rebuild, tiny_subjects
 from exactness.runtimes import discrete_recorder
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.export_cache import ExportCache
@@ -40,7 +46,9 @@ from exactness.studies.discrete_ops.rows import (
     SeedRow,
     frame,
 )
+from exactness.studies.discrete_ops.rules import cross_problems
 from exactness.workbook import study_rules, sweep
+from exactness.workbook.parameter_rules import StudyParameterError
 
 STUDY = "discrete_ops"
 REACH_FLOOR_ULPS = 16.0  # a margin this close to a tie is a candidate whatever the measured noise
@@ -49,12 +57,15 @@ UNMEASURED_REACH_ULPS = 1024.0  # where no counted call was verified on values, 
 SCREEN_CHUNK = 50  # seeds per screen task: progress moves, and each worker builds its template once
 
 
-def validate(models, n_seeds: int, seed_start: int, shape_modes, workers: int) -> None:
-    """Every model must have a tiny config (the error says how to add one); then the study's declared rules."""
-    for name in models:
-        tiny_subjects.subject(name)
-    study_rules.check(STUDY, {"models": list(models), "n_seeds": n_seeds, "seed_start": seed_start,
-                              "shape_modes": list(shape_modes), "workers": workers})
+def validate(models, n_seeds: int, seed_start: int, shape_modes, workers: int, transformers_tests: str = "") -> None:
+    """The study's declared rules, then what the names say about the checkout beside them (an unknown class,
+    `skipped` without a checkout): one StudyParameterError listing every problem."""
+    values = {"models": list(models), "n_seeds": n_seeds, "seed_start": seed_start, "shape_modes": list(shape_modes),
+              "workers": workers, "transformers_tests": transformers_tests}
+    study_rules.check(STUDY, values)
+    found = cross_problems(values)
+    if found:
+        raise StudyParameterError(f"{STUDY}: " + "; ".join(found))
 
 
 @dataclass(frozen=True)
@@ -69,6 +80,7 @@ class Settings:
     fast_paths: bool = True
     cache: str = ""  # the export cache's folder
     policy: verdicts_of.RatePolicy = field(default_factory=verdicts_of.RatePolicy)
+    transformers_tests: str = ""  # a transformers checkout's root: its testers build the classes it has
 
 
 @dataclass
@@ -95,15 +107,43 @@ def _ops_rows(cg: check.ClassGraph) -> list[OpRow]:
             for op in cg.ops]
 
 
+class _Rebuilt:
+    """`seed -> Made` from the registry's in-place rebuild: the seed's weights written into one template."""
+
+    def __init__(self, rebuilder, subject: sources.Subject):
+        self.rebuilder, self.subject = rebuilder, subject
+
+    def __call__(self, seed: int) -> sources.Made:
+        return sources.Made(self.rebuilder(seed), self.subject.inputs(seed))
+
+
 @functools.cache
-def _builder(model: str, fast: bool):
-    """(build(seed), how): the class's seed rebuild where it is verified, else a plain build per seed."""
-    if fast:
-        rebuilt, why = subject_rebuild.rebuilder(model)
-        if rebuilt is not None:
-            return rebuilt, "rebuilt in place (verified against plain builds)"
-        return functools.partial(tiny_subjects.build, model), f"built per seed: {why}"
-    return functools.partial(tiny_subjects.build, model), "built per seed (fast paths off)"
+def _builder(model: str, fast: bool, checkout: str = ""):
+    """(make(seed) -> Made, how): the registry's seed rebuild where it is verified, else a plain build per seed
+    (by the registry, the checkout's tester or your builder)."""
+    subject = sources.resolve(model, checkout)
+    plain = functools.partial(sources.make, model, transformers_tests=checkout)
+    if not fast:
+        return plain, "built per seed (fast paths off)"
+    if not subject.rebuildable:
+        return plain, f"built per seed by {subject.tester}"
+    rebuilt, why = subject_rebuild.rebuilder(model)
+    if rebuilt is not None:
+        return _Rebuilt(rebuilt, subject), "rebuilt in place (verified against plain builds)"
+    return plain, f"built per seed: {why}"
+
+
+def _fresh(model: str, checkout: str):
+    """`seed -> Made` building a model of its own for every seed (never the rebuild's shared template)."""
+    return functools.partial(sources.make, model, transformers_tests=checkout)
+
+
+def _failure(error: Exception) -> str:
+    """A class's one line in the graphs table: what could not be built or exported, and why."""
+    text = " ".join(str(error).split())
+    if isinstance(error, sources.SubjectError):
+        return f"could not build: {text[:400]}"
+    return f"{type(error).__name__}: {text[:400]}"
 
 
 class _Prepare:
@@ -114,14 +154,14 @@ class _Prepare:
 
     def __call__(self, tasks) -> list:
         out = []
+        checkout = self.settings.transformers_tests
         for task in tasks:
             try:
-                cg = check.prepare(task, self.seeds[:2], ExportCache(self.settings.cache))
-            except Exception as error:  # a class that does not export is a row, not a crash
-                text = " ".join(str(error).split())
-                out.append(GraphRow(task.model, task.shape_mode, error=f"{type(error).__name__}: {text[:400]}"))
+                cg = check.prepare(task, self.seeds[:2], ExportCache(self.settings.cache), _fresh(task.model, checkout))
+                cg.row.rebuild = _builder(task.model, self.settings.fast_paths, checkout)[1]
+            except Exception as error:  # a class that cannot be built or exported is a row, not a crash
+                out.append(GraphRow(task.model, task.shape_mode, error=_failure(error)))
                 continue
-            cg.row.rebuild = _builder(task.model, self.settings.fast_paths)[1]
             out.append(cg)
         return out
 
@@ -136,9 +176,8 @@ class _Screen:
     def __call__(self, items) -> pd.DataFrame:
         rows = []
         for task, seed in items:
-            build = _builder(task.model, self.settings.fast_paths)[0]
-            built, inputs = build(int(seed)), tiny_subjects.inputs(task.model, int(seed))
-            _, records = discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED,
+            made = _builder(task.model, self.settings.fast_paths, self.settings.transformers_tests)[0](int(seed))
+            _, records = discrete_recorder.record(made.model, made.inputs, seed=EXPORT_TEST_FORWARD_SEED,
                                                   stop_after=self._last_calls(task))
             rows += check.screen_rows(task, int(seed), self.ops[task], records)
         return frame(rows, ScreenRow)
@@ -147,8 +186,8 @@ class _Screen:
         """The eager calls of the class's counted ops on the first seed: once a forward has made them all, the
         screen has what it needs and the rest of the forward is skipped."""
         if task not in self._calls:
-            built, inputs = tiny_subjects.build(task.model, 0), tiny_subjects.inputs(task.model, 0)
-            _, records = discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED)
+            made = _fresh(task.model, self.settings.transformers_tests)(0)
+            _, records = discrete_recorder.record(made.model, made.inputs, seed=EXPORT_TEST_FORWARD_SEED)
             matches = discrete_recorder.match(self.ops[task], records)
             self._calls[task] = frozenset((records[m.record].op, records[m.record].call)
                                           for op in self.ops[task] if check.counted(op) and op.category != "random"
@@ -165,14 +204,14 @@ class _Check:
     def __call__(self, seeds) -> dict[str, pd.DataFrame]:
         margins, outputs, rows = [], [], []
         cache = ExportCache(self.settings.cache)
+        checkout = self.settings.transformers_tests
         for seed in seeds:
             task = self.cg.task
             fresh_build = self.cg.plan is None or not self.settings.fast_paths
-            build = (functools.partial(tiny_subjects.build, task.model) if fresh_build
-                     else _builder(task.model, True)[0])
-            built = build(int(seed))
-            result = check.check_seed(self.cg, int(seed), built, tiny_subjects.inputs(task.model, int(seed)), cache,
-                                      self.settings.atol, self.settings.rtol, self.phase)
+            make = _fresh(task.model, checkout) if fresh_build else _builder(task.model, True, checkout)[0]
+            made = make(int(seed))
+            result = check.check_seed(self.cg, int(seed), made.model, made.inputs, cache, self.settings.atol,
+                                      self.settings.rtol, self.phase)
             margins += result.margins
             outputs += result.outputs
             rows.append(result.seed)
@@ -201,59 +240,76 @@ def candidates(screen: pd.DataFrame, reach: float, exclude: set[int], cap: int) 
     return [int(s) for s in chosen.seed.head(max(cap, 0))]
 
 
+def _sweep_class(task: ClassTask, cg: check.ClassGraph, seeds: list[int], settings: Settings, workers: int,
+                 scheduler: str, shards, progress_every: float, row: GraphRow):
+    """One class's calibration, screen and candidate checks: (its checks, its screen or None, its reach)."""
+    n_seeds = len(seeds)
+    mine: list[dict[str, pd.DataFrame]] = []
+    fresh_only = cg.plan is None
+    first = seeds[: max(1, min(settings.calibration_seeds, settings.max_fresh_exports if fresh_only else n_seeds))]
+    mine.append(sweep.map_chunks(_Check(cg, settings, "calibration"), first, workers, 2,
+                                 f"discrete ops: {task.model} calibration", progress_every, scheduler, shards,
+                                 combine=_joined))
+    counted_nodes = {op.node for op in cg.ops if check.counted(op) and op.category != "random"}
+    noise = verdicts_of.noise_ulps(mine[-1]["margins"], counted_nodes)
+    reach = verdicts_of.reach_ulps(noise, REACH_FLOOR_ULPS, REACH_FACTOR, UNMEASURED_REACH_ULPS)
+    if not counted_nodes:
+        return mine, None, reach
+    calibrated = screen_from_checks(mine[-1:], task, counted_nodes)
+    # where every calibration seed is within reach of a tie the screen cannot tell seeds apart (each would be a
+    # candidate): the checks go on in seed order instead, and the rate comes from them
+    inside = _in_reach(calibrated, reach)
+    screening = settings.fast_paths and not (inside and all(inside.values()))
+    row.screen = (
+        f"{n_seeds:,} seeds screened" if screening else
+        "not screened: every calibration seed within reach of a tie, seeds checked in order" if settings.fast_paths
+        else "not screened: fast paths off, every seed checked")
+    if screening:
+        items = [(task, s) for s in seeds]
+        screen = sweep.map_chunks(_Screen({task: cg.ops}, settings), items, workers, SCREEN_CHUNK,
+                                  f"discrete ops: {task.model} screen", progress_every, scheduler, shards)
+    budget = (settings.max_fresh_exports if fresh_only else settings.max_checks) - len(first)
+    if screening:
+        chosen = candidates(screen, reach, set(first), budget)
+    elif settings.fast_paths:
+        chosen = [s for s in seeds if s not in set(first)][: max(budget, 0)]
+    else:
+        chosen = [s for s in seeds if s not in set(first)]
+    if chosen:
+        mine.append(sweep.map_chunks(_Check(cg, settings, "candidates"), chosen, workers, 2,
+                                     f"discrete ops: {task.model} candidates", progress_every, scheduler, shards,
+                                     combine=_joined))
+    if not screening:
+        screen = screen_from_checks(mine, task, counted_nodes)
+    screen = screen.assign(in_reach=screen.seed.map(_in_reach(screen, reach))) if len(screen) else screen
+    return mine, screen, reach
+
+
 def run(models, seed_start: int, n_seeds: int, shape_modes, workers: int = 1, scheduler: str = "", shards=None,
         settings: Settings | None = None, progress_every: float = 10.0) -> Result:
     settings = settings or Settings()
     seeds = list(range(seed_start, seed_start + n_seeds))
+    models = subject_names.expand(list(models), settings.transformers_tests)
     tasks = [ClassTask(model, mode) for model in models for mode in shape_modes]
     prepared = sweep.map_chunks(_Prepare(seeds, settings), tasks, workers, 1, "discrete ops: exports",
                                 progress_every, scheduler, None, combine=lambda parts: [x for p in parts for x in p])
     graphs = {task: item for task, item in zip(tasks, prepared, strict=True) if isinstance(item, check.ClassGraph)}
     graph_rows = [item.row if isinstance(item, check.ClassGraph) else item for item in prepared]
-    ops = frame([row for cg in graphs.values() for row in _ops_rows(cg)], OpRow)
     checks: list[dict[str, pd.DataFrame]] = []
     screens: list[pd.DataFrame] = []
     reaches: dict[ClassTask, float] = {}
-    for task, cg in graphs.items():
-        fresh_only = cg.plan is None
-        first = seeds[: max(1, min(settings.calibration_seeds, settings.max_fresh_exports if fresh_only else n_seeds))]
-        checks.append(sweep.map_chunks(_Check(cg, settings, "calibration"), first, workers, 2,
-                                       f"discrete ops: {task.model} calibration", progress_every, scheduler, shards,
-                                       combine=_joined))
-        counted_nodes = {op.node for op in cg.ops if check.counted(op) and op.category != "random"}
-        noise = verdicts_of.noise_ulps(checks[-1]["margins"], counted_nodes)
-        reach = verdicts_of.reach_ulps(noise, REACH_FLOOR_ULPS, REACH_FACTOR, UNMEASURED_REACH_ULPS)
-        reaches[task] = reach
-        if not counted_nodes:
+    for task, cg in list(graphs.items()):
+        try:
+            mine, screen, reaches[task] = _sweep_class(task, cg, seeds, settings, workers, scheduler, shards,
+                                                       progress_every, graph_rows[tasks.index(task)])
+        except sources.SubjectError as error:  # a seed the builder or tester fails on: this class's one line
+            graph_rows[tasks.index(task)] = GraphRow(task.model, task.shape_mode, error=_failure(error))
+            del graphs[task]
             continue
-        calibrated = screen_from_checks(checks[-1:], task, counted_nodes)
-        # where every calibration seed is within reach of a tie the screen cannot tell seeds apart (each would be a
-        # candidate): the checks go on in seed order instead, and the rate comes from them
-        inside = _in_reach(calibrated, reach)
-        screening = settings.fast_paths and not (inside and all(inside.values()))
-        graph_rows[tasks.index(task)].screen = (
-            f"{n_seeds:,} seeds screened" if screening else
-            "not screened: every calibration seed within reach of a tie, seeds checked in order" if settings.fast_paths
-            else "not screened: fast paths off, every seed checked")
-        if screening:
-            items = [(task, s) for s in seeds]
-            screen = sweep.map_chunks(_Screen({task: cg.ops}, settings), items, workers, SCREEN_CHUNK,
-                                      f"discrete ops: {task.model} screen", progress_every, scheduler, shards)
-        budget = (settings.max_fresh_exports if fresh_only else settings.max_checks) - len(first)
-        if screening:
-            chosen = candidates(screen, reach, set(first), budget)
-        elif settings.fast_paths:
-            chosen = [s for s in seeds if s not in set(first)][: max(budget, 0)]
-        else:
-            chosen = [s for s in seeds if s not in set(first)]
-        if chosen:
-            checks.append(sweep.map_chunks(_Check(cg, settings, "candidates"), chosen, workers, 2,
-                                           f"discrete ops: {task.model} candidates", progress_every, scheduler,
-                                           shards, combine=_joined))
-        if not screening:
-            screen = screen_from_checks(checks, task, counted_nodes)
-        screen = screen.assign(in_reach=screen.seed.map(_in_reach(screen, reach))) if len(screen) else screen
-        screens.append(screen)
+        checks += mine
+        if screen is not None:
+            screens.append(screen)
+    ops = frame([row for cg in graphs.values() for row in _ops_rows(cg)], OpRow)
     tables = _joined(checks) if checks else {"margins": frame([], MarginRow), "outputs": frame([], OutputRow),
                                              "seeds": frame([], SeedRow)}
     screen = pd.concat(screens, ignore_index=True) if screens else frame([], ScreenRow)
@@ -296,12 +352,33 @@ def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graph
         first = verdicts_of.verdict(mine, settings.policy, reach)
         if first.cause is verdicts_of.Cause.DEFECT and task in graphs:
             seed = first.defect_seed
-            built = tiny_subjects.build(task.model, seed)
-            spot = localize.localize(graphs[task], seed, built, tiny_subjects.inputs(task.model, seed),
-                                    ExportCache(settings.cache), first.defect_output)
+            made = _fresh(task.model, settings.transformers_tests)(seed)
+            spot = localize.localize(graphs[task], seed, made.model, made.inputs, ExportCache(settings.cache),
+                                     first.defect_output)
             localizations.append(spot)
             where = (f"{spot.module or 'no module output'}"
                      + (f" ({spot.op_type} {spot.node})" if spot.node else "") + f": {spot.detail}")
             first = verdicts_of.verdict(mine, settings.policy, reach, where)
-        found.append(first)
+        found.append(_as_stated(first, mine, settings.transformers_tests))
     return found, pd.DataFrame([vars(s) for s in localizations])
+
+
+def _as_stated(found: verdicts_of.ClassVerdict, tables: verdicts_of.ClassTables,
+               checkout: str) -> verdicts_of.ClassVerdict:
+    """The verdict beside the skip of the class as its source states it: a class built by a checkout's tester is
+    judged against that checkout's EXPORT_SKIPS reason (and the claim `exactness.reference` labels for the class,
+    where it has one); a registry class keeps the reason the verdict quoted."""
+    kind = subject_names.kind(found.model, tiny_subjects.NAMES, checkout)
+    if kind is subject_names.Kind.REGISTRY and found.model in tiny_subjects.SUBJECTS:
+        return found
+    stated = sources.stated(found.model, checkout)
+    ops = tables.ops
+    counted = set(ops[ops.on_output_path & ops.can_flip].node) if len(ops) else set()
+    margins = tables.margins
+    flipped = (set(margins[margins.node.isin(counted) & (margins.flipped > 0)].op_type) if len(margins)
+               else set())
+    found.skip_reason = stated.reason
+    found.claim = " ".join(part for part in (str(stated.claim or ""), f"(scope {stated.scope})" if stated.scope else "")
+                           if part)
+    found.reason_holds = verdicts_of.reason_holds(stated.claim, found.cause, flipped)
+    return found

@@ -1,0 +1,73 @@
+"""The study on classes of a transformers checkout and on your own builders: the skip audit takes every class the
+checkout's export test keeps out of its value comparison, and a class that cannot be built is one line in the
+run's tables while the others run on."""
+
+import textwrap
+from pathlib import Path
+
+from exactness.studies.discrete_ops import sections, study
+from exactness.studies.discrete_ops.verdicts import Cause
+
+CHECKOUT = str(Path(__file__).resolve().parents[2] / "fixtures" / "transformers_checkout")
+
+
+def _builder(folder: Path, fails_from: int | None = None) -> str:
+    path = folder / f"builder_{fails_from}.py"
+    path.write_text(textwrap.dedent(f"""
+        import torch
+
+        FAILS_FROM = {fails_from!r}
+
+
+        class Scores(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(4, 6)
+
+            def forward(self, x):
+                h = self.proj(x)
+                return {{"scores": h, "best": h.argmax(-1)}}
+
+
+        def build(seed):
+            if FAILS_FROM is not None and seed >= FAILS_FROM:
+                raise ValueError(f"no checkpoint for seed {{seed}}")
+            torch.manual_seed(seed)
+            model = Scores()
+            return model, {{"x": torch.randn(5, 4)}}
+        """))
+    return f"{path}:build"
+
+
+def test_the_skip_audit_and_your_builder_run_in_one_command_every_class_answered(tmp_path):
+    mine = _builder(tmp_path)
+    settings = study.Settings(calibration_seeds=1, max_checks=1, cache=str(tmp_path / "cache"),
+                              transformers_tests=CHECKOUT)
+    result = study.run(["skipped", mine], 0, 1, ["static"], settings=settings, progress_every=1e9)
+    graphs = result.graphs.set_index("model")
+    audited = ["BertForTokenClassification", "BertModel", "GhostModel", "BertForSequenceClassification"]
+    assert list(graphs.index) == audited + [mine]
+    assert graphs.error["BertModel"] == "" and graphs.error[mine] == ""
+    assert graphs.error["BertForTokenClassification"].startswith("could not build: ")
+    assert "no module 'a_package_nobody_installed'" in graphs.error["BertForTokenClassification"]
+    assert "skipped here: test requires CUDA" in graphs.error["BertForSequenceClassification"]
+    assert "nor in the checkout's testers" in graphs.error["GhostModel"]
+    verdicts = {v.model: v for v in result.verdicts}
+    assert set(verdicts) == set(audited + [mine])
+    assert verdicts["BertModel"].cause is not Cause.NO_EXPORT and verdicts[mine].cause is not Cause.NO_EXPORT
+    assert verdicts["BertModel"].skip_reason.startswith("The tiny config's pooler ties")
+    assert verdicts["BertModel"].claim == "(scope onnx.exactness)"  # no claim labelled for this reason
+    assert verdicts["GhostModel"].cause is Cause.NO_EXPORT and verdicts["GhostModel"].skip_reason.startswith("A class")
+    assert verdicts[mine].skip_reason == ""
+    assert [a.subject for a in sections.answers(result)] == audited + [mine]  # the answers cover every class
+
+
+def test_a_builder_that_fails_on_a_later_seed_is_its_classs_one_line_and_the_others_run_on(tmp_path):
+    failing, fine = _builder(tmp_path, fails_from=2), _builder(tmp_path)
+    settings = study.Settings(calibration_seeds=2, max_checks=3, cache=str(tmp_path / "cache"))
+    result = study.run([failing, fine], 0, 3, ["static"], settings=settings, progress_every=1e9)
+    graphs = result.graphs.set_index("model")
+    assert graphs.error[failing] == ("could not build: " + failing + ": your builder raised ValueError for seed 2: "
+                                     "no checkpoint for seed 2")
+    assert graphs.error[fine] == "" and set(result.seeds.model) == {fine}
+    assert {v.model: v.cause for v in result.verdicts}[failing] is Cause.NO_EXPORT
