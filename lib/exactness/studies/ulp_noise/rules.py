@@ -1,11 +1,15 @@
 """The ulp-noise study's parameter rules (imports no torch: the command line checks them before a run)."""
 
-from exactness.models import names
+from exactness.models import names, subject_names, tiny_subjects
 from exactness.workbook.parameter_rules import OneOf, RunFolder
 from exactness.workbook.study_rules import AT_LEAST_ONE, COUNT, SEED, WORKERS, Registration
 
+# the study's own subjects first, then the registry's classes; your builder (module:function) besides
+MODELS = tuple(dict.fromkeys(names.NOISE_SUBJECTS + tiny_subjects.NAMES))
+
 STUDY = Registration({
-    "model": OneOf(names.NOISE_SUBJECTS, "model"), "seed_start": SEED, "n_draws": AT_LEAST_ONE,
+    "model": subject_names.ModelName(MODELS, "model", checkout_classes=False),
+    "seed_start": SEED, "n_draws": AT_LEAST_ONE,
     "shape_mode": OneOf(names.SHAPE_MODES, "shape mode"), "reference_draws": COUNT, "settings_draws": COUNT,
     "device": OneOf(("cpu", "cuda"), "device"), "workers": WORKERS,
     "near_tie_run": RunFolder(),

@@ -29,12 +29,23 @@ NOISE_COLUMNS = ["seed", "tensor", "label", "depth", "max_abs_diff", "max_ulp", 
 ELEMENT_COLUMNS = ["worst_of_rms", "top_ulps_below_rms", "model_output", "input_module"]
 
 
-def noise_pool(model: str, shape_mode: str) -> GraphPool:
+class NoisePool(GraphPool):
+    """A graph pool that also knows where its model comes from: the transformers checkout whose tester builds it
+    ("" for the study's own subjects, the registry and your builders); it travels to worker processes with the
+    pool, and each worker builds its seeds from it."""
+
+    def __init__(self, model: str, shape_mode: str, transformers_tests: str = "", **options):
+        super().__init__(model, shape_mode, **options)
+        self.transformers_tests = transformers_tests
+
+
+def noise_pool(model: str, shape_mode: str, transformers_tests: str = "") -> NoisePool:
     """The study's exports. Exposing every module's output as a graph output can keep ORT from fusing nodes
     and move the model's own outputs by an ulp (measured: `projected_states` of Wav2Vec2 and UniSpeech), so
     the outputs are read from a run of the graph as exported, and the intermediates from a second run that
     exposes them all."""
-    return GraphPool(model, shape_mode, exposed=frozenset())
+    subjects.check(model, transformers_tests)
+    return NoisePool(model, shape_mode, transformers_tests, exposed=frozenset())
 
 
 @dataclass
@@ -49,7 +60,8 @@ class _Draw:
 def _draw(pool: GraphPool, seed: int, threads: int | None = None, eager_run=eager_capture.run,
           **ort_options) -> _Draw:
     """`eager_run(built, inputs)`: the eager side (on the CPU with `threads` torch threads by default)."""
-    built, inputs = subjects.build(pool.model, seed), subjects.inputs(pool.model, seed)
+    made = subjects.make(pool.model, seed, getattr(pool, "transformers_tests", ""))
+    built, inputs = made.model, made.inputs
     previous = torch.get_num_threads()
     if threads:
         torch.set_num_threads(threads)
