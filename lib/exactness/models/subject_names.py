@@ -134,6 +134,11 @@ class ModelName:
                 "your own builder, package.module:function or /absolute/path/file.py:function")
 
 
+def as_list(models: Any) -> list:
+    """`models` as a list: the word `skipped` alone is the list holding it."""
+    return [models] if isinstance(models, str) else list(models)
+
+
 @dataclass(frozen=True)
 class CheckoutRoot:
     """A parameter rule: "" (no checkout) or the absolute root of a transformers source tree."""
@@ -184,7 +189,7 @@ def expand(models: list[str], checkout: str) -> list[str]:
     """The names a run builds: `skipped` replaced by the checkout's comparison-skipped classes (file order), each
     name once."""
     out: list[str] = []
-    for name in models:
+    for name in as_list(models):
         names = ([s.model for s in checkout_index.comparison_skips(checkout_index.root_of(checkout))]
                  if name == SKIPPED else [name])
         out += [n for n in names if n not in out]

@@ -5,6 +5,8 @@ run's tables while the others run on."""
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from exactness.studies.discrete_ops import sections, study
 from exactness.studies.discrete_ops.verdicts import Cause
 
@@ -71,3 +73,16 @@ def test_a_builder_that_fails_on_a_later_seed_is_its_classs_one_line_and_the_oth
                                      "no checkpoint for seed 2")
     assert graphs.error[fine] == "" and set(result.seeds.model) == {fine}
     assert {v.model: v.cause for v in result.verdicts}[failing] is Cause.NO_EXPORT
+
+
+def test_models_skipped_is_one_word_on_the_command_line_and_needs_a_checkout():
+    from exactness.workbook import study_rules
+    from exactness.workbook.parameter_rules import StudyParameterError
+
+    study_rules.check("discrete_ops", {"models": "skipped", "transformers_tests": CHECKOUT})
+    with pytest.raises(StudyParameterError, match="models must be a list of model names, or skipped"):
+        study_rules.check("discrete_ops", {"models": "BertModel"})
+    with pytest.raises(StudyParameterError, match="give the checkout with -p transformers_tests PATH"):
+        study.validate("skipped", 3, 0, ["static"], 1)
+    assert study.classes("skipped", CHECKOUT) == ["BertForTokenClassification", "BertModel", "GhostModel",
+                                                  "BertForSequenceClassification"]

@@ -1,12 +1,30 @@
 """The discrete-ops study's parameter rules (imports no torch: the command line checks them before a run)."""
 
+from dataclasses import dataclass
+
 from exactness.models import names, subject_names, tiny_subjects
 from exactness.workbook.parameter_rules import EachOf, OneOf, Positive, Switch
 from exactness.workbook.study_rules import AT_LEAST_ONE, SCHEDULER, SEED, TOLERANCE, WORKERS, Registration
 
+
+@dataclass(frozen=True)
+class ModelList:
+    """A list of model names (each a registered class, a class of the checkout's testers, or your builder), or
+    the one word `skipped`: `-p models skipped` audits the checkout's comparison skips."""
+
+    item: subject_names.ModelName
+
+    def problem(self, value) -> str | None:
+        if value == subject_names.SKIPPED:
+            return None
+        if isinstance(value, str):
+            return f"must be a list of model names, or {subject_names.SKIPPED}, got {value!r}"
+        return EachOf(self.item).problem(value)
+
+
 STUDY = Registration({
     # a registered class, a class of the checkout's testers, your builder (module:function), or `skipped`
-    "models": EachOf(subject_names.ModelName(tiny_subjects.NAMES, "model", audit=True)),
+    "models": ModelList(subject_names.ModelName(tiny_subjects.NAMES, "model", audit=True)),
     "transformers_tests": subject_names.CheckoutRoot(),
     "seed_start": SEED, "n_seeds": AT_LEAST_ONE, "shape_modes": EachOf(OneOf(names.SHAPE_MODES, "shape mode")),
     "workers": WORKERS, "max_fresh_exports": AT_LEAST_ONE, "scheduler": SCHEDULER,
@@ -20,8 +38,9 @@ def cross_problems(values) -> list[str]:
     testers, and `skipped` needs a checkout that lists comparison skips. Checked by reading the checkout's files,
     never importing them."""
     models = values.get("models")
-    if not isinstance(models, list):
+    if not isinstance(models, (list, str)):
         return []
+    models = subject_names.as_list(models)
     checkout = values.get("transformers_tests") or ""
     if not isinstance(checkout, str) or subject_names.CheckoutRoot().problem(checkout):
         checkout = ""  # the checkout's own rule says what is wrong with it

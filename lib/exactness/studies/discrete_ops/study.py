@@ -60,12 +60,19 @@ SCREEN_CHUNK = 50  # seeds per screen task: progress moves, and each worker buil
 def validate(models, n_seeds: int, seed_start: int, shape_modes, workers: int, transformers_tests: str = "") -> None:
     """The study's declared rules, then what the names say about the checkout beside them (an unknown class,
     `skipped` without a checkout): one StudyParameterError listing every problem."""
-    values = {"models": list(models), "n_seeds": n_seeds, "seed_start": seed_start, "shape_modes": list(shape_modes),
-              "workers": workers, "transformers_tests": transformers_tests}
+    values = {"models": models if isinstance(models, str) else list(models), "n_seeds": n_seeds,
+              "seed_start": seed_start, "shape_modes": list(shape_modes), "workers": workers,
+              "transformers_tests": transformers_tests}
     study_rules.check(STUDY, values)
     found = cross_problems(values)
     if found:
         raise StudyParameterError(f"{STUDY}: " + "; ".join(found))
+
+
+def classes(models, transformers_tests: str = "") -> list[str]:
+    """The classes a run builds, in order: `skipped` (alone or in the list) replaced by every class in the
+    checkout's value-comparison skip scopes."""
+    return subject_names.expand(subject_names.as_list(models), transformers_tests)
 
 
 @dataclass(frozen=True)
@@ -289,7 +296,7 @@ def run(models, seed_start: int, n_seeds: int, shape_modes, workers: int = 1, sc
         settings: Settings | None = None, progress_every: float = 10.0) -> Result:
     settings = settings or Settings()
     seeds = list(range(seed_start, seed_start + n_seeds))
-    models = subject_names.expand(list(models), settings.transformers_tests)
+    models = classes(models, settings.transformers_tests)
     tasks = [ClassTask(model, mode) for model in models for mode in shape_modes]
     prepared = sweep.map_chunks(_Prepare(seeds, settings), tasks, workers, 1, "discrete ops: exports",
                                 progress_every, scheduler, None, combine=lambda parts: [x for p in parts for x in p])
