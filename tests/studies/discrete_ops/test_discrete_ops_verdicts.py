@@ -139,3 +139,21 @@ def test_answers_and_findings_read_the_verdicts():
     assert "1 exact tie" in found[0].claim
     assert np.isnan(verdicts.reach_ulps(float("nan"), 16.0, 4.0, float("nan")))
     assert verdicts.reach_ulps(2.0, 16.0, 4.0, 1024.0) == 16.0 and verdicts.reach_ulps(10.0, 16.0, 4.0, 1.0) == 40.0
+
+
+def test_candidates_left_unchecked_widen_the_bound_a_no_flip_verdict_rests_on():
+    policy = verdicts.RatePolicy(rate=1e-3)
+    screened = policy.seeds_needed() + 100
+    tables = _tables([_output(0, output="idx")], [_seed(0, phase="candidates")], [_margin(0)], screened=screened)
+    tables.screen["in_reach"] = tables.screen.seed < 30  # 30 candidates, one checked
+    found = verdicts.verdict(tables, policy, 16.0)
+    assert found.cause is verdicts.Cause.UNDECIDED and "29 of 30 within reach of a tie left unchecked" in found.proof
+    tables.screen["in_reach"] = tables.screen.seed < 1  # the one candidate is the one checked
+    assert verdicts.verdict(tables, policy, 16.0).cause is verdicts.Cause.NEVER_FLIPS
+
+
+def test_a_defect_says_whether_the_export_tests_rule_passes_it_all_the_same():
+    drifted = _tables([_output(0, ort_f64_err=1e-3, within_noise=False)], [_seed(0, passed=True)], [],
+                      ops=OPS.iloc[:0])
+    found = verdicts.verdict(drifted, verdicts.RatePolicy(), 16.0)
+    assert found.cause is verdicts.Cause.DEFECT and "rule passes on 1 of 1 checked seed all the same" in found.proof

@@ -38,6 +38,13 @@ class Localization:
     ort_err: float = float("nan")  # max |ORT - float64| (finite elements)
     bound: float = float("nan")  # NOISE_FACTOR x max(eager's error, one ulp of the output's scale)
 
+    @property
+    def where(self) -> str:
+        """Where it starts, in words: the module (or the model's own forward), the node, and what shows it."""
+        place = self.module or "the model's own forward"
+        node = f", {self.op_type} {self.node}" if self.node else ""
+        return f"{place}{node}: {self.detail}"
+
 
 def module_outputs(model: torch.nn.Module, inputs: dict, force: dict | None = None) -> dict[str, np.ndarray]:
     """Every module's first output tensor (float64 copies), with `force`'s choices."""
@@ -95,8 +102,8 @@ def first_nonfinite_node(graph: onnx.ModelProto, initializers: dict | None, inpu
             raw = {p.key: p.value for p in node.metadata_props}.get(onnx_graph.SCOPES_KEY)
             scopes = [s for s in ast.literal_eval(raw)[:-1] if s] if raw else []
             bad = next(o for o in outputs if o.dtype.kind == "f" and not np.isfinite(o).all())
-            detail = (f"{int((~np.isfinite(bad)).sum())} of {bad.size} values non-finite, from "
-                      + "; ".join(_range(r) for r in read if r is not None))
+            detail = (f"{int((~np.isfinite(bad)).sum())} of {bad.size} values non-finite from finite inputs ("
+                      + "; ".join(_range(r) for r in read if r is not None) + ")")
             candidates.append((scope in scopes, node.name, node.op_type, detail))
     inside = [c for c in candidates if c[0]]
     chosen = (inside or candidates or [(False, "", "", "")])[0]
@@ -131,19 +138,19 @@ def localize(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: di
         if broken:
             node, op_type, detail = first_nonfinite_node(bare, initializers, inputs, label)
             return Localization(task.model, task.shape_mode, seed, label, "non-finite", node, op_type,
-                                f"ORT's output of {label} is non-finite in {broken} of {mine.size} values where "
-                                f"eager's is finite; first made by {op_type} {node}: {detail}")
+                                f"ORT's output is non-finite in {broken} of {mine.size} values where eager's is "
+                                f"finite; the node makes {detail}")
         eager_err, ort_err = check._max_abs(mine, reference), check._max_abs(theirs, reference)
         bound = check.NOISE_FACTOR * max(eager_err, check._scale_ulp(reference))
         if ort_err > bound:
             return Localization(task.model, task.shape_mode, seed, label, "beyond rounding",
-                                detail=f"at {label} ORT errs {ort_err:.3g} from float64, eager {eager_err:.3g}: "
+                                detail=f"ORT errs {ort_err:.3g} from float64, eager {eager_err:.3g}: "
                                        f"{ort_err / max(eager_err, check._scale_ulp(reference)):.3g} times eager's",
                                 eager_err=eager_err, ort_err=ort_err, bound=bound)
     node, op_type, detail = first_nonfinite_node(bare, initializers, inputs, "")
     if node:
         return Localization(task.model, task.shape_mode, seed, "", "non-finite", node, op_type,
-                            f"no module output departs, but {op_type} {node} makes a non-finite value: {detail}")
+                            f"no module's output departs, but this node makes {detail}")
     if output:
         found = by_optimization(graph, bare, initializers, inputs, built, records, output)
         if found is not None:

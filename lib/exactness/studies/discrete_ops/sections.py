@@ -95,7 +95,8 @@ def screen(result: Result) -> Section:
         checked = result.margins[(result.margins.model == verdict.model)
                                  & result.margins.node.isin(set(mine.node))]
         both = mine.merge(checked, on=["seed", "node"], suffixes=("", "_check"))
-        same = bool(np.array_equal(both.min_margin.to_numpy(), both.min_margin_check.to_numpy(), equal_nan=True))
+        same = bool(np.array_equal(both.min_margin.to_numpy(float), both.min_margin_check.to_numpy(float),
+                                   equal_nan=True))
         ties = int((mine.groupby("seed").exact_ties.max() > 0).sum())
         rows.append({"class": verdict.model, "screened": verdict.screened, "reach (ulps)": verdict.reach_ulps,
                      "seeds with an exact tie": ties, "candidates": verdict.candidates, "checked": verdict.checked,

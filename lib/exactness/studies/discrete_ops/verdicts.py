@@ -302,7 +302,10 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
                   reach_ulps=reach, noise_ulps=noise, **base)
     defect = _defect(t, counted_nodes, reach)
     if defect is not None:
-        cause, proof = Cause.DEFECT, defect.proof
+        passing = len(seeds) - len(failing)
+        cause = Cause.DEFECT
+        proof = defect.proof + (f"; the export test's rule passes on {passing} of {plural(len(seeds), 'checked seed')}"
+                                " all the same" if passing else "")
         common.update(defect_seed=defect.seed, defect_output=defect.output)
         action = ("a bug, not a flaky comparison: keep (or restore) the value check; it starts at "
                   f"{where or 'a place not localized'}")
@@ -351,6 +354,9 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
         compare, exclude = outputs, []
     else:
         bound = policy.upper_bound(screened or checked)
+        unchecked = len(in_reach - set(seeds.seed)) if len(seeds) else len(in_reach)
+        if unchecked:  # candidates left unchecked may flip: their stratum bounds the rate, not the screen alone
+            bound = max(bound, flips.high / PER)
         needed = policy.seeds_needed()
         if bound < policy.rate:
             cause = Cause.NEVER_FLIPS
@@ -360,8 +366,9 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
             action = "compare every output at the test's tolerance (remove the skip)"
         else:
             cause = Cause.UNDECIDED
-            proof = (f"no flip in {screened or checked:,} seeds: the flip rate is only bounded below {bound:.2g}, "
-                     f"not under {policy.rate:.2g}")
+            proof = (f"no flip in {screened or checked:,} seeds"
+                     + (f" ({unchecked} of {len(in_reach)} within reach of a tie left unchecked)" if unchecked else "")
+                     + f": the flip rate is only bounded below {bound:.2g}, not under {policy.rate:.2g}")
             compare, exclude = [o for o in outputs if o not in reached], sorted(reached)
             action = f"undecided: about {needed:,} seeds decide (-p n_seeds {needed})"
             common["seeds_needed"] = needed
