@@ -113,3 +113,17 @@ def test_the_registry_is_a_source_like_the_others():
     made = subject.make(1)
     assert all(torch.equal(made.inputs[k], tiny_subjects.inputs("BertModel", 1)[k]) for k in made.inputs)
     assert sources.resolve("BitModel").stated.claim is not None  # the registry quotes exactness.reference
+
+
+def test_with_a_checkout_its_reason_is_quoted_whichever_source_builds_the_class(tmp_path):
+    import shutil
+
+    copy = tmp_path / "checkout"
+    shutil.copytree(CHECKOUT, copy)
+    export_test = copy / "tests" / "exporters" / "test_export.py"
+    export_test.write_text(export_test.read_text().replace(
+        '"onnx.exactness": {', '"onnx.exactness": {\n        "BitModel": "Drifts in this checkout.",'))
+    stated = sources.stated("BitModel", str(copy))  # built by the registry: this checkout has no Bit tester
+    assert stated.reason == "Drifts in this checkout." and stated.scope == "onnx.exactness"
+    assert str(stated.claim) == "float noise"  # labelled once for the class in exactness.reference
+    assert sources.stated("BitModel").reason != stated.reason  # without a checkout: the registry's quote

@@ -376,22 +376,23 @@ def resolve(name: str, transformers_tests: str = "") -> Subject:
 
 
 def make(name: str, seed: int, transformers_tests: str = "") -> Made:
-    """`resolve(name).make(seed)`, refusing a model the export test would split into components."""
-    made = resolve(name, transformers_tests).make(seed)
-    if _multimodal(made.model):
+    """`resolve(name).make(seed)`; a checkout's class the export test would split into components is refused
+    (the test compares each component, this study a whole model's graph)."""
+    subject = resolve(name, transformers_tests)
+    made = subject.make(seed)
+    if subject.source is Source.CHECKOUT and _multimodal(made.model):
         raise SubjectError(f"{name}: the export test splits this model into components (is_multimodal) and compares "
                            "each; this study compares a whole model's graph, so it would not see what the test sees")
     return made
 
 
 def stated(name: str, transformers_tests: str = "") -> Stated:
-    """The class's skip without building it: from the checkout's export test when the class comes from there,
-    from the registry otherwise (an unknown name: none)."""
-    kind = subject_names.kind(name, tiny_subjects.NAMES, transformers_tests)
-    if kind is Kind.CHECKOUT or (transformers_tests and kind is Kind.REGISTRY and name not in tiny_subjects.SUBJECTS):
-        if checkout_index.checkout_problem(transformers_tests):
-            return Stated()
-        return stated_in_checkout(checkout_index.root_of(transformers_tests), name)
-    if kind is Kind.REGISTRY and name in tiny_subjects.SUBJECTS:
+    """The class's skip without building it: with a checkout, the reason its export test states (whichever source
+    builds the class: the audit judges the checkout's skips); else the registry's (an unknown name: none)."""
+    if transformers_tests and not checkout_index.checkout_problem(transformers_tests):
+        found = stated_in_checkout(checkout_index.root_of(transformers_tests), name)
+        if found.reason or subject_names.kind(name, tiny_subjects.NAMES, transformers_tests) is Kind.CHECKOUT:
+            return found
+    if name in tiny_subjects.SUBJECTS and subject_names.builder(name) is None:
         return from_registry(name).stated
     return Stated()

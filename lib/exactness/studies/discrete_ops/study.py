@@ -372,11 +372,10 @@ def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graph
 
 def _as_stated(found: verdicts_of.ClassVerdict, tables: verdicts_of.ClassTables,
                checkout: str) -> verdicts_of.ClassVerdict:
-    """The verdict beside the skip of the class as its source states it: a class built by a checkout's tester is
-    judged against that checkout's EXPORT_SKIPS reason (and the claim `exactness.reference` labels for the class,
-    where it has one); a registry class keeps the reason the verdict quoted."""
-    kind = subject_names.kind(found.model, tiny_subjects.NAMES, checkout)
-    if kind is subject_names.Kind.REGISTRY and found.model in tiny_subjects.SUBJECTS:
+    """The verdict beside the skip as the checkout states it: with a checkout, every class is judged against that
+    checkout's EXPORT_SKIPS reason (and the claim `exactness.reference` labels for the class, where it has one);
+    without one, a registry class keeps the reason the verdict quoted."""
+    if not checkout and found.model in tiny_subjects.SUBJECTS:
         return found
     stated = sources.stated(found.model, checkout)
     ops = tables.ops
