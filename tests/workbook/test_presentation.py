@@ -6,7 +6,33 @@ from exactness.workbook import presentation
 
 def test_cells_read_as_people_write_numbers():
     assert [presentation.cell(v) for v in (3, 40000, 0.123456, 1.5e-7, 0.0, True, float("nan"), [1, 2])] == [
-        "3", "40,000", "0.123", "1.50e-07", "0", "yes", "–", "1, 2"]
+        "3", "40,000", "0.123", "1.50e-07", "0", "yes", "", "1, 2"]
+
+
+def test_a_missing_value_of_any_kind_is_an_empty_cell_never_a_marker():
+    frame = pd.DataFrame({"model": ["a", "b", None], "changed": pd.array([3, pd.NA, 1], dtype="Int64"),
+                          "when": pd.to_datetime(["2026-01-01", None, "2026-01-02"]), "x": [1.0, float("nan"), 2.0]})
+    page = presentation.table_html(frame)
+    cells = [c.split(">", 1)[1] for c in page.split("<td")[1:]]
+    assert not any(marker in page for marker in ("&lt;NA&gt;", "<NA>", "NaT", ">nan<", ">None<"))
+    assert sum(c.startswith("</td>") for c in cells) == 4  # one empty cell per missing value
+    facts = presentation.facts_table({"threads": None, "cores": 2})
+    assert list(facts.value) == ["", "2"]
+
+
+def test_a_seed_is_printed_as_its_name_a_count_of_seeds_with_separators():
+    frame = pd.DataFrame({"seed": [1371433937], "seeds": [40000], "example_seed": [1234567.0]})
+    page = presentation.table_html(frame, {"seed": "seed", "seeds": "seeds screened", "example_seed": "its seed"})
+    assert ">1371433937<" in page and ">40,000<" in page and ">1234567<" in page
+    assert presentation.cell(1371433937, plain=True) == "1371433937"
+
+
+def test_counts_in_captions_take_the_singular_for_one():
+    one = presentation.table_html(pd.DataFrame({"x": [1]}), full="t")
+    assert "(1 row, 1 column)" in one
+    folded = presentation.table_html(pd.DataFrame({"x": range(13)}), max_rows=12)
+    assert "<summary>1 more row</summary>" in folded
+    assert presentation.plural(2, "class", "classes") == "2 classes"
 
 
 def test_a_table_shows_named_columns_without_index_and_links_the_full_table():

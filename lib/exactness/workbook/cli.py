@@ -31,10 +31,14 @@ class PlannedRun:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="exactness", description=__doc__)
-    parser.add_argument("--out", help="outputs folder (default: <project>/outputs)")
+    out_help = "outputs folder (default: <project>/outputs)"
+    parser.add_argument("--out", help=out_help)
     commands = parser.add_subparsers(dest="command", required=True)
     commands.add_parser("list", help="studies and their parameter sets")
     run = commands.add_parser("run", help="run a study (or all) through papermill")
+    # also after the command (`exactness run near_tie --out DIR`); SUPPRESS: when not given there, the value
+    # given before the command stays
+    run.add_argument("--out", default=argparse.SUPPRESS, help=out_help)
     run.add_argument("study", help="a study name, or 'all'")
     run.add_argument("-f", "--file", action="append", default=[], metavar="FILE",
                      help="parameter set name or YAML file; later ones override earlier ones")
@@ -47,8 +51,10 @@ def _parser() -> argparse.ArgumentParser:
                           "(both are recorded in its manifest)")
     run.add_argument("--with-code", action="store_true", help="keep code cells in report.html")
     run.add_argument("--log-output", action="store_true", help="stream cell output to the terminal")
-    commands.add_parser("index", help="rebuild outputs/index.html from the run folders")
+    commands.add_parser("index", help="rebuild outputs/index.html from the run folders").add_argument(
+        "--out", default=argparse.SUPPRESS, help=out_help)
     show = commands.add_parser("show", help="a run's headline figures")
+    show.add_argument("--out", default=argparse.SUPPRESS, help=out_help)
     show.add_argument("run", help="a run folder, a run id, or a study name (its newest run)")
     return parser
 

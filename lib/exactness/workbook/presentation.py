@@ -11,6 +11,7 @@ import base64
 import html
 import math
 import numbers
+import re
 
 import pandas as pd
 
@@ -47,19 +48,40 @@ def say(text: str) -> None:
 
 
 def facts_table(facts: dict, key: str = "fact", value: str = "value") -> pd.DataFrame:
-    rows = [(k, ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v) for k, v in facts.items()]
+    rows = [(k, ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else "" if missing(v) else v)
+            for k, v in facts.items()]
     return pd.DataFrame(rows, columns=[key, value]).astype({value: str})
 
 
-def cell(value, digits: int = 3) -> str:
-    """One value as a person reads it: exact integers with separators, floats to `digits` significant
-    digits, yes/no for booleans, lists joined, missing values as a dash."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "–"
+def missing(value) -> bool:
+    """None, NaN, pandas' NA and NaT: a value that is not there (lists and arrays are values)."""
+    if value is None:
+        return True
+    if isinstance(value, (list, tuple, dict, str)) or type(value).__name__ == "ndarray":
+        return False
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
+
+
+def plural(n: int, word: str, many: str | None = None) -> str:
+    """'1 row', '3 rows', '40,000 seeds': the count with the word in the number it needs."""
+    return f"{int(n):,} {word if n == 1 else (many or word + 's')}"
+
+
+def cell(value, digits: int = 3, plain: bool = False) -> str:
+    """One value as a person reads it: exact integers with separators (without where `plain`: a seed is a
+    name, not a quantity), floats to `digits` significant digits, yes/no for booleans, lists joined; a
+    missing value is an empty cell."""
+    if missing(value):
+        return ""
     if isinstance(value, bool) or type(value).__name__ == "bool_":
         return "yes" if value else "no"
     if isinstance(value, numbers.Integral):
-        return f"{int(value):,}"
+        return f"{int(value)}" if plain else f"{int(value):,}"
+    if plain and isinstance(value, numbers.Real) and float(value).is_integer():
+        return f"{int(value)}"  # a seed column with a missing value is float
     if isinstance(value, numbers.Real):
         x = float(value)
         if x == 0 or math.isinf(x):
@@ -69,17 +91,25 @@ def cell(value, digits: int = 3) -> str:
             return f"{x:,.{decimals}f}"
         return f"{x:.{digits - 1}e}"
     if isinstance(value, (list, tuple)) or type(value).__name__ == "ndarray":
-        return ", ".join(cell(v, digits) for v in value) or "–"
+        return ", ".join(cell(v, digits, plain) for v in value)
     return str(value)
 
 
-def _rows_html(frame: pd.DataFrame, digits: int) -> str:
+# A column that names seeds (one seed, not a count of seeds): its integers print without separators.
+_SEED_COLUMN = re.compile(r"(^|[\s_(])seed($|[\s_)])", re.IGNORECASE)
+
+
+def is_seed_column(name) -> bool:
+    return bool(_SEED_COLUMN.search(str(name)))
+
+
+def _rows_html(frame: pd.DataFrame, digits: int, plain: list[bool]) -> str:
     numeric = [pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
                for c in frame.columns]
     rows = []
     for values in frame.itertuples(index=False, name=None):
-        cells = "".join(f"<td{'' if num else _TEXT}>{html.escape(cell(v, digits))}</td>"
-                        for v, num in zip(values, numeric, strict=True))
+        cells = "".join(f"<td{'' if num else _TEXT}>{html.escape(cell(v, digits, seed))}</td>"
+                        for v, num, seed in zip(values, numeric, plain, strict=True))
         rows.append(f"<tr>{cells}</tr>")
     return "".join(rows)
 
@@ -94,23 +124,24 @@ def table_html(frame: pd.DataFrame, columns: dict[str, str] | list[str] | None =
     if len(names) > MAX_COLUMNS:
         raise ValueError(f"a table for people shows at most {MAX_COLUMNS} columns, got {len(names)}: {list(names)}"
                          " (the full table is one link away)")
-    missing = [c for c in names if c not in frame.columns]
-    if missing:
-        raise KeyError(f"columns {missing} are not in the table (it has {list(frame.columns)})")
+    absent = [c for c in names if c not in frame.columns]
+    if absent:
+        raise KeyError(f"columns {absent} are not in the table (it has {list(frame.columns)})")
     shown = frame[list(names)].rename(columns=names)
+    plain = [is_seed_column(original) or is_seed_column(name) for original, name in names.items()]
     numeric = [pd.api.types.is_numeric_dtype(shown[c]) and not pd.api.types.is_bool_dtype(shown[c])
                for c in shown.columns]
     head = "".join(f"<th{'' if num else _TEXT}>{html.escape(str(c))}</th>"
                    for c, num in zip(shown.columns, numeric, strict=True))
-    first = _rows_html(shown[:max_rows], digits)
+    first = _rows_html(shown[:max_rows], digits, plain)
     body = f"<table class=\"exactness-table\"><thead><tr>{head}</tr></thead><tbody>{first}</tbody></table>"
     if len(shown) > max_rows:
         rest = (f"<table class=\"exactness-table\"><thead><tr>{head}</tr></thead>"
-                f"<tbody>{_rows_html(shown[max_rows:], digits)}</tbody></table>")
-        body += f"<details><summary>{len(shown) - max_rows:,} more rows</summary>{rest}</details>"
+                f"<tbody>{_rows_html(shown[max_rows:], digits, plain)}</tbody></table>")
+        body += f"<details><summary>{plural(len(shown) - max_rows, 'more row')}</summary>{rest}</details>"
     notes = [html.escape(caption)] if caption else []
     if full:
-        notes.append(f"Full table ({len(frame):,} rows, {len(frame.columns)} columns): "
+        notes.append(f"Full table ({plural(len(frame), 'row')}, {plural(len(frame.columns), 'column')}): "
                      f"<a href=\"tables/{html.escape(full)}.parquet\">parquet</a>, "
                      f"<a href=\"tables/{html.escape(full)}.csv\">CSV</a>.")
     caption_html = f"<p class=\"exactness-caption\">{' '.join(notes)}</p>" if notes else ""

@@ -71,12 +71,19 @@ class _SingleThreaded:
 
 
 class Progress:
-    """Seeds done, rate and time left, at most one line every `every` seconds (quiet enough for CI logs)."""
+    """Items done, rate and time left, at most one line every `every` seconds (quiet enough for CI logs).
 
-    def __init__(self, total: int, label: str, every: float = 10.0, stream=None):
-        self.total, self.label, self.every = total, label, every
+    The rate is items done over the time since the start, said only once `ESTIMATE_AFTER` chunks are done:
+    the first chunk carries the start-up (workers starting, the first exports) and is often the slowest, so
+    an estimate from it alone can be ten times too long. The line keeps the form the run's terminal passes
+    through (`run_progress`): "label: done/total (n/s, t s left...)"."""
+
+    ESTIMATE_AFTER = 2  # chunks done before a time left is said
+
+    def __init__(self, total: int, label: str, every: float = 10.0, stream=None, clock=time.monotonic):
+        self.total, self.label, self.every, self.clock = total, label, every, clock
         self.stream = stream or sys.stderr
-        self.done, self.resumed, self.began, self.last = 0, 0, time.monotonic(), 0.0
+        self.done, self.resumed, self.chunks, self.began, self.last = 0, 0, 0, clock(), None
 
     def skip(self, n: int) -> None:
         """Items whose results came from an earlier, interrupted run: done, but not part of the rate."""
@@ -85,15 +92,25 @@ class Progress:
 
     def advance(self, n: int) -> None:
         self.done += n
-        now = time.monotonic()
-        if now - self.last >= self.every or self.done >= self.total:
+        self.chunks += 1
+        now = self.clock()
+        if self.last is None or now - self.last >= self.every or self.done >= self.total:
             self.last = now
-            elapsed = now - self.began
-            rate = (self.done - self.resumed) / elapsed if elapsed > 0 else 0.0
-            left = (self.total - self.done) / rate if rate > 0 else float("nan")
-            resumed = f", {self.resumed} resumed" if self.resumed else ""
-            print(f"{self.label}: {self.done}/{self.total} ({rate:.0f}/s, {left:.0f} s left{resumed})",
-                  file=self.stream, flush=True)
+            print(self.line(now), file=self.stream, flush=True)
+
+    def line(self, now: float) -> str:
+        resumed = f", {self.resumed} resumed" if self.resumed else ""
+        elapsed = now - self.began
+        measured = self.done - self.resumed
+        rate = measured / elapsed if elapsed > 0 else 0.0
+        if self.done >= self.total:
+            return f"{self.label}: {self.done}/{self.total} ({rate:.0f}/s, 0 s left{resumed})"
+        if self.chunks < self.ESTIMATE_AFTER or rate <= 0:
+            return (f"{self.label}: {self.done}/{self.total} ({rate:.0f}/s, ? s left: estimating until "
+                    f"{self.ESTIMATE_AFTER} chunks are done{resumed})")
+        left = (self.total - self.done) / rate
+        slow = f"; one every {elapsed / measured:.0f} s" if rate < 1 else ""
+        return f"{self.label}: {self.done}/{self.total} ({rate:.0f}/s, {left:.0f} s left{slow}{resumed})"
 
 
 _EXECUTORS: dict[int, tuple[ProcessPoolExecutor, tuple, tuple]] = {}  # workers -> pool, roots, fingerprint
