@@ -81,3 +81,10 @@ def test_a_sweep_whose_last_seed_is_no_seed_is_refused():
     with pytest.raises(StudyParameterError, match=r"seed_start \+ n_seeds - 1 .* beyond the largest seed"):
         study_rules.check("near_tie", {"seed_start": 2**63 - 10, "n_seeds": 11})
     study_rules.check("near_tie", {"seed_start": 2**63 - 10, "n_seeds": 10})
+
+
+def test_a_class_outside_the_registry_without_a_checkout_is_refused_before_a_run_starts():
+    with pytest.raises(StudyParameterError, match="^discrete_ops: ") as raised:
+        study_rules.check("discrete_ops", {"models": ["NoSuchModelAnywhere"], "transformers_tests": ""})
+    assert "NoSuchModelAnywhere" in str(raised.value)
+    study_rules.check("discrete_ops", {"models": ["BertModel"], "transformers_tests": ""})  # a registered class

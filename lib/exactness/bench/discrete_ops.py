@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from exactness.bench.timing import ratio, row
+from exactness.bench.timing import ratio, row, study_run
 
 # One class of each kind the default run screens: a detector (its top-k), the wav2vec2 quantizer's argmax, an
 # Equal on a multimodal class.
@@ -54,7 +54,6 @@ def study_runs(outputs: Path, paper: bool) -> list[dict]:
     """The default run with a cold export cache, again warm, and (paper) the paper set, against their targets."""
     import tempfile
 
-    from exactness.bench.run import study_run
 
     rows = []
     with tempfile.TemporaryDirectory(prefix="bench-cache-") as cache:

@@ -23,6 +23,7 @@ import pandas as pd
 from exactness.bench.timing import median_seconds as _median_seconds
 from exactness.bench.timing import ratio as _ratio
 from exactness.bench.timing import row as _row
+from exactness.bench.timing import study_run
 from exactness.workbook.process_memory import TreeMemory
 from exactness.workbook.project import Project
 from exactness.workbook.study_rules import registration
@@ -97,20 +98,6 @@ def scaling(sizes=(1000, 5000, 20000), workers=(1, 2)) -> list[dict]:
         r["seconds_per_1k_seeds"] = r["median_s"] / r["seeds"] * 1000
         r["speedup_over_1_worker"] = base[(r["seeds"], 1)] / r["median_s"]
     return rows
-
-
-def study_run(study: str, arguments: list[str], label: str, outputs: Path) -> dict:
-    """`exactness run STUDY ARGUMENTS` as a user runs it: wall time and the peak memory of its whole process
-    tree (the CLI, the kernel, worker processes)."""
-    command = [sys.executable, "-m", "exactness", "--out", str(outputs), "run", study, *arguments]
-    began = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    with TreeMemory(process.pid) as memory:
-        output, _ = process.communicate()
-    seconds = time.perf_counter() - began
-    if process.returncode != 0:
-        raise RuntimeError(f"{study} {' '.join(arguments)} failed:\n{output[-2000:]}")
-    return _row(study, label, seconds, [seconds], 1, "runs/s", peak_memory_mb=memory.peak_mb)
 
 
 DAC_SECONDS = (1.0, 10.0, 60.0)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import importlib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +30,8 @@ class Registration:
     kernel_environment: Mapping[str, str] = field(default_factory=dict)
     # runs before every other study of a batch (the environment study: every report links it)
     runs_first: bool = False
+    # problems that need several parameters at once (a class name and the checkout it must be in), one line each
+    across: Callable[[Mapping[str, Any]], list[str]] | None = None
 
 
 @functools.cache
@@ -57,7 +59,10 @@ SCHEDULER = Matches(r"|[a-z]+://[^\s:/]+:\d+", 'empty (local processes) or a Das
 
 def check(study: str, values: Mapping[str, Any], origin: Mapping[str, str] | None = None) -> None:
     """Raise one StudyParameterError listing every value outside its study's declared range or choices."""
-    found = problems(registration(study).rules, values, origin) + _seed_range_problems(values)
+    registered = registration(study)
+    found = problems(registered.rules, values, origin) + _seed_range_problems(values)
+    if not found and registered.across is not None:  # each parameter is sound on its own: now how they combine
+        found = registered.across(values)
     if found:
         raise StudyParameterError(f"{study}: " + "; ".join(found))
 

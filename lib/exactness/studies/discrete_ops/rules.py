@@ -22,17 +22,6 @@ class ModelList:
         return EachOf(self.item).problem(value)
 
 
-STUDY = Registration({
-    # a registered class, a class of the checkout's testers, your builder (module:function), or `skipped`
-    "models": ModelList(subject_names.ModelName(tiny_subjects.NAMES, "model", audit=True)),
-    "transformers_tests": subject_names.CheckoutRoot(),
-    "seed_start": SEED, "n_seeds": AT_LEAST_ONE, "shape_modes": EachOf(OneOf(names.SHAPE_MODES, "shape mode")),
-    "workers": WORKERS, "max_fresh_exports": AT_LEAST_ONE, "scheduler": SCHEDULER,
-    "calibration_seeds": AT_LEAST_ONE, "max_checks": AT_LEAST_ONE, "atol": TOLERANCE, "rtol": TOLERANCE,
-    "never_flip_rate": Positive(), "fast_paths": Switch("no screen: every seed checked against ORT"),
-})
-
-
 def cross_problems(values) -> list[str]:
     """What `models` says about `transformers_tests`: each class outside the registry must be in the checkout's
     testers, and `skipped` needs a checkout that lists comparison skips. Checked by reading the checkout's files,
@@ -45,3 +34,14 @@ def cross_problems(values) -> list[str]:
     if not isinstance(checkout, str) or subject_names.CheckoutRoot().problem(checkout):
         checkout = ""  # the checkout's own rule says what is wrong with it
     return subject_names.cross_problems(models, tiny_subjects.NAMES, checkout, audit=True)
+
+
+STUDY = Registration({
+    # a registered class, a class of the checkout's testers, your builder (module:function), or `skipped`
+    "models": ModelList(subject_names.ModelName(tiny_subjects.NAMES, "model", audit=True)),
+    "transformers_tests": subject_names.CheckoutRoot(),
+    "seed_start": SEED, "n_seeds": AT_LEAST_ONE, "shape_modes": EachOf(OneOf(names.SHAPE_MODES, "shape mode")),
+    "workers": WORKERS, "max_fresh_exports": AT_LEAST_ONE, "scheduler": SCHEDULER,
+    "calibration_seeds": AT_LEAST_ONE, "max_checks": AT_LEAST_ONE, "atol": TOLERANCE, "rtol": TOLERANCE,
+    "never_flip_rate": Positive(), "fast_paths": Switch("no screen: every seed checked against ORT"),
+}, across=cross_problems)

@@ -46,9 +46,7 @@ from exactness.studies.discrete_ops.rows import (
     SeedRow,
     frame,
 )
-from exactness.studies.discrete_ops.rules import cross_problems
 from exactness.workbook import study_rules, sweep
-from exactness.workbook.parameter_rules import StudyParameterError
 
 STUDY = "discrete_ops"
 REACH_FLOOR_ULPS = 16.0  # a margin this close to a tie is a candidate whatever the measured noise
@@ -63,10 +61,7 @@ def validate(models, n_seeds: int, seed_start: int, shape_modes, workers: int, t
     values = {"models": models if isinstance(models, str) else list(models), "n_seeds": n_seeds,
               "seed_start": seed_start, "shape_modes": list(shape_modes), "workers": workers,
               "transformers_tests": transformers_tests}
-    study_rules.check(STUDY, values)
-    found = cross_problems(values)
-    if found:
-        raise StudyParameterError(f"{STUDY}: " + "; ".join(found))
+    study_rules.check(STUDY, values)  # the registration's `across` checks the names against the checkout too
 
 
 def classes(models, transformers_tests: str = "") -> list[str]:
