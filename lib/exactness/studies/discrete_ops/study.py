@@ -53,6 +53,7 @@ REACH_FLOOR_ULPS = 16.0  # a margin this close to a tie is a candidate whatever 
 REACH_FACTOR = 4.0  # times the largest eager-ORT difference of what the class's counted ops read
 UNMEASURED_REACH_ULPS = 1024.0  # where no counted call was verified on values, the screen reaches this far
 SCREEN_CHUNK = 50  # seeds per screen task: progress moves, and each worker builds its template once
+TIE_CHECKS = 40  # checks of a class not screened (every calibration seed within reach): a Wilson interval of +-0.1
 
 
 def validate(models, n_seeds: int, seed_start: int, shape_modes, workers: int, transformers_tests: str = "") -> None:
@@ -270,7 +271,9 @@ def _sweep_class(task: ClassTask, cg: check.ClassGraph, seeds: list[int], settin
         items = [(task, s) for s in seeds]
         screen = sweep.map_chunks(_Screen({task: cg.ops}, settings), items, workers, SCREEN_CHUNK,
                                   f"discrete ops: {task.model} screen", progress_every, scheduler, shards)
-    budget = (settings.max_fresh_exports if fresh_only else settings.max_checks) - len(first)
+    # a class that ties on every calibration seed needs no more checks than it takes to measure a rate near 1
+    cap = settings.max_checks if screening or not settings.fast_paths else min(settings.max_checks, TIE_CHECKS)
+    budget = (settings.max_fresh_exports if fresh_only else cap) - len(first)
     if screening:
         chosen = candidates(screen, reach, set(first), budget)
     elif settings.fast_paths:
@@ -358,8 +361,7 @@ def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graph
             spot = localize.localize(graphs[task], seed, made.model, made.inputs, ExportCache(settings.cache),
                                      first.defect_output)
             localizations.append(spot)
-            where = (f"{spot.module or 'no module output'}"
-                     + (f" ({spot.op_type} {spot.node})" if spot.node else "") + f": {spot.detail}")
+            where = spot.where
             first = verdicts_of.verdict(mine, settings.policy, reach, where)
         found.append(_as_stated(first, mine, settings.transformers_tests))
     return found, pd.DataFrame([vars(s) for s in localizations])
