@@ -55,15 +55,22 @@ def answers(result: Result) -> list[Answer]:
 
 
 def registered(models) -> Section:
-    """Every registered class, and whether this run checked it."""
-    ran = set(models)
-    frame = pd.DataFrame([{"class": name, "in this run": name in ran, "tester": s.source or "the near-tie builders",
-                           "skipped by the export test": bool(v.stated_reason(name)[0])}
-                          for name, s in tiny_subjects.SUBJECTS.items()])
+    """Every registered class and whether this run checked it, then the run's classes from elsewhere (a
+    checkout's testers, your own builder)."""
+    ran = list(dict.fromkeys(models))
+    rows = [{"class": name, "in this run": name in ran, "built by": s.source or "the near-tie builders",
+             "skipped by the export test": bool(v.stated_reason(name)[0])}
+            for name, s in tiny_subjects.SUBJECTS.items()]
+    others = [name for name in ran if name not in tiny_subjects.SUBJECTS]
+    rows += [{"class": name, "in this run": True,
+              "built by": "your builder" if ":" in name else "the checkout's tester",
+              "skipped by the export test": bool(v.stated_reason(name)[0])} for name in others]
     left = [name for name in tiny_subjects.NAMES if name not in ran]
-    return Section(frame, f"{plural(len(ran), 'of the registered classes', 'of the registered classes')} ran "
-                          f"(of {count(len(tiny_subjects.NAMES))})" + (f"; not in this run: {', '.join(left)}."
-                                                                        if left else "."))
+    registered_run = len(ran) - len(others)
+    return Section(pd.DataFrame(rows),
+                   f"{registered_run} of the {count(len(tiny_subjects.NAMES))} registered classes ran"
+                   + (f", and {plural(len(others), 'class', 'classes')} from elsewhere" if others else "")
+                   + (f"; not in this run: {', '.join(left)}." if left else "."))
 
 
 def graphs(table: pd.DataFrame) -> Section:

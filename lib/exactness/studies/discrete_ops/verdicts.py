@@ -42,7 +42,7 @@ class Cause(Enum):
     NOTHING_REACHES = "nothing reaches"
     NEVER_FLIPS = "never flips"
     UNDECIDED = "undecided"
-    NO_EXPORT = "export failed"
+    NO_EXPORT = "not run"  # the class did not build or did not export
 
 
 # The cause a skip reason's labelled claim names (exactness.reference), by measured cause.
@@ -270,7 +270,8 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
     reason, claim = stated_reason(model)
     base = dict(skip_reason=reason, claim=str(claim or ""))
     if t.graph.error:
-        return ClassVerdict(model, mode, Cause.NO_EXPORT, t.graph.error, "fix the export first", **base)
+        action = "fix the builder first" if t.graph.error.startswith("could not build") else "fix the export first"
+        return ClassVerdict(model, mode, Cause.NO_EXPORT, t.graph.error, action, **base)
     ops = t.ops
     counted_ops = ops[ops.on_output_path & ops.can_flip] if len(ops) else ops
     counted_nodes = set(counted_ops.node)
