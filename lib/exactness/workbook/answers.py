@@ -14,6 +14,26 @@ from typing import Any
 
 DISPLAY_ID = "exactness-answers"
 SUMMARY_KEY = "answers"
+COLUMNS_KEY = "answers_columns"
+
+
+@dataclass(frozen=True)
+class Columns:
+    """The headers of the answer table: a model study answers per class, the DAC studies per init or cause, the
+    environment for its machine. A column every answer leaves empty is not shown."""
+
+    subject: str = "class"
+    cause: str = "cause"
+    action: str = "what to do"
+    rate: str = "export test fails"
+    proof: str = "proof"
+
+    @classmethod
+    def from_summary(cls, summary: Any) -> Columns:
+        data = summary.get(COLUMNS_KEY) if isinstance(summary, dict) else None
+        if not isinstance(data, dict):
+            return cls()
+        return cls(**{k: data[k] for k in cls.__dataclass_fields__ if isinstance(data.get(k), str)})
 
 
 @dataclass(frozen=True)
@@ -58,8 +78,10 @@ STYLE = """
   background: #e0e0e0; white-space: nowrap; }
 .cause-defect { background: #ffcdd2; color: #b71c1c; }
 .cause-exact-tie, .cause-near-tie, .cause-random-draw { background: #fff3c4; color: #6d4c00; }
-.cause-float-noise, .cause-nothing-reaches, .cause-never-flips, .cause-exact, .cause-within-rounding {
-  background: #c8e6c9; color: #1b5e20; }
+.cause-float-noise, .cause-nothing-reaches, .cause-no-argmax, .cause-never-flips, .cause-exact, .cause-within-rounding,
+.cause-IEEE-floats { background: #c8e6c9; color: #1b5e20; }
+.cause-codes-flip, .cause-padding, .cause-flushes-subnormals, .cause-not-IEEE-spacing {
+  background: #fff3c4; color: #6d4c00; }
 .cause-undecided, .cause-export-failed { background: #e0e0e0; color: #424242; }
 """
 
@@ -73,8 +95,20 @@ MEANINGS = {
     "float noise": "both sides within float32 rounding of a float64 reference, yet beyond the test's tolerance",
     "nothing reaches": "no discrete choice reaches an output, and both sides are within rounding of float64",
     "never flips": "discrete choices reach outputs but flipped on no seed, often enough to bound the rate",
+    "no argmax": "the class never calls its quantizer in eval forward: no discrete choice to flip",
     "undecided": "the run cannot decide yet; the line says what would",
-    "export failed": "the class did not export",
+    "not run": "the class did not build or did not export: the line says why",
+    "exact": "bit-identical to the reference: no rounding step differs",
+    "within rounding": "apart from the reference by float rounding only, and every discrete code the same",
+    "codes flip": "float rounding changes a discrete code (a quantizer's choice), so decoded values move by far "
+                  "more than rounding",
+    "padding": "the zero padding lies inside the receptive field of a clip's last frames: they read zeros where "
+               "the clip alone reads its own end (or nothing)",
+    "IEEE floats": "subnormals kept and every float spacing as IEEE 754 defines it: results here depend only on "
+                   "the kernels, thread counts and versions named",
+    "flushes subnormals": "a runtime sets values below the smallest normal float to zero: results near zero differ "
+                          "from a machine that keeps them",
+    "not IEEE spacing": "a measured float spacing is not the IEEE 754 value",
 }
 
 
@@ -82,17 +116,31 @@ def _cause(word: str) -> str:
     return f'<span class="cause cause-{html.escape(word.replace(" ", "-"))}">{html.escape(word)}</span>'
 
 
-def to_html(answers: list[Answer], title: str = "Answers") -> str:
-    rows = "".join(
-        f"<tr><td>{html.escape(a.subject)}</td><td>{_cause(a.cause)}</td><td>{html.escape(a.action)}</td>"
-        f"<td>{html.escape(a.rate)}</td><td class=\"proof\">{html.escape(a.proof)}</td></tr>" for a in answers)
-    used = sorted({a.cause for a in answers if a.cause in MEANINGS})
-    legend = "; ".join(f"<b>{html.escape(w)}</b>: {html.escape(MEANINGS[w])}" for w in used)
-    body = (f"<table><thead><tr><th>class</th><th>cause</th><th>what to do</th><th>export test fails</th>"
-            f"<th>proof</th></tr></thead><tbody>{rows}</tbody></table>" if answers else
+def legend(words) -> str:
+    """The meaning of each cause word among `words` that has one, once, in the order of MEANINGS."""
+    used = [w for w in MEANINGS if w in set(words)]
+    return "; ".join(f"<b>{html.escape(w)}</b>: {html.escape(MEANINGS[w])}" for w in used)
+
+
+def table_html(answers: list[Answer], columns: Columns | None = None) -> str:
+    """The answer table alone: one row per answer, the columns every answer leaves empty left out."""
+    columns = columns or Columns()
+    cells = {"subject": lambda a: html.escape(a.subject), "cause": lambda a: _cause(a.cause),
+             "action": lambda a: html.escape(a.action), "rate": lambda a: html.escape(a.rate),
+             "proof": lambda a: html.escape(a.proof)}
+    shown = [name for name in cells if name in ("subject", "cause") or any(getattr(a, name) for a in answers)]
+    head = "".join(f"<th>{html.escape(getattr(columns, name))}</th>" for name in shown)
+    rows = "".join("<tr>" + "".join(f"<td class=\"{name}\">{cells[name](a)}</td>" for name in shown) + "</tr>"
+                   for a in answers)
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+
+def to_html(answers: list[Answer], title: str = "Answers", columns: Columns | None = None) -> str:
+    words = legend(a.cause for a in answers)
+    body = (table_html(answers, columns) if answers else
             "<p>Nothing answered: the run had no class or configuration to report.</p>")
     return (f"<style>{STYLE}</style><section class=\"exactness-answers\"><h2>{html.escape(title)}</h2>{body}"
-            + (f"<p class=\"legend\">{legend}</p>" if legend else "") + "</section>")
+            + (f"<p class=\"legend\">{words}</p>" if words else "") + "</section>")
 
 
 PENDING_HTML = (f"<style>{STYLE}</style><section class=\"exactness-answers exactness-pending\"><h2>Answers</h2>"
@@ -107,12 +155,14 @@ def placeholder() -> None:
     display(HTML(PENDING_HTML), display_id=DISPLAY_ID)
 
 
-def show(answers: list[Answer], artifacts=None) -> None:
+def show(answers: list[Answer], artifacts=None, columns: Columns | None = None) -> None:
+    """Fill in the block `placeholder` reserved, and keep the records (and the headers) in summary.json."""
     from IPython.display import HTML, update_display
 
     if artifacts is not None:
-        artifacts.summary(**{SUMMARY_KEY: [a.to_dict() for a in answers]})
-    update_display(HTML(to_html(answers)), display_id=DISPLAY_ID)
+        artifacts.summary(**{SUMMARY_KEY: [a.to_dict() for a in answers],
+                             COLUMNS_KEY: asdict(columns or Columns())})
+    update_display(HTML(to_html(answers, columns=columns)), display_id=DISPLAY_ID)
 
 
 def from_summary(summary: Any) -> list[Answer]:

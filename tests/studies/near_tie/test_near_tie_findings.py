@@ -99,7 +99,8 @@ def test_candidates_explain_the_class_difference_and_each_exact_tie():
                                                 flip_is_min_gap_row=[True, False])
     screen = _screen(14).assign(top_logit=6.0)
     finding = candidates_finding(screen, checks, 1.5e-5, rows_per_seed={SEED_MODEL: 364})
-    assert "364 argmax rows per seed" in finding.claim and "31 ulps" in finding.claim
+    assert "364 argmax rows per seed" in finding.ours and "31 ulps" in finding.ours  # the claim stays short
+    assert "364" not in finding.claim
     assert "second code ahead on 1: every tie flipped exactly when ORT put the second code ahead" in finding.claim
     by_ulps = candidates_finding(screen.assign(smallest_gap_ulps=[2.0] * 14 + [1e5] * 1986), checks, 1.5e-5,
                                  threshold_ulps=8)
@@ -145,11 +146,10 @@ def _prediction(measured_failures, screened=2000, predicted=15.0):
 
 def test_prediction_says_whether_measured_failures_fall_inside_the_interval():
     inside = prediction_finding(_prediction(1))
-    assert "inside the interval" in inside.claim and "in 1 of 1 classes" in inside.claim
-    assert "needs a run of at least 40,000" in inside.claim
-    assert "15 failures per 40,000 seeds (95% 5 to 30; flips 20, 8 to 45)" in inside.claim
+    assert "measured inside the interval in 1 of 1 class" in inside.claim and "target not judged" in inside.claim
+    assert f"per 40,000 seeds from the screen and the gap noise: {SEED_MODEL} 15 (5 to 30)" in inside.claim
     outside = prediction_finding(_prediction(9))
-    assert "OUTSIDE the interval" in outside.claim and "in 0 of 1 classes" in outside.claim
+    assert "measured inside the interval in 0 of 1 class" in outside.claim
 
 
 def test_the_seeds_count_per_40000_is_held_against_the_conformers_predicted_interval():
@@ -178,7 +178,7 @@ def test_prediction_judges_the_factor_two_target_on_a_paper_scale_run():
     met = prediction_finding(_prediction(20, screened=40000))  # 15 predicted, 20 measured: a factor 1.3
     assert "target met" in met.claim and met.why == ""
     missed = prediction_finding(_prediction(45, screened=40000))  # a factor 3
-    assert "Target missed" in missed.claim and "off by a factor 3.0" in missed.why
+    assert f"target missed by {SEED_MODEL} (x3.0)" in missed.claim and "off by a factor 3.0" in missed.why
 
 
 def _noise(scale):

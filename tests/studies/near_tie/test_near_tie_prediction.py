@@ -55,7 +55,7 @@ def test_measured_far_above_the_prediction_falls_outside_and_says_so():
     table = prediction.calibration(predicted)
     assert not table.inside_at_run.iloc[0]
     text = prediction.calibration_sentence(predicted)
-    assert "OUTSIDE the interval" in text and "in 0 of 1 classes" in text and "needs a run of at least" in text
+    assert "OUTSIDE the interval" in text and "in 0 of 1 class" in text and "needs a run of at least" in text
 
 
 def test_a_paper_scale_run_judges_the_target_from_its_first_seeds():

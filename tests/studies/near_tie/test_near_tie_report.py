@@ -22,7 +22,7 @@ def _checks() -> pd.DataFrame:
 
 def test_the_checks_sentence_counts_flips_failures_and_ties():
     assert near_tie_report.checks_sentence(_checks()) == (
-        "4 checks; 3 flipped (2 with exactly one row, 2 at the smallest-gap row); 2 failed the export test; 1 flips "
+        "4 checks; 3 flipped (2 with exactly one row, 2 at the smallest-gap row); 2 failed the export test; 1 flip "
         "passed (usage unchanged: 2); exact ties among failures: 1.")
     assert near_tie_report.checks_sentence(_checks().iloc[:0]).startswith("No seed fell below the threshold")
 

@@ -6,14 +6,18 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.lines import Line2D
 from matplotlib.ticker import FormatStrFormatter, MaxNLocator
+
+from exactness.palette import colour, colours
 
 
 def gap_distribution(screen: pd.DataFrame, threshold: float):
     fig, ax = plt.subplots(figsize=(7, 4))
     positive = screen[screen.min_gap > 0]
     bins = np.logspace(np.log10(max(positive.min_gap.min(), 1e-9)), np.log10(positive.min_gap.max()), 60)
-    sns.histplot(data=positive, x="min_gap", hue="model", bins=bins, element="step", fill=False, ax=ax)
+    sns.histplot(data=positive, x="min_gap", hue="model", bins=bins, element="step", fill=False, ax=ax,
+                 palette=colours(positive.model.unique()))
     ax.axvline(threshold, color="black", linestyle="--", label=f"threshold {threshold:g}")
     ax.set(xscale="log", yscale="log", xlabel="smallest top-1/top-2 logit gap of a seed (logit units)",
            ylabel="seeds", title="Smallest gap per seed (exact ties, gap 0, not drawn)")
@@ -32,7 +36,8 @@ def gap_ulps_distribution(screen: pd.DataFrame, rows_per_seed: dict[str, int]):
         if not len(positive):
             continue
         fraction = np.searchsorted(gaps, positive, side="right") / len(gaps)
-        ax.step(positive, fraction / rows_per_seed[model], where="post", label=f"{model} ({rows_per_seed[model]} rows)")
+        ax.step(positive, fraction / rows_per_seed[model], where="post", color=colour(model),
+                label=f"{model} ({rows_per_seed[model]} rows)")
     ax.set(xscale="log", yscale="log", xlabel="smallest gap of a seed (ulps of its row's top logit)",
            ylabel="fraction of seeds below, per argmax row", title="Small gaps per row, on the comparable axis")
     _legend_outside(ax)
@@ -66,9 +71,18 @@ def perplexity_against_allowance(checks: pd.DataFrame):
     fig, ax = plt.subplots(figsize=(6, 5))
     shown = checks.assign(shift=checks.perplexity_shift.abs().clip(lower=1e-7),
                           outcome=np.where(checks.n_flipped_rows > 0, "a code flipped", "no flip"))
-    sns.scatterplot(data=shown, x="perplexity_allowed", y="shift", hue="outcome", style="model", ax=ax)
+    outcomes = {"no flip": "#9e9e9e", "a code flipped": "#d81b60"}
+    markers = dict(zip(sorted(shown.model.unique()), "osD^vP*X", strict=False))
+    for (model, outcome), group in shown.groupby(["model", "outcome"], sort=True):
+        ax.scatter(group.perplexity_allowed, group["shift"], color=outcomes[outcome], marker=markers.get(model, "o"),
+                   s=24, edgecolor="none")
     low, high = shown.perplexity_allowed.min(), shown.perplexity_allowed.max()
-    ax.plot([low, high], [low, high], color="black", linestyle="--", label="shift = allowance")
+    ax.plot([low, high], [low, high], color="black", linestyle="--")
+    # one legend item per colour, per marker and for the line: no header items ("outcome", "model")
+    handles = [Line2D([], [], color=c, marker="o", linestyle="", label=o) for o, c in outcomes.items()]
+    handles += [Line2D([], [], color="#424242", marker=m, linestyle="", label=model) for model, m in markers.items()]
+    handles.append(Line2D([], [], color="black", linestyle="--", label="shift = allowance"))
+    ax.legend(handles=handles)
     ax.xaxis.set_major_locator(MaxNLocator(4))  # allowances span a narrow range: few ticks, no overlap
     ax.set(yscale="log", xlabel="allowed difference, atol + rtol |expected| (perplexity units)",
            ylabel="|perplexity ORT - eager| (perplexity units; 0 at 1e-7)",
@@ -82,7 +96,7 @@ def flip_probability_against_ulps(curve: pd.DataFrame):
     its predicted P(flip) from its class's gap noise. `curve`: `near_tie_rate.flip_curve(...)`."""
     fig, ax = plt.subplots(figsize=(8, 4))
     rng = np.random.default_rng(0)  # jitter only: the same picture on every run
-    palette = dict(zip(sorted(curve.model.unique()), sns.color_palette(n_colors=curve.model.nunique()), strict=True))
+    palette = colours(curve.model.unique())
     for model, group in curve.groupby("model", sort=True):
         group = group.sort_values("min_gap_ulps")
         x = group.min_gap_ulps.clip(lower=0.1)  # exact ties (0 ulps) drawn at 0.1
@@ -100,7 +114,7 @@ def flip_probability_against_ulps(curve: pd.DataFrame):
 def noise_histogram(deltas: dict[str, np.ndarray]):
     fig, ax = plt.subplots(figsize=(7, 4))
     for model, values in deltas.items():
-        ax.hist(values, bins=80, histtype="step", label=model, density=True)
+        ax.hist(values, bins=80, histtype="step", label=model, density=True, color=colour(model))
     ax.xaxis.set_major_formatter(FormatStrFormatter("%.0e"))  # no offset text over the axis label
     ax.tick_params(axis="x", labelsize=8)
     ax.set(yscale="log", xlabel="ORT gap minus eager gap, per row (logit units)",

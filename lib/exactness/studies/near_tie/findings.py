@@ -18,6 +18,7 @@ from exactness.studies.near_tie import prediction as near_tie_prediction
 from exactness.studies.near_tie import scale as near_tie_scale
 from exactness.studies.near_tie import ties as near_tie_ties
 from exactness.workbook.findings import Finding, count, one_in, rate_text, rate_verdict, significant
+from exactness.workbook.presentation import plural
 
 SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
 # a median within this factor of the investigation's counts as the same noise (same order, same CPU class)
@@ -136,8 +137,8 @@ def candidates_finding(screen: pd.DataFrame, checks: pd.DataFrame, threshold: fl
     if rows_per_seed and threshold_ulps <= 0:
         why_rates = " " + near_tie_scale.explanation_sentence(
             near_tie_scale.explanation(screen, threshold, rows_per_seed), threshold)
-    claim = f"Seeds whose {near_tie_scale.criterion(threshold, threshold_ulps)}: {per_class}.{why_rates} {tie_words}"
-    ours = per_class
+    claim = f"Seeds whose {near_tie_scale.criterion(threshold, threshold_ulps)}: {per_class}. {tie_words}"
+    ours = per_class + (f" ({why_rates.strip()})" if why_rates else "")
     if SEED_MODEL not in below.index:
         return Finding(claim, ours, "new", evidence="screen per class table")
     seed_k, seed_n = int(reference.value("candidates")), int(reference.value("seeds_screened"))
@@ -158,6 +159,22 @@ def candidates_finding(screen: pd.DataFrame, checks: pd.DataFrame, threshold: fl
                    evidence="screen per class table")
 
 
+def _prediction_claim(prediction: pd.DataFrame, table: pd.DataFrame) -> str:
+    """The prediction in one line: per class its failures per 40,000 with the interval, how many classes measured
+    inside, and the calibration target's state (the notebook's sentence under the figure says the rest)."""
+    per = "; ".join(f"{p.model} {significant(p.failures_per_scale)} ({p.failures_per_scale_low:.0f} to "
+                    f"{p.failures_per_scale_high:.0f})" for p in prediction.itertuples())
+    scale = count(int(prediction.scale.iloc[0])) if len(prediction) else count(near_tie_prediction.PAPER_SEEDS)
+    inside = int(table.inside_at_run.sum()) if len(table) else 0
+    judged = table[table.paper_scale] if len(table) else table
+    target = ("not judged (needs a run of that size)" if not len(judged) else
+              "met" if judged.within_target.all() else
+              "missed by " + ", ".join(f"{r.model} (x{significant(r.factor)})"
+                                       for r in judged[~judged.within_target].itertuples()))
+    return (f"Predicted failures per {scale} seeds from the screen and the gap noise: {per}; measured inside the "
+            f"interval in {count(inside)} of {plural(len(table), 'class', 'classes')}; target {target}.")
+
+
 def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = None) -> Finding:
     """Failures per 40,000 seeds predicted from the screen and the gap-noise law, with 95% intervals, predicted
     against measured at the run's scale, and the calibration target where the run is large enough to judge it
@@ -175,7 +192,7 @@ def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = 
         why = "; ".join(f"{r.model} off by a factor {significant(r.factor)}" for r in missed.itertuples())
         if reasons is not None and len(reasons):
             why += " (" + near_tie_prediction.reasons_sentence(reasons, missed.model) + ")"
-    claim = near_tie_prediction.calibration_sentence(prediction, reasons)
+    claim = _prediction_claim(prediction, table)
     evidence = "prediction table and predicted-against-measured figure"
     conformer = prediction[prediction.model == SEED_MODEL]
     if not len(conformer) or int(conformer.scale.iloc[0]) != int(reference.value("seeds_screened")):
@@ -244,9 +261,9 @@ def noise_finding(noise: pd.DataFrame, shape_modes: set[str] | None = None) -> F
 def tolerance_words(row) -> str:
     """One class's tolerance: the median and worst rtol one simulated flip needs, and over how many checks."""
     checks = getattr(row, "checks", None)
-    of = f" of {count(checks)} checks" if checks is not None else ""
-    return (f"{row.model} median {significant(row.rtol_one_flip_median)} over its {count(row.simulated_flips)} "
-            f"simulated flips{of}, worst {significant(row.rtol_one_flip_worst)}")
+    of = f" of {plural(checks, 'check')}" if checks is not None else ""
+    return (f"{row.model} median {significant(row.rtol_one_flip_median)} over its "
+            f"{plural(row.simulated_flips, 'simulated flip')}{of}, worst {significant(row.rtol_one_flip_worst)}")
 
 
 def tolerance_sentence(tolerance: pd.DataFrame) -> str:
@@ -303,8 +320,8 @@ def tie_aware_finding(checks: pd.DataFrame, defects: pd.DataFrame, bound: float)
     all_passed = int(checks.tie_aware_passed.astype(bool).sum())
     caught = int(defects.caught_by_tie_aware.sum()) if len(defects) else 0
     rule_caught = int(defects.caught_by_test_rule.sum()) if len(defects) else 0
-    ours = (f"passes {count(all_passed)} of {count(len(checks))} checks ({count(ties_passed)} of "
-            f"{count(len(flipped))} with a flip); catches {count(caught)} of {count(len(defects))} defects")
+    ours = (f"passes {count(all_passed)} of {plural(len(checks), 'check')} ({count(ties_passed)} of "
+            f"{count(len(flipped))} with a flip); catches {count(caught)} of {plural(len(defects), 'defect')}")
     keeps = all_passed == len(checks) and caught == len(defects) and len(defects) > 0
     verb = "keeps" if keeps else "does not keep"
     claim = (f"A tie-aware comparison (flips excused within the noise bound {significant(bound)}, every output "

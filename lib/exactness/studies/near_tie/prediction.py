@@ -23,6 +23,7 @@ import pandas as pd
 
 from exactness.studies.near_tie.rate import Tally
 from exactness.workbook.findings import count, significant
+from exactness.workbook.presentation import plural
 
 PAPER_SEEDS = 40_000  # the seed's scale, per class
 DEFAULT_SEEDS = 2_000  # the default run's screen per class: what the calibration predicts from
@@ -212,7 +213,7 @@ def calibration_sentence(prediction: pd.DataFrame, reasons: pd.DataFrame | None 
                      + ("inside" if c.inside_at_run else "OUTSIDE") + " the interval")
     inside = int(table.inside_at_run.sum())
     text = (f"Predicted from the screen's gaps and the gap-noise law: {'; '.join(parts)}. Measured failures lie inside "
-            f"the predicted 95% interval in {count(inside)} of {count(len(table))} classes.")
+            f"the predicted 95% interval in {count(inside)} of {plural(len(table), 'class', 'classes')}.")
     judged = table[table.paper_scale]
     if not len(judged):
         return text + (f" The target (predicted from {count(DEFAULT_SEEDS)} seeds within a factor "

@@ -15,6 +15,7 @@ from exactness.studies.near_tie import rate as near_tie_rate
 from exactness.studies.near_tie.scale import is_candidate
 from exactness.workbook import findings
 from exactness.workbook.parameter_rules import StudyParameterError
+from exactness.workbook.presentation import plural
 
 
 def check_kernel_sets(cpu_kernels) -> None:
@@ -48,9 +49,10 @@ def checks_sentence(checks: pd.DataFrame) -> str:
     if not len(checks):
         return "No seed fell below the threshold: nothing to check at this scale."
     t = near_tie_rate.Tally.of(checks)
-    return (f"{t.checks} checks; {t.flipped} flipped ({t.one_row} with exactly one row, {t.at_smallest_gap} at the "
-            f"smallest-gap row); {t.failed} failed the export test; {t.flipped_but_passed} flips passed (usage "
-            f"unchanged: {t.usage_unchanged}); exact ties among failures: {t.exact_ties_failed}.")
+    return (f"{plural(t.checks, 'check')}; {t.flipped} flipped ({t.one_row} with exactly one row, "
+            f"{t.at_smallest_gap} at the smallest-gap row); {t.failed} failed the export test; "
+            f"{plural(t.flipped_but_passed, 'flip')} passed (usage unchanged: {t.usage_unchanged}); exact ties among "
+            f"failures: {t.exact_ties_failed}.")
 
 
 @dataclass
@@ -71,12 +73,14 @@ def rule_views(checks: pd.DataFrame, outputs: pd.DataFrame) -> RuleViews:
 def rule_sentence(checks: pd.DataFrame, per_output: pd.DataFrame) -> str:
     hidden = checks[checks.never_compared.map(len) > 0]
     alone = int((~per_output).sum().sum()) if len(per_output) else 0
-    return (f"The rule stopped before the last output in {len(hidden)} of {len(checks)} checks; outputs failing on "
+    return (f"The rule stopped before the last output in {len(hidden)} of {plural(len(checks), 'check')}; outputs "
+            f"failing on "
             f"their own: {alone} across all checks.")
 
 
 def replay_sentence(replayed: pd.DataFrame) -> str:
-    return (f"{int((~replayed.test_rule_passed).sum())} of {len(replayed)} replays fail the export test's rule; with "
+    return (f"{int((~replayed.test_rule_passed).sum())} of {plural(len(replayed), 'replay')} fail the export test's "
+            "rule; with "
             f"the `onnx.exactness` skip semantics (names only) {int(replayed.skip_rule_passed.sum())} pass.")
 
 
@@ -138,8 +142,8 @@ def predict(screen: pd.DataFrame, first_mode: pd.DataFrame, deltas: dict, thresh
 
 def tie_aware_sentence(checks: pd.DataFrame, defects: pd.DataFrame, bound: float) -> str:
     return (f"Noise bound {bound:.2e}. The tie-aware comparison passes {int(checks.tie_aware_passed.sum())} of "
-            f"{len(checks)} checks (the export test's rule: {int(checks.test_rule_passed.sum())}), and catches "
-            f"{int(defects.caught_by_tie_aware.sum())} of {len(defects)} injected defects "
+            f"{plural(len(checks), 'check')} (the export test's rule: {int(checks.test_rule_passed.sum())}), and "
+            f"catches {int(defects.caught_by_tie_aware.sum())} of {plural(len(defects), 'injected defect')} "
             f"(the export test's rule: {int(defects.caught_by_test_rule.sum())}).")
 
 
@@ -161,8 +165,9 @@ def summary(screen: pd.DataFrame, checks: pd.DataFrame, rates: pd.DataFrame, def
 # ---------------------------------------------------------------------------------------------------------
 # Figure captions' counts: each from the table the figure draws
 
-def _counted(n: int, of: int) -> str:
-    return f"{findings.count(int(n))} of {findings.count(int(of))}"
+def _counted(n: int, of: int, noun: str = "", nouns: str | None = None) -> str:
+    """'3 of 200', or with a noun in the number `of` needs: '0 of 1 checked seed', '2 of 3 classes'."""
+    return f"{findings.count(int(n))} of " + (plural(int(of), noun, nouns) if noun else findings.count(int(of)))
 
 
 def candidates_caption(gaps: pd.DataFrame, screen: pd.DataFrame, rule: str) -> str:
@@ -182,9 +187,9 @@ def allowance_caption(checks: pd.DataFrame) -> str:
 
 
 def calibration_caption(calibration: pd.DataFrame) -> str:
-    return f"{_counted(calibration.inside_at_run.sum(), len(calibration))} classes measured inside."
+    return f"{_counted(calibration.inside_at_run.sum(), len(calibration), 'class', 'classes')} measured inside."
 
 
 def flip_curve_caption(curve: pd.DataFrame) -> str:
-    return (f"{_counted(curve.flipped.sum(), len(curve))} checked seeds flipped, "
+    return (f"{_counted(curve.flipped.sum(), len(curve), 'checked seed')} flipped, "
             f"{findings.significant(float(curve.p_flip.sum()))} predicted.")

@@ -79,7 +79,7 @@ def growth(scaled: pd.DataFrame) -> pd.DataFrame:
 
 def growth_by_kind(table: pd.DataFrame) -> pd.DataFrame:
     """Per layer kind: how many module outputs, and the median absolute and relative noise factor."""
-    columns = ["kind", "modules", "absolute_factor", "relative_factor", "relative_low", "relative_high"]
+    columns = ["kind", "modules", "absolute_factor", "relative_factor", "relative_low", "relative_high", "role"]
     finite = table[np.isfinite(table.absolute_factor.astype(float)) & np.isfinite(table.relative_factor.astype(float))]
     if not len(finite):
         return pd.DataFrame(columns=columns)
@@ -88,7 +88,8 @@ def growth_by_kind(table: pd.DataFrame) -> pd.DataFrame:
                                                   relative_factor=("relative_factor", "median"),
                                                   relative_low=("relative_factor", "min"),
                                                   relative_high=("relative_factor", "max"))
-    return kinds.reset_index().sort_values("relative_factor", ascending=False, ignore_index=True)
+    kinds = kinds.reset_index().sort_values("relative_factor", ascending=False, ignore_index=True)
+    return kinds.assign(role=[role(r) for r in kinds.itertuples()])
 
 
 def role(row) -> str:
@@ -102,17 +103,17 @@ def role(row) -> str:
 
 
 def growth_sentence(kinds: pd.DataFrame, table: pd.DataFrame) -> str:
-    """Where the relative noise grows and where the absolute noise is only rescaled, with the factors."""
+    """Where the relative noise grows and where the absolute noise is only rescaled, in two sentences: the
+    factors per layer kind are the table's (`growth_by_kind`), not a list in words."""
     if not len(kinds):
         return "No module output differs from its input's noise: no factor to measure."
-    parts = [f"{r.kind} x{significant(r.relative_factor)} relative, x{significant(r.absolute_factor)} absolute "
-             f"({count(r.modules)} module{'s' if r.modules != 1 else ''}: {role(r)})" for r in kinds.itertuples()]
     rel = table.rel_rms[np.isfinite(table.rel_rms)]
     span = (f"Over the {count(len(table))} module outputs with an input, relative noise (max |diff| / RMS) stays "
             f"within {significant(rel.min())} to {significant(rel.max())} while the absolute noise spans "
-            f"{significant(table.max_abs_diff.min())} to {significant(table.max_abs_diff.max())}. ")
+            f"{significant(table.max_abs_diff.min())} to {significant(table.max_abs_diff.max())}.")
     roles = {r.kind: role(r) for r in kinds.itertuples()}
-    growing = [k for k, r in roles.items() if r == "grows the relative noise"]
+    growing = [f"{r.kind} (x{significant(r.relative_factor)})" for r in kinds.itertuples()
+               if roles[r.kind] == "grows the relative noise"]
     rescaling = kinds[[roles[k].startswith("rescales") and r.absolute_factor > FLAT
                        for k, r in zip(kinds.kind, kinds.itertuples(), strict=True)]]
     lead = (f"The relative noise grows at {', '.join(growing)} (median factor above {FLAT:g}). " if growing else
@@ -121,7 +122,7 @@ def growth_sentence(kinds: pd.DataFrame, table: pd.DataFrame) -> str:
         lead += ("Absolute noise is raised without relative growth at "
                  + ", ".join(f"{r.kind} (x{significant(r.absolute_factor)})" for r in rescaling.itertuples())
                  + ": values and noise are scaled alike. ")
-    return lead + span + "Median factor per layer kind, output over input: " + "; ".join(parts) + "."
+    return lead + span
 
 
 def worst_elements_sentence(scaled: pd.DataFrame) -> str:

@@ -107,31 +107,34 @@ def medians_finding(noise: pd.DataFrame, model: str, shape_mode: str) -> Finding
                                          "report)", evidence="noise table, seed medians table")
 
 
+def _short(tensor: str) -> str:
+    """A module path by its last two parts: enough to find it in the depth table, short enough for a claim."""
+    return ".".join(tensor.split(".")[-2:])
+
+
 def ulps_finding(profile: pd.DataFrame, scaled: pd.DataFrame | None = None) -> Finding:
-    """Is the noise a few rounding steps for the typical element of every tensor? And where are the worst.
-    `scaled` (from `scale_profile`) adds the worst difference in ulps of the tensor's RMS."""
+    """Is the noise a few rounding steps for the typical element of every tensor? And how large is the worst,
+    in ulps of the tensor's RMS. The claim is those two figures; where the element-wise counts come from goes
+    with our figures (`ours`) and the worst-elements sentence of the notebook."""
     typical = float(profile.median_ulp.max())
     at = profile.loc[profile.median_ulp.idxmax(), "tensor"]
     few = typical <= FEW_ULPS
     worst = float(profile.p99_ulp.max())
-    claim = ((f"In every tensor the median element differs by at most {significant(typical)} ulps: a few float32 "
-              "rounding steps" if few else
-              f"Not just a few rounding steps: the median element of {at} differs by {significant(typical)} ulps "
-              f"(more than {FEW_ULPS})")
-             + f"; the 99th-percentile element reaches {significant(worst)} ulps")
+    claim = (f"In every tensor the median element differs by at most {significant(typical)} ulps, a few float32 "
+             "rounding steps" if few else
+             f"Not just a few rounding steps: the median element of {_short(at)} differs by {significant(typical)} "
+             f"ulps (more than {FEW_ULPS})")
     ours = f"largest median ulp {significant(typical)} ({at}); largest 99th percentile {significant(worst)} ulps"
     if scaled is not None and scaled.rms_ulps.notna().any():
         by_scale = float(scaled.rms_ulps.max())
         scale_at = scaled.loc[scaled.rms_ulps.idxmax(), "tensor"]
-        claim += (f"; measured in ulps of each tensor's RMS the worst difference is {significant(by_scale)} "
-                  f"({scale_at})"
-                  + (": the larger element-wise counts come from elements far below the RMS, where 1 ulp is tiny."
-                     if worst > by_scale else ": element-wise counts are no larger than that."))
+        claim += f"; in ulps of each tensor's RMS the worst difference is {significant(by_scale)} ({_short(scale_at)})."
         ours += f"; largest max |diff| in ulps of the RMS {significant(by_scale)} ({scale_at})"
+        if worst > by_scale:
+            ours += "; the larger element-wise counts come from elements far below the RMS, where 1 ulp is tiny"
     else:
         claim += " (element-wise ulps blow up for elements near zero, where 1 ulp is tiny)."
     if scaled is not None and "worst_of_rms" in scaled and scaled.worst_of_rms.notna().any():
-        claim += " " + ulp_noise_depth.worst_elements_sentence(scaled)
         ours += f"; worst element at a median {significant(float(scaled.worst_of_rms.median()))} of the RMS"
     return Finding(claim, ours, "new", evidence="depth profile and scale tables, ulp histograms")
 
@@ -144,8 +147,7 @@ def growth_finding(scaled: pd.DataFrame) -> Finding:
     if not len(kinds):
         return Finding("Every tensor is bit-identical between eager and ORT, or no module's input differs: no "
                        "growth to measure.", "no factor", "new", evidence="growth per layer kind table")
-    ours = "; ".join(f"{r.kind} x{significant(r.relative_factor)} relative, x{significant(r.absolute_factor)} "
-                     "absolute" for r in kinds.itertuples())
+    ours = "; ".join(f"{r.kind} x{significant(r.relative_factor)} relative" for r in kinds.itertuples())
     return Finding(ulp_noise_depth.growth_sentence(kinds, table), ours, "new",
                    evidence="growth per layer kind table, noise figure")
 
@@ -307,8 +309,8 @@ def passing_failing_sentence(comparison: pd.DataFrame, source: str) -> str:
 
 
 def gpu_sentence(gpu: pd.DataFrame | None, noise: pd.DataFrame, device: str, device_name: str = "") -> str:
-    if gpu is None:
-        return "No GPU run: " + ("device is 'cpu'." if device == "cpu" else "no CUDA device is present here.")
+    if gpu is None:  # asked for and missing; a CPU run asks for none and has no such section
+        return "" if device == "cpu" else "No GPU run: no CUDA device is present here."
 
     def medians(table):
         named = table[table.label != ""].groupby("label").max_abs_diff.median()

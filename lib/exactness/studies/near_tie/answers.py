@@ -1,0 +1,137 @@
+"""The near-tie report's answer table: per class, the cause of its export-test failures, what the test should
+do, and how often it fails per 40,000 seeds with its 95% interval. Read from the run's checks, screen and
+defects tables (the first shape mode, as the rates table), never from the sentences."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from exactness import reference
+from exactness.compare.rates import wilson_interval
+from exactness.studies.near_tie import findings as near_tie_findings
+from exactness.studies.near_tie.prediction import PAPER_SEEDS
+from exactness.studies.near_tie.rate import Tally
+from exactness.studies.near_tie.scale import is_candidate
+from exactness.workbook.answers import Answer, Columns
+from exactness.workbook.findings import count, seeds_to_disagree, significant
+from exactness.workbook.presentation import plural
+
+COLUMNS = Columns(rate=f"export test fails, per {PAPER_SEEDS:,} seeds")
+
+
+@dataclass(frozen=True)
+class ClassCounts:
+    """One class's counts in the first shape mode: what its answer line says, each from the tables."""
+
+    model: str
+    shape_mode: str
+    screened: int
+    candidates: int
+    tally: Tally
+    near_tie: int  # failures a flipped near-tie explains (ORT's codes forced on eager: every output agrees)
+    no_flip: int  # failures without any flipped code
+    flip_apart: int  # failures that flipped but still differ with ORT's codes forced
+
+    @property
+    def unexplained(self) -> int:
+        return self.no_flip + self.flip_apart
+
+    @property
+    def per_40000(self) -> tuple[float, float, float]:
+        low, high = wilson_interval(self.tally.failed, self.screened)
+        return (PAPER_SEEDS * self.tally.failed / self.screened, PAPER_SEEDS * low, PAPER_SEEDS * high)
+
+
+def class_counts(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float,
+                 threshold_ulps: float = 0.0) -> list[ClassCounts]:
+    mode = checks.shape_mode.iloc[0] if len(checks) else ""
+    first = checks[checks.shape_mode == mode] if len(checks) else checks
+    causes = near_tie_findings.failure_causes(first).set_index("model") if len(first) else pd.DataFrame()
+    found = []
+    for model, group in screen.groupby("model", sort=True):
+        mine = first[first.model == model] if len(first) else first
+        cause = causes.loc[model] if model in causes.index else None
+        found.append(ClassCounts(
+            model, mode, len(group), int(is_candidate(group, threshold, threshold_ulps).sum()), Tally.of(mine),
+            int(cause.flipped_near_tie) if cause is not None else 0, int(cause.no_flip) if cause is not None else 0,
+            int(cause.flip_not_aligned) if cause is not None else 0))
+    return found
+
+
+def _rate(c: ClassCounts) -> str:
+    per, low, high = c.per_40000
+    partial = (f"; a lower bound: {count(c.tally.checks)} of {plural(c.candidates, 'candidate')} checked"
+               if c.tally.checks < c.candidates else "")
+    if not c.tally.failed:
+        return f"none in {plural(c.screened, 'seed')} (95%: at most {significant(high)}){partial}"
+    return (f"{significant(per)} (95% {significant(low)} to {significant(high)}; {count(c.tally.failed)} in "
+            f"{plural(c.screened, 'seed')}){partial}")
+
+
+def _tie_aware(checks: pd.DataFrame, defects: pd.DataFrame) -> tuple[bool, str]:
+    """Whether the tie-aware comparison passed every check of the run and caught every injected defect."""
+    if not len(checks) or "tie_aware_passed" not in checks or not len(defects):
+        return False, ""
+    passed, caught = int(checks.tie_aware_passed.astype(bool).sum()), int(defects.caught_by_tie_aware.sum())
+    holds = passed == len(checks) and caught == len(defects)
+    return holds, (f"tie-aware comparison passes {count(passed)} of {plural(len(checks), 'check')} and catches "
+                   f"{count(caught)} of {plural(len(defects), 'injected defect')}")
+
+
+def _flip_changes(outputs: pd.DataFrame, checks: pd.DataFrame) -> list[str]:
+    """The outputs that fail on their own on a check with a flipped code: what excluding would leave out."""
+    if not len(outputs) or not len(checks):
+        return []
+    flipped = checks[checks.n_flipped_rows > 0][["model", "seed", "shape_mode"]]
+    hit = outputs.merge(flipped, on=["model", "seed", "shape_mode"])
+    return sorted(set(hit[~hit.passes_alone.astype(bool)].output))
+
+
+def _answer(c: ClassCounts, tie_aware: tuple[bool, str], changed: list[str], bound: float) -> Answer:
+    per, low, high = c.per_40000
+    seed_k, seed_n = int(reference.value("failures")), int(reference.value("seeds_screened"))
+    t = c.tally
+    keeps, tie_words = tie_aware
+    tie_action = (f"compare tie-aware: excuse rows within the noise bound {significant(bound)}, then every output "
+                  "at full tolerance" if keeps else
+                  f"exclude {', '.join(changed)} (what a flip changes); compare the rest" if changed else
+                  "exclude the outputs a flipped code changes (codevector_perplexity first)")
+    if c.unexplained:
+        cause = "undecided"
+        action = "look at the failure-causes table: a failure no flipped near-tie explains may be a bug"
+        proof = (f"{count(c.unexplained)} of {plural(t.failed, 'failure')} not explained by a flipped near-tie "
+                 f"({count(c.no_flip)} without a flip, {count(c.flip_apart)} still apart with ORT's codes forced)")
+    elif t.failed:
+        cause = "exact tie" if t.exact_ties_failed == t.failed else "near-tie"
+        action = tie_action
+        proof = (f"every one of {plural(t.failed, 'failure')} flipped a code row whose eager gap is within the "
+                 "noise, and forcing ORT's codes on eager makes every output agree" + (f"; {tie_words}" if tie_words
+                                                                                        else ""))
+    elif high / PAPER_SEEDS < seed_k / seed_n:
+        cause, action = "never flips", "compare every output at the test's tolerance (remove the skip)"
+        proof = (f"no failure in {plural(c.screened, 'seed')}: the rate is below {significant(high)} per "
+                 f"{PAPER_SEEDS:,}, under the investigation's {count(seed_k)}")
+    else:
+        needed = seeds_to_disagree(seed_k, seed_n)
+        cause = "undecided"
+        action = (f"screen about {count(needed)} seeds (-p n_seeds {needed})"
+                  + (f"; meanwhile {tie_action}" if keeps else ""))
+        proof = (f"{plural(t.flipped, 'flip')} and no failure in {plural(t.checks, 'check')} of "
+                 f"{plural(c.screened, 'screened seed')}: too few to tell the rate from the investigation's "
+                 f"{count(seed_k)} in {count(seed_n)}" + (f"; {tie_words}" if tie_words else ""))
+    return Answer(c.model, cause, action, _rate(c), proof, failures_per_40000=per, failures_low=low,
+                  failures_high=high, verified=keeps if t.checks else None)
+
+
+def answers(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, defects: pd.DataFrame,
+            threshold: float, bound: float, immune: list[str] = (), threshold_ulps: float = 0.0) -> list[Answer]:
+    """One line per class screened, then one per class that never calls its quantizer."""
+    tie_aware = _tie_aware(checks, defects)
+    changed = _flip_changes(outputs, checks)
+    found = [_answer(c, tie_aware, changed, bound) for c in class_counts(screen, checks, threshold, threshold_ulps)]
+    found += [Answer(model, "no argmax", "compare every output at the test's tolerance (remove the skip)",
+                     "never: no argmax runs", "its quantizer is not called in eval forward: no code to flip",
+                     failures_per_40000=0.0, failures_low=0.0, failures_high=0.0) for model in immune]
+    return found

@@ -1,0 +1,79 @@
+"""The near-tie answer line per class: its cause, what to do and the rate per 40,000 with its interval, each
+read from the checks, the screen and the defects."""
+
+import re
+
+import pandas as pd
+import pytest
+
+from exactness.compare.rates import wilson_interval
+from exactness.studies.near_tie import answers
+
+SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
+
+
+def _screen(model, n, below):
+    return pd.DataFrame({"model": model, "seed": range(n), "min_gap": [1e-6] * below + [1e-2] * (n - below)})
+
+
+def _checks(model, flipped, passed, aligned=None, ties=None):
+    n = len(flipped)
+    return pd.DataFrame({"model": model, "seed": range(n), "shape_mode": "static", "n_flipped_rows": flipped,
+                         "test_rule_passed": passed, "aligned_ok": aligned or [True] * n,
+                         "exact_tie": ties or [False] * n, "tie_aware_passed": True})
+
+
+_DEFECTS = pd.DataFrame({"caught_by_tie_aware": [True, True], "caught_by_test_rule": [True, False]})
+
+
+def _numbers(text):
+    """The figures of a sentence, without the interval's level ("95%")."""
+    return [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.?\d*(?:e-?\d+)?", text.replace("95%", ""))]
+
+
+def test_flipped_near_ties_give_the_rate_per_40000_with_its_interval_and_the_tie_aware_action():
+    checks = _checks(SEED_MODEL, [1, 1, 1, 0], [False, False, True, True])
+    (line,) = answers.answers(_screen(SEED_MODEL, 4000, 4), checks, pd.DataFrame(), _DEFECTS, 1e-4, 2e-5)
+    low, high = wilson_interval(2, 4000)
+    assert line.cause == "near-tie" and line.action.startswith("compare tie-aware") and line.verified
+    assert line.failures_per_40000 == pytest.approx(20) and line.failures_low == pytest.approx(40000 * low)
+    assert line.failures_high == pytest.approx(40000 * high)
+    assert _numbers(line.rate)[:3] == pytest.approx([20, round(40000 * low, 1), round(40000 * high)], rel=0.05)
+    assert "2 in 4,000 seeds" in line.rate
+
+
+def test_every_failure_an_exact_tie_is_called_so_and_an_unexplained_failure_is_undecided():
+    ties = _checks(SEED_MODEL, [1, 1], [False, False], ties=[True, True])
+    assert answers.answers(_screen(SEED_MODEL, 100, 2), ties, pd.DataFrame(), _DEFECTS, 1e-4, 2e-5)[0].cause == \
+        "exact tie"
+    bug = _checks(SEED_MODEL, [0, 1], [False, False])
+    (line,) = answers.answers(_screen(SEED_MODEL, 100, 2), bug, pd.DataFrame(), _DEFECTS, 1e-4, 2e-5)
+    assert line.cause == "undecided" and "1 of 2 failures" in line.proof and "bug" in line.action
+
+
+def test_no_failure_in_few_seeds_is_undecided_with_the_seeds_that_decide_and_many_seeds_never_flip():
+    few = answers.answers(_screen(SEED_MODEL, 200, 1), _checks(SEED_MODEL, [0], [True]), pd.DataFrame(), _DEFECTS,
+                          1e-4, 2e-5)[0]
+    assert few.cause == "undecided" and re.search(r"-p n_seeds \d+", few.action)
+    assert "a lower bound" not in few.rate and few.rate.startswith("none in 200 seeds")
+    many = answers.answers(_screen(SEED_MODEL, 200_000, 1), _checks(SEED_MODEL, [0], [True]), pd.DataFrame(),
+                           _DEFECTS, 1e-4, 2e-5)[0]
+    assert many.cause == "never flips" and many.failures_high < 15
+
+
+def test_a_capped_check_says_the_rate_is_a_lower_bound_and_a_class_without_argmax_is_listed():
+    checks = _checks(SEED_MODEL, [1], [False])
+    found = answers.answers(_screen(SEED_MODEL, 1000, 5), checks, pd.DataFrame(), _DEFECTS, 1e-4, 2e-5,
+                            immune=["UniSpeechSatForPreTraining"])
+    assert [a.subject for a in found] == [SEED_MODEL, "UniSpeechSatForPreTraining"]
+    assert "a lower bound: 1 of 5 candidates checked" in found[0].rate
+    assert found[1].cause == "no argmax" and found[1].failures_per_40000 == 0
+
+
+def test_without_a_verified_tie_aware_comparison_the_action_excludes_what_a_flip_changed():
+    checks = _checks(SEED_MODEL, [1], [False]).assign(tie_aware_passed=False)
+    outputs = pd.DataFrame({"model": SEED_MODEL, "seed": 0, "shape_mode": "static",
+                            "output": ["codevector_perplexity", "projected_states"], "passes_alone": [False, True]})
+    (line,) = answers.answers(_screen(SEED_MODEL, 100, 1), checks, outputs, _DEFECTS, 1e-4, 2e-5)
+    assert line.action.startswith("exclude codevector_perplexity") and "projected_states" not in line.action
+    assert line.verified is False
