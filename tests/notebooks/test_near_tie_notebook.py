@@ -38,7 +38,7 @@ def test_summary_carries_computed_findings_led_by_the_seeds_class(near_tie_run):
     summary = json.loads((near_tie_run / "summary.json").read_text())
     found = summary["findings"]
     assert 3 <= len(found) <= 7
-    assert found[0]["claim"].startswith("Wav2Vec2ConformerForPreTraining") and "section 5" in found[0]["seed"]
+    assert found[0]["claim"].startswith("Wav2Vec2ConformerForPreTraining") and "section 5" in found[0]["source"]
     # the smoke threshold is not the seed's: its candidate count is not set against the seed's 273
     candidates = next(f for f in found if f["claim"].startswith("Seeds whose smallest gap"))
     assert candidates["verdict"] == "not comparable" and "other threshold" in candidates["why"]

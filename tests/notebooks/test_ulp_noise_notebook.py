@@ -44,7 +44,7 @@ def test_summary_carries_computed_findings_that_do_not_compare_a_static_export_w
     assert 3 <= len(found) <= 7
     medians = found[0]
     # the smoke set exports statically, the seed measured the dynamic export: its medians sit beside, unjudged
-    assert medians["verdict"] == "not comparable" and "dynamic" in medians["why"] and "section 3" in medians["seed"]
+    assert medians["verdict"] == "not comparable" and "dynamic" in medians["why"] and "section 3" in medians["source"]
     assert "range of 4 draws" in medians["ours"]  # 4 draws are too few for a 95% interval of the median
     assert all(f["verdict"] in ("new", "not comparable") for f in found)
 

@@ -1,3 +1,4 @@
+import html
 import json
 
 from exactness.workbook import index
@@ -101,7 +102,50 @@ def test_each_study_gets_a_card_with_its_newest_passed_runs_findings_and_verdict
     cards = page[:page.index("<h2>All runs</h2>")]
     assert cards.count('class="card"') == 1 and "rate 1 in 2,000" in cards and "old claim" not in cards
     assert "verdict-differs" in cards and 'href="near_tie/r2/report.html"' in cards
-    assert "[differs] rate 1 in 2,000 (unexplained)" in page  # the runs table shows the findings too
+    runs = page[page.index("<h2>All runs</h2>"):]
+    assert "rate 1 in 2,000" not in runs and runs.count("<tr class=") == 3  # one line per run, no finding again
+
+
+def _answer(subject, cause, rate="1 in 2,700"):
+    from exactness.workbook.answers import Answer
+
+    return Answer(subject, cause, f"what to do for {subject}", rate, f"proof for {subject}").to_dict()
+
+
+def test_a_card_opens_with_the_answer_table_its_findings_folded_and_the_words_explained_once(tmp_path):
+    from exactness.workbook.answers import MEANINGS
+    from exactness.workbook.findings import Finding
+
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    finding = Finding(claim="a long finding", ours="1", verdict="new").to_dict()
+    _fake_run(project.outputs, "near_tie", "r1", "2026-11-30T01:00:00",
+              summary={"answers": [_answer("Wav2Vec2ForPreTraining", "near-tie"), _answer("HubertModel", "near-tie")],
+                       "answers_columns": {"subject": "class", "rate": "fails per 40,000"}, "findings": [finding]})
+    _fake_run(project.outputs, "dac_batching", "r2", "2026-11-30T02:00:00",
+              summary={"answers": [_answer("alone against padded", "padding", "last 12 frames")],
+                       "answers_columns": {"subject": "the shorter clip: compared", "rate": "what changes"}})
+    page = index.write(project).read_text()
+    cards = page[:page.index("<h2>All runs</h2>")]
+    near_tie = cards[cards.index(">near_tie<"):]
+    assert near_tie.index("Wav2Vec2ForPreTraining") < near_tie.index("<details>") < near_tie.index("a long finding")
+    assert "fails per 40,000" in near_tie and "<summary>1 finding</summary>" in near_tie
+    assert "the shorter clip: compared" in cards and "last 12 frames" in cards
+    for word in ("near-tie", "padding"):  # each cause word used, explained once on the page
+        assert page.count(html.escape(MEANINGS[word])) == 1
+    for verdict, meaning in index.VERDICT_MEANINGS.items():
+        assert page.count(html.escape(meaning)) == 1, verdict
+    assert cards.index(">dac_batching<") < cards.index(">near_tie<")  # by study, not by run time
+
+
+def test_a_card_of_a_summary_without_answers_shows_its_claims_one_line_each(tmp_path):
+    from exactness.workbook.findings import Finding
+
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    found = [Finding(claim=f"claim {n}", ours="1", verdict="new").to_dict() for n in range(3)]
+    _fake_run(project.outputs, "old_study", "r1", "2026-11-30T01:00:00", summary={"findings": found})
+    page = index.write(project).read_text()
+    card = page[page.index('<div class="card">'):page.index("<h2>All runs</h2>")]
+    assert card.count("<li>") == 3 and "<details>" not in card and "<table" not in card
 
 
 def test_a_summary_that_is_not_a_json_object_is_unreadable_and_breaks_nothing(tmp_path):

@@ -72,7 +72,8 @@ STYLE = """
 .exactness-answers table { border-collapse: collapse; font-size: 0.92em; }
 .exactness-answers th, .exactness-answers td { border-bottom: 1px solid #ddd; padding: 4px 8px;
   text-align: left !important; vertical-align: top; }
-.exactness-answers td.proof { color: #555; font-size: 0.85em; max-width: 36em; }
+.exactness-answers td.answer-proof { color: #555; font-size: 0.85em; max-width: 36em; }
+.exactness-answers td.answer-subject { font-weight: bold; }
 .exactness-answers .legend { color: #555; font-size: 0.85em; margin: 4px 0; }
 .cause { display: inline-block; font-size: 0.85em; font-weight: bold; padding: 1px 6px; border-radius: 3px;
   background: #e0e0e0; white-space: nowrap; }
@@ -92,7 +93,8 @@ MEANINGS = {
     "exact tie": "a discrete choice between exactly equal values, which the runtimes break differently",
     "near-tie": "a discrete choice between values closer than the float noise, flipped by rounding",
     "random draw": "a random op on the output path: the runtimes draw different numbers",
-    "float noise": "both sides within float32 rounding of a float64 reference, yet beyond the test's tolerance",
+    "float noise": "both sides within float32 rounding of a float64 reference: the difference is rounding (a model "
+                   "study says so where it exceeds the test's tolerance)",
     "nothing reaches": "no discrete choice reaches an output, and both sides are within rounding of float64",
     "never flips": "discrete choices reach outputs but flipped on no seed, often enough to bound the rate",
     "no argmax": "the class never calls its quantizer in eval forward: no discrete choice to flip",
@@ -102,8 +104,8 @@ MEANINGS = {
     "within rounding": "apart from the reference by float rounding only, and every discrete code the same",
     "codes flip": "float rounding changes a discrete code (a quantizer's choice), so decoded values move by far "
                   "more than rounding",
-    "padding": "the zero padding lies inside the receptive field of a clip's last frames: they read zeros where "
-               "the clip alone reads its own end (or nothing)",
+    "padding": "a clip's last frames, whose receptive field reaches past its end, read the batch's appended zeros "
+               "(and what the layers compute from them) where the clip alone reads each layer's own zero padding",
     "IEEE floats": "subnormals kept and every float spacing as IEEE 754 defines it: results here depend only on "
                    "the kernels, thread counts and versions named",
     "flushes subnormals": "a runtime sets values below the smallest normal float to zero: results near zero differ "
@@ -118,7 +120,8 @@ def _cause(word: str) -> str:
 
 def legend(words) -> str:
     """The meaning of each cause word among `words` that has one, once, in the order of MEANINGS."""
-    used = [w for w in MEANINGS if w in set(words)]
+    words = set(words)
+    used = [w for w in MEANINGS if w in words]
     return "; ".join(f"<b>{html.escape(w)}</b>: {html.escape(MEANINGS[w])}" for w in used)
 
 
@@ -130,8 +133,8 @@ def table_html(answers: list[Answer], columns: Columns | None = None) -> str:
              "proof": lambda a: html.escape(a.proof)}
     shown = [name for name in cells if name in ("subject", "cause") or any(getattr(a, name) for a in answers)]
     head = "".join(f"<th>{html.escape(getattr(columns, name))}</th>" for name in shown)
-    rows = "".join("<tr>" + "".join(f"<td class=\"{name}\">{cells[name](a)}</td>" for name in shown) + "</tr>"
-                   for a in answers)
+    rows = "".join("<tr>" + "".join(f"<td class=\"answer-{name}\">{cells[name](a)}</td>" for name in shown)
+                   + "</tr>" for a in answers)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 
 

@@ -1,5 +1,6 @@
-"""outputs/index.html: every run, newest first, with status, headline figures and links. No scripts, no
-network: it opens straight from disk."""
+"""outputs/index.html: one card per study with the answer table of its newest passed run (its findings folded
+under it), the cause and verdict words explained once, then every run in one line each, newest first. No
+scripts, no network: it opens straight from disk."""
 
 from __future__ import annotations
 
@@ -9,26 +10,31 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from exactness.workbook import findings
+from exactness.workbook import answers, findings
 from exactness.workbook.manifest import MANIFEST, Manifest, ManifestError, write_atomically
 from exactness.workbook.project import Project
 
 HEADLINES_SHOWN = 8
 _STYLE = """
-body { font-family: sans-serif; margin: 24px; color: #222; }
-table { border-collapse: collapse; width: 100%; }
-th, td { border-bottom: 1px solid #ddd; padding: 6px 8px; text-align: left; vertical-align: top; }
-th { background: #f5f5f5; }
+body { font-family: sans-serif; margin: 16px 24px; color: #222; }
+h1 { margin: 4px 0; font-size: 1.5em; } .intro { color: #555; margin: 2px 0 12px 0; }
+table.runs { border-collapse: collapse; width: 100%; font-size: 0.9em; }
+table.runs th, table.runs td { border-bottom: 1px solid #ddd; padding: 4px 8px; text-align: left; vertical-align: top; }
+table.runs th { background: #f5f5f5; }
 tr.passed td.status { background: #c8e6c9; }
 tr.failed td.status { background: #ef9a9a; color: #7f0000; font-weight: bold; }
 tr.interrupted td.status { background: #ffe082; }
 tr.running td.status { background: #bbdefb; }
 tr.died td.status, tr.unreadable td.status { background: #ef9a9a; color: #7f0000; font-weight: bold; }
-.card { border: 1px solid #c5cae9; border-radius: 4px; padding: 8px 16px; margin: 0 0 16px 0; background: #fafbff; }
-.card h2 { margin: 4px 0; font-size: 1.2em; }
-.card .meta { color: #555; font-size: 0.9em; }
-.card ol { margin: 6px 0; padding-left: 1.4em; } .card li { margin: 3px 0; }
-td.headlines { font-size: 0.9em; }
+.card { border: 1px solid #c5cae9; border-radius: 4px; padding: 4px 12px; margin: 0 0 10px 0; background: #fafbff; }
+.card h2 { margin: 4px 0; font-size: 1.1em; }
+.card table { border-collapse: collapse; font-size: 0.88em; width: 100%; }
+.card th, .card td { border-bottom: 1px solid #e3e3e3; padding: 2px 6px; text-align: left; vertical-align: top; }
+.card td.answer-proof { color: #555; font-size: 0.9em; } .card td.answer-subject { font-weight: bold; }
+.card .meta { color: #555; font-size: 0.85em; margin: 4px 0; }
+.card details { font-size: 0.88em; margin: 4px 0; }
+.card .claims { margin: 4px 0; padding-left: 1.4em; } .card .claims li { margin: 2px 0; }
+.legend { color: #444; font-size: 0.85em; margin: 8px 0 16px 0; }
 code { font-size: 0.9em; }
 """
 
@@ -91,25 +97,14 @@ def short(value) -> str:
     return str(value)
 
 
-def _row(entry: RunEntry, outputs: Path) -> str:
-    m = entry.manifest
-    relative = os.path.relpath(entry.folder, outputs)
-    links = [f'<a href="{html.escape(relative)}/report.html">report</a>']
-    notebooks = sorted(entry.folder.glob("*.ipynb"))
-    if notebooks:
-        links.append(f'<a href="{html.escape(relative)}/{html.escape(notebooks[0].name)}">notebook</a>')
-    status = html.escape(m.status)
-    if m.error:
-        where = f"cell {m.failed_cell}: " if m.failed_cell is not None else ""
-        status += f"<br><small>{html.escape(where + m.error)}</small>"
-    duration = f"{m.duration_s:.1f} s" if m.duration_s is not None else ""
-    headlines = "<br>".join(html.escape(h) for h in entry.headlines)
-    return (
-        f'<tr class="{html.escape(m.status)}"><td>{html.escape(m.study)}</td>'
-        f"<td><code>{html.escape(m.param_set)}</code></td><td class=\"status\">{status}</td>"
-        f"<td>{html.escape(m.started)}</td><td>{duration}</td><td class=\"headlines\">{headlines}</td>"
-        f"<td>{' '.join(links)}<br><small><code>{html.escape(m.run_id)}</code></small></td></tr>"
-    )
+# What each verdict word of a finding means, said once on the page.
+VERDICT_MEANINGS = {
+    "reproduced": "our figure agrees with the investigation's, measured on the same subject and scale",
+    "differs": "our figure disagrees with the investigation's; the finding says why, or that it is unexplained",
+    "not comparable": "the investigation measured something else (another model, export, scale or threshold), or "
+                      "too few seeds to tell: no verdict either way",
+    "new": "the investigation measured nothing like it: ours alone",
+}
 
 
 def _links(entry: RunEntry, outputs: Path) -> list[str]:
@@ -124,15 +119,100 @@ def _links(entry: RunEntry, outputs: Path) -> list[str]:
     return links
 
 
-def _card(entry: RunEntry, outputs: Path) -> str:
-    """A study's newest passed run: what it found, in words, with the verdict words."""
+def _when(manifest: Manifest) -> str:
+    """When a run started, to the minute, with its offset from UTC ('2026-12-01 23:59 UTC')."""
+    started = manifest.started_at()
+    if started.year == 1:  # not a time: shown as written
+        return str(manifest.started or "")
+    offset = started.utcoffset()
+    zone = "" if offset is None else " UTC" if not offset else f" {started.strftime('%z')}"
+    return started.strftime("%Y-%m-%d %H:%M") + zone
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"
+
+
+def _parameters(entry: RunEntry, outputs: Path) -> str:
+    """The parameter set's name, linked to the run's parameters file where it has one."""
+    name = f"<code>{html.escape(entry.manifest.param_set)}</code>"
+    if (entry.folder / "params.yaml").exists():
+        return f'<a href="{html.escape(os.path.relpath(entry.folder, outputs))}/params.yaml">{name}</a>'
+    return name
+
+
+def _row(entry: RunEntry, outputs: Path) -> str:
+    """One run in one line: what ran, how it ended, with which parameters, how long, and its links; its findings
+    are on its study's card (the newest passed run) or in its report, never repeated here."""
     m = entry.manifest
-    items = "".join(f"<li>{findings.verdict_badge(f.verdict)}{html.escape(f.claim)}</li>" for f in entry.findings)
-    body = f"<ol>{items}</ol>" if items else "<p>No findings recorded by this run.</p>"
-    duration = f", {m.duration_s:.0f} s" if m.duration_s is not None else ""
-    return (f'<div class="card"><h2>{html.escape(m.study)}</h2>{body}<p class="meta">{html.escape(m.status)}, '
-            f"{html.escape(m.started)}{duration}, parameter set <code>{html.escape(m.param_set)}</code> &middot; "
-            f"{' &middot; '.join(_links(entry, outputs))}</p></div>")
+    relative = os.path.relpath(entry.folder, outputs)
+    links = [f'<a href="{html.escape(relative)}/report.html">report</a>']
+    notebooks = sorted(entry.folder.glob("*.ipynb"))
+    if notebooks:
+        links.append(f'<a href="{html.escape(relative)}/{html.escape(notebooks[0].name)}">notebook</a>')
+    status = html.escape(m.status)
+    if m.error:
+        where = f"cell {m.failed_cell}: " if m.failed_cell is not None else ""
+        status += f"<br><small>{html.escape(where + m.error)}</small>"
+    elif entry.summary == UNREADABLE_SUMMARY:
+        status += "<br><small>summary.json: unreadable</small>"
+    return (
+        f'<tr class="{html.escape(m.status)}"><td>{html.escape(m.study)}</td><td class="status">{status}</td>'
+        f"<td>{_parameters(entry, outputs)}</td><td>{html.escape(_when(m))}</td><td>{_duration(m.duration_s)}</td>"
+        f"<td>{' '.join(links)} <small><code>{html.escape(m.run_id)}</code></small></td></tr>"
+    )
+
+
+def _headline_list(entry: RunEntry) -> str:
+    """A run without answers: its findings' claims, one line each, or its headline figures."""
+    if entry.findings:
+        items = "".join(f"<li>{findings.verdict_badge(f.verdict)}{html.escape(f.claim)}</li>" for f in entry.findings)
+        return f'<ol class="claims">{items}</ol>'
+    if entry.summary and entry.summary != UNREADABLE_SUMMARY:
+        figures = "".join(f"<li>{html.escape(h)}</li>" for h in entry.headlines)
+        return f'<ul class="claims">{figures}</ul>'
+    return "<p>No findings recorded by this run.</p>"
+
+
+def _card(entry: RunEntry, outputs: Path) -> str:
+    """A study's newest passed run: its answer table first, its findings folded under it, then how it ran."""
+    m = entry.manifest
+    found = answers.from_summary(entry.summary)
+    report = f'{html.escape(os.path.relpath(entry.folder, outputs))}/report.html'
+    if found:
+        body = answers.table_html(found, answers.Columns.from_summary(entry.summary))
+        if entry.findings:
+            body += (f"<details><summary>{len(entry.findings)} finding{'s' if len(entry.findings) != 1 else ''}"
+                     f"</summary>{_headline_list(entry)}</details>")
+    else:
+        body = _headline_list(entry)
+    duration = f", {_duration(m.duration_s)}" if m.duration_s is not None else ""
+    return (f'<div class="card"><h2><a href="{report}">{html.escape(m.study)}</a></h2>{body}<p class="meta">'
+            f"{html.escape(m.status)}, {html.escape(_when(m))}{duration}, parameter set "
+            f"<code>{html.escape(m.param_set)}</code> &middot; {' &middot; '.join(_links(entry, outputs))}</p></div>")
+
+
+def _study_order(project: Project, studies) -> list[str]:
+    """The catalog's order, the studies every batch starts with (the environment: context, one line) last;
+    a study no longer in the catalog after them."""
+    try:
+        from exactness.workbook import catalog
+
+        available = catalog.discover(project)
+        first = set(catalog.first_studies(available))
+        order = [n for n in available if n not in first] + [n for n in available if n in first]
+    except (OSError, ValueError):
+        order = []
+    return [n for n in order if n in studies] + sorted(n for n in studies if n not in order)
+
+
+def _legend(cards: list[RunEntry]) -> str:
+    causes = answers.legend(a.cause for e in cards for a in answers.from_summary(e.summary))
+    verdicts = "; ".join(f"{findings.verdict_badge(w)}{html.escape(m)}" for w, m in VERDICT_MEANINGS.items())
+    return ('<div class="legend">' + (f"<p><b>Causes.</b> {causes}</p>" if causes else "")
+            + f"<p><b>Verdicts of a finding</b> (against the investigation it starts from): {verdicts}</p></div>")
 
 
 def render(project: Project) -> str:
@@ -141,16 +221,18 @@ def render(project: Project) -> str:
     for entry in entries:  # newest first
         if entry.manifest.status == "passed" and entry.manifest.study not in newest_passed:
             newest_passed[entry.manifest.study] = entry
-    cards = "\n".join(_card(e, project.outputs) for e in newest_passed.values())
-    rows = "\n".join(_row(e, project.outputs) for e in entries) or '<tr><td colspan="7">no runs yet</td></tr>'
+    shown = [newest_passed[s] for s in _study_order(project, newest_passed)]
+    cards = "\n".join(_card(e, project.outputs) for e in shown)
+    rows = "\n".join(_row(e, project.outputs) for e in entries) or '<tr><td colspan="6">no runs yet</td></tr>'
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>exactness runs</title>"
-        f"<style>{_STYLE}{findings.STYLE}</style></head><body><h1>exactness runs</h1>"
-        f"{cards}<h2>All runs</h2>"
-        f"<p>{len(entries)} runs, newest first. Each report links the environment run of its batch.</p>"
-        "<table><thead><tr><th>study</th><th>parameter set</th><th>status</th><th>started</th>"
-        f"<th>duration</th><th>headline figures</th><th>links</th></tr></thead><tbody>\n{rows}\n"
-        "</tbody></table></body></html>\n"
+        f"<style>{_STYLE}{findings.STYLE}{answers.STYLE}</style></head><body><h1>exactness</h1>"
+        "<p class=\"intro\">Each study's answer, from its newest passed run; every run below.</p>"
+        f"{cards}{_legend(shown) if shown else ''}<h2>All runs</h2>"
+        f"<p>{len(entries)} run{'s' if len(entries) != 1 else ''}, newest first. Each report links the environment "
+        "run of its batch.</p>"
+        "<table class=\"runs\"><thead><tr><th>study</th><th>status</th><th>parameters</th><th>started</th>"
+        f"<th>duration</th><th>links</th></tr></thead><tbody>\n{rows}\n</tbody></table></body></html>\n"
     )
 
 

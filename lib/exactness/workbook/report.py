@@ -20,6 +20,12 @@ _BANNER_STYLE = (
     "background:{background}"
 )
 _STATUS_COLOURS = {"passed": "#e8f5e9", "failed": "#ffebee", "interrupted": "#fff8e1", "running": "#e3f2fd"}
+# A report is read at a glance: each finding is its claim and one line of detail (our figure, the
+# investigation's, why), the rest of that line shown when the reader points at it.
+_READER_STYLE = """<style>
+.exactness-findings li .detail { display: block; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
+.exactness-findings li:hover .detail { white-space: normal; }
+</style>"""
 
 
 def _drop_stderr(notebook) -> None:
@@ -56,6 +62,7 @@ def export(notebook_path: Path, destination: Path, manifest: Manifest, links: di
                             exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": manifest.study}})
     body = _EXTERNAL_SCRIPT.sub("", body)
+    body = body.replace("</head>", _READER_STYLE + "</head>", 1)
     body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + banner(manifest, links), body, count=1)
     write_atomically(destination, body)  # whole or not at all: a full disk never leaves a cut report
     return destination

@@ -276,7 +276,7 @@ def test_growth_and_amplifier_findings_reproduce_the_seeds_chain_and_not_a_flat_
     assert found.growth_finding(propagation.encoder_growth(flat), "44khz").verdict == "not comparable"
     flat_top = found.amplifier_finding(flat, "44khz")
     assert flat_top.verdict == "not comparable" and "Block0 x1,899" not in flat_top.claim
-    assert "Block0 x1897" in amplifier.seed  # the investigation's column as it printed it
+    assert "Block0 x1897" in amplifier.source  # the investigation's column as it printed it
     assert found.amplifier_finding(seed_like, "tiny").verdict == "not comparable"
 
 

@@ -93,3 +93,27 @@ def test_spacing_sentence_counts_the_spacings_that_match_ieee():
     checked = pd.DataFrame({"agrees": [True, False, True]})
     assert environment.spacing_sentence(spacing, checked) == (
         "At magnitude 1, one float32 ulp is 1.19e-07; 2 of 3 measured spacings equal the IEEE 754 value.")
+
+
+def _spacing(magnitudes=(1e-3, 1.0)):
+    return machine.float_spacing(magnitudes)
+
+
+def test_the_machine_answers_in_one_line_with_its_kernels_versions_and_float_behaviour():
+    versions = {"torch": "2.13.0", "onnxruntime": "1.31.1"}
+    behaviour = {**KEPT, "ort_default_graph_optimization_level": "GraphOptimizationLevel.ORT_ENABLE_ALL"}
+    (line,) = environment.answers(versions, HARDWARE, behaviour, _spacing())
+    assert line.subject == "Test CPU (4 CPUs, AVX2 kernels)" and line.cause == "IEEE floats"
+    assert "AVX2 kernels and 4 torch threads, torch 2.13.0 and onnxruntime 1.31.1" in line.action
+    assert "8 of 8 float spacings" in line.proof and "all (every graph optimisation)" in line.proof
+    assert "GraphOptimizationLevel" not in line.proof
+    flushing = environment.answers(versions, HARDWARE, {**behaviour, "ort_keeps_subnormals": False}, _spacing())[0]
+    assert flushing.cause == "flushes subnormals" and "flushed by ort" in flushing.proof
+
+
+def test_facts_read_in_words_not_as_their_recorded_names():
+    level = "GraphOptimizationLevel.ORT_ENABLE_ALL"
+    table = environment.facts_for_people({"ort_intra_op_threads_setting": 0, "numpy_keeps_subnormals": True,
+                                          "ort_default_graph_optimization_level": level, "some_new_fact": 3})
+    assert not table.fact.str.contains("_").any() and "ONNX Runtime" in table.fact.iloc[0]
+    assert table.value.tolist() == ["0", "yes", "all (every graph optimisation)", "3"]

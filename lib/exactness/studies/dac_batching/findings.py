@@ -45,12 +45,12 @@ def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, re
                        why="no frame changed at these lengths; the reviewers' clips and model differ")
     if tail <= one_side_frames + 1:
         claim = (f"Batching is not broken, it is padding: zero-padding changes only the last {count(tail)} latent "
-                 f"frames of the shorter clip, within the {count(one_side_frames)} frames whose receptive field "
-                 "reaches past its end (there the padded run's layers output values computed from the clip's last "
-                 "samples and the appended zeros, where the clip alone reads zero padding; biases add to it, but a "
-                 "network without them differs too). To get single-clip results from a batch, "
-                 "recompute the frames whose receptive field reaches past the clip's end from the clip alone"
-                 + (" (measured below)" if repair_measured else "") + ", or run clips of unequal length alone.")
+                 f"frames of the shorter clip, within the {count(one_side_frames)} whose receptive field reaches "
+                 "past its end; recompute those from the clip alone" + (" (measured below)" if repair_measured else "")
+                 + ", or run clips of unequal length alone.")
+        # why those frames: there the padded run's layers read the clip's last samples and the appended zeros
+        # where the clip alone reads its layers' zero padding (biases add to it; without them it differs too)
+        ours += "; there the padded run reads the appended zeros where the clip alone reads zero padding"
         return Finding(claim=claim, ours=ours, verdict="reproduced", source=REVIEW, evidence="tables/batching.parquet")
     return Finding(claim=f"Padding changes the last {count(tail)} latent frames of the shorter clip, more than the "
                    f"{count(one_side_frames)} frames the receptive field explains.", ours=ours, verdict="differs",

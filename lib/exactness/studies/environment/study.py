@@ -13,7 +13,9 @@ import pandas as pd
 
 from exactness import reference
 from exactness.workbook import machine
+from exactness.workbook.answers import Answer, Columns
 from exactness.workbook.findings import Finding, count, significant
+from exactness.workbook.presentation import plural
 
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 # Explicit mantissa bits: 1 ulp at a magnitude m is 2 ** (floor(log2 m) - bits) for a normal m (IEEE 754;
@@ -23,6 +25,48 @@ MANTISSA_BITS = {"float16": 10, "bfloat16": 7, "float32": 23, "float64": 52}
 # above the second (and its mantissa's top), the value is not representable.
 EXPONENTS = {"float16": (-14, 15), "bfloat16": (-126, 127), "float32": (-126, 127), "float64": (-1022, 1023)}
 SEED_ULP_MAGNITUDE = 10.0  # transformers #50575, section 3: "with logits around 10, 1 ulp is 9.5e-7"
+
+
+# Each recorded fact in words, for the tables a person reads (the tables under tables/ keep the names).
+FACT_WORDS = {
+    "cpu_model": "CPU",
+    "architecture": "architecture",
+    "logical_cpus": "logical CPUs",
+    "usable_cpus": "CPUs this run may use",
+    "vector_extensions": "vector extensions",
+    "torch_cpu_capability": "kernels torch dispatches",
+    "torch_intra_op_threads": "torch: threads inside one op",
+    "torch_inter_op_threads": "torch: threads running ops side by side",
+    "ort_intra_op_threads_setting": "ONNX Runtime: threads inside one op (0: one per physical core)",
+    "ort_inter_op_threads_setting": "ONNX Runtime: threads running ops side by side (0: its default)",
+    "numpy_keeps_subnormals": "numpy keeps subnormal floats",
+    "torch_keeps_subnormals": "torch keeps subnormal floats",
+    "ort_keeps_subnormals": "ONNX Runtime keeps subnormal floats",
+    "ort_available_providers": "ONNX Runtime execution providers",
+    "ort_default_graph_optimization_level": "ONNX Runtime's graph optimisation by default",
+}
+OPTIMISATION_WORDS = {"ORT_DISABLE_ALL": "none", "ORT_ENABLE_BASIC": "basic (constant folding, redundant nodes)",
+                      "ORT_ENABLE_EXTENDED": "extended (basic and fused operators)",
+                      "ORT_ENABLE_LAYOUT": "layout (extended and memory layouts)",
+                      "ORT_ENABLE_ALL": "all (every graph optimisation)"}
+
+
+def optimisation_words(level: object) -> str:
+    """`GraphOptimizationLevel.ORT_ENABLE_ALL` as a person says it: 'all (every graph optimisation)'."""
+    name = str(level).rsplit(".", 1)[-1]
+    return OPTIMISATION_WORDS.get(name, name)
+
+
+def facts_for_people(facts: dict[str, object]) -> pd.DataFrame:
+    """fact, value: each fact named in words, yes/no for a probe, an optimisation level by what it does."""
+    def value(key, v):
+        if isinstance(v, bool):
+            return "yes" if v else "no"
+        if key == "ort_default_graph_optimization_level":
+            return optimisation_words(v)
+        return ", ".join(map(str, v)) if isinstance(v, (list, tuple)) else str(v)
+    return pd.DataFrame([(FACT_WORDS.get(k, k.replace("_", " ")), value(k, v)) for k, v in facts.items()],
+                        columns=["fact", "value"])
 
 
 def hardware_facts() -> dict[str, object]:
@@ -78,8 +122,8 @@ def kernels_finding(hardware: dict) -> Finding:
              + "; other CPUs pick other kernels and round differently, so absolute noise figures hold for this "
                "kind of machine.")
     sets = machine.available_kernel_sets(extensions)
-    claim += (f" Kernel sets a near-tie run can compare here (its cpu_kernels, set in fresh worker processes): "
-              f"{', '.join(sets)}; ONNX Runtime has no such switch.")
+    claim += (f" The near-tie study can rerun its eager side here with the narrower kernels this CPU offers "
+              f"({', '.join(sets)}: its parameter cpu_kernels); ONNX Runtime's kernels cannot be chosen.")
     ours = f"{capability}; extensions: {', '.join(extensions) or 'none'}; kernel sets: {', '.join(sets)}"
     return Finding(claim, ours, "new", evidence="hardware table")
 
@@ -88,10 +132,11 @@ def threads_finding(hardware: dict) -> Finding:
     torch_threads, usable = int(hardware["torch_intra_op_threads"]), int(hardware["usable_cpus"])
     ort_setting = int(hardware["ort_intra_op_threads_setting"])
     ort_words = ("ORT's default (0) uses one thread per physical core" if ort_setting == 0
-                 else f"ORT's default is {ort_setting} intra-op threads")
+                 else f"ORT's default is {plural(ort_setting, 'thread')} inside one op")
     split = ("a reduction may be split over several threads, so its summation order depends on the thread count"
              if torch_threads > 1 or ort_setting != 1 else "reductions run on one thread")
-    claim = f"torch uses {torch_threads} intra-op threads of {usable} usable CPUs and {ort_words}: {split}."
+    claim = (f"torch splits one op over {plural(torch_threads, 'thread')} of {plural(usable, 'usable CPU')} and "
+             f"{ort_words}: {split}.")
     return Finding(claim, f"torch {torch_threads} threads, ORT setting {ort_setting}, {usable} usable CPUs", "new",
                    evidence="hardware table")
 
@@ -146,6 +191,30 @@ def findings(versions: dict, hardware: dict, behaviour: dict, spacing: pd.DataFr
             spacing_finding(spacing_against_ieee(spacing)), versions_finding(versions)]
 
 
+ANSWER_COLUMNS = Columns(subject="machine", cause="floats", action="what it means for the other reports",
+                         rate="", proof="measured")
+
+
+def answers(versions: dict, hardware: dict, behaviour: dict, spacing: pd.DataFrame) -> list[Answer]:
+    """The machine in one line: the CPU and its kernels, whether floats behave as IEEE 754 says here, and the
+    versions another run must match for its float figures to compare."""
+    checked = spacing_against_ieee(spacing)
+    checked = checked[checked.representable]
+    wrong = checked[~checked.agrees]
+    flushed = flushing_runtimes(behaviour)
+    capability = str(hardware.get("torch_cpu_capability", "unknown"))
+    subject = (f"{hardware.get('cpu_model', 'an unknown CPU')} ({plural(int(hardware['usable_cpus']), 'CPU')}, "
+               f"{capability} kernels)")
+    cause = "flushes subnormals" if flushed else "not IEEE spacing" if len(wrong) else "IEEE floats"
+    threads = int(hardware["torch_intra_op_threads"])
+    action = (f"float figures compare with runs on {capability} kernels and {plural(threads, 'torch thread')}, "
+              f"torch {versions.get('torch')} and onnxruntime {versions.get('onnxruntime')}")
+    kept = ("subnormals kept by every runtime" if not flushed else f"subnormals flushed by {', '.join(flushed)}")
+    proof = (f"{kept}; {count(len(checked) - len(wrong))} of {count(len(checked))} float spacings the IEEE 754 value; "
+             f"ONNX Runtime optimisation: {optimisation_words(behaviour.get('ort_default_graph_optimization_level'))}")
+    return [Answer(subject, cause, action, "", proof)]
+
+
 def relative_spacing_range(spacing: pd.DataFrame) -> tuple[float, float]:
     relative = np.asarray(spacing.float32_relative, dtype=float)
     return float(relative.min()), float(relative.max())
@@ -160,10 +229,11 @@ def versions_sentence(versions: dict) -> str:
 
 
 def hardware_sentence(hardware: dict) -> str:
-    return (f"{hardware['usable_cpus']} usable CPUs ({hardware['cpu_model']}); torch dispatches "
-            f"{hardware['torch_cpu_capability']} kernels and uses {hardware['torch_intra_op_threads']} intra-op "
-            f"threads; ONNX Runtime's intra-op setting is {hardware['ort_intra_op_threads_setting']} "
-            "(0: one per physical core).")
+    ort = int(hardware["ort_intra_op_threads_setting"])
+    ort_words = "one thread per physical core (its setting 0)" if ort == 0 else plural(ort, "thread")
+    return (f"{plural(int(hardware['usable_cpus']), 'usable CPU')} ({hardware['cpu_model']}); torch dispatches "
+            f"{hardware['torch_cpu_capability']} kernels and splits one op over "
+            f"{plural(int(hardware['torch_intra_op_threads']), 'thread')}; ONNX Runtime over {ort_words}.")
 
 
 def flushing_runtimes(behaviour: dict) -> list[str]:

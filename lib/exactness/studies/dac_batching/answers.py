@@ -1,0 +1,67 @@
+"""The DAC batching report's answer table: for the shorter clip, what the zero padding changes and what the
+batch size alone changes, and what to do about each. Read from the batching table, the code curves and the
+repair measurement."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from exactness.studies.dac_batching.findings import ROUNDING_FLOOR
+from exactness.workbook.answers import Answer, Columns
+from exactness.workbook.findings import count, significant
+from exactness.workbook.presentation import plural
+
+COLUMNS = Columns(subject="the shorter clip: compared", rate="what changes")
+
+
+def _rows(table: pd.DataFrame, clip: int, cause: str) -> pd.DataFrame:
+    return table[(table["clip"] == clip) & (table["cause"] == cause)].set_index("stage")
+
+
+def _changes(rows: pd.DataFrame, code_frames: int) -> str:
+    latent, audio = rows.loc["latent"], rows.loc["audio"]
+    return (f"last {count(int(latent.first_diff_from_end))} of {plural(int(latent.length), 'latent frame')}, "
+            f"{plural(code_frames, 'code frame')}, last {plural(int(audio.first_diff_from_end), 'audio sample')}")
+
+
+def answers(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: int,
+            repaired: dict | None = None) -> list[Answer]:
+    found = []
+    pad = _rows(table, shortest, "padding")
+    pad_codes = int((curves[(shortest, "codes", "padding")] > 0).sum())
+    tail = int(pad.loc["latent", "first_diff_from_end"])
+    if int(pad.loc["latent", "padded_by"]) == 0:
+        found.append(Answer("alone against zero-padded", "exact", "nothing: the clips have one length, no padding",
+                            "nothing", "every clip as long as the batch"))
+    elif tail == 0 and not pad_codes:
+        found.append(Answer("alone against zero-padded", "within rounding", "nothing: padding reaches no frame here",
+                            _changes(pad, pad_codes), f"below {ROUNDING_FLOOR:g} of the RMS everywhere"))
+    else:
+        repair = (f"recompute the last {count(repaired['tail_frames'])} frames from the clip alone: then "
+                  f"{count(repaired['code_frames_after'])} code frames differ" if repaired is not None else
+                  "recompute the last frames from the clip alone")
+        found.append(Answer("alone against zero-padded", "padding", f"{repair} (or batch clips of equal length)",
+                            _changes(pad, pad_codes),
+                            f"the changed frames lie within the last {count(one_side_frames)}, whose receptive field "
+                            "reaches past the clip's end", verified=(repaired is not None
+                                                                     and repaired["code_frames_after"] == 0)))
+    size = table[table["cause"] == "batch size"]
+    size_codes = sum(int((curve > 0).sum()) for (_, stage, cause), curve in curves.items()
+                     if stage == "codes" and cause == "batch size")
+    latent = size[size.stage == "latent"]
+    moved = float(latent[["max_diff_before", "max_diff_in_tail"]].to_numpy().max()) if len(latent) else 0.0
+    audio = size[size.stage == "audio"]
+    audio_moved = float(audio[["max_diff_before", "max_diff_in_tail"]].to_numpy().max()) if len(audio) else 0.0
+    rate = (f"latents up to {significant(moved)}, audio up to {significant(audio_moved)}, "
+            f"{plural(size_codes, 'code frame')}")
+    if moved == 0 and audio_moved == 0 and not size_codes:
+        found.append(Answer("padded alone against inside the batch", "exact", "nothing: the batch size changes no "
+                            "value", rate, "every clip's padded run bit-identical inside the batch"))
+    elif size_codes:
+        found.append(Answer("padded alone against inside the batch", "codes flip", "compare the codes tie-aware",
+                            rate, "the batch's kernels round differently and a near-tie code flips"))
+    else:
+        found.append(Answer("padded alone against inside the batch", "within rounding", "nothing for the codes; "
+                            f"compare latents at a tolerance above {significant(moved)}", rate,
+                            f"below {ROUNDING_FLOOR:g} of the RMS at every position; every code the same"))
+    return found
