@@ -37,13 +37,75 @@ _REPORT = """<script>window.addEventListener('load', function () {
     return e.matches('section.exactness-answers') ? 'answers' :
       e.matches('section.exactness-findings') ? 'findings' : e.tagName.toLowerCase(); });
   var findings = document.querySelector('section.exactness-findings');
+  // Leftovers a reader should never meet. Cells that show a missing-value marker:
+  var markers = Array.from(document.querySelectorAll('td')).map(function (c) { return c.innerText.trim(); })
+    .filter(function (t) { return /^(<NA>|nan|NaN|None|NaT|<NA>, .*)$/.test(t); });
+  // Rows of a class table folded away: the classes only the folded part lists (textContent: a closed
+  // <details> renders no innerText).
+  var hidden = [];
+  document.querySelectorAll('details').forEach(function (d) {
+    var table = d.querySelector('table'); if (!table) { return; }
+    var heads = Array.from(table.querySelectorAll('th')).map(function (h) { return h.textContent.trim(); });
+    var at = heads.indexOf('class'); if (at < 0) { return; }
+    var shown = new Set(), before = d.previousElementSibling;
+    while (before && before.tagName !== 'TABLE') { before = before.previousElementSibling; }
+    if (before) {
+      before.querySelectorAll('tbody tr').forEach(function (r) { shown.add(r.cells[at].textContent.trim()); }); }
+    table.querySelectorAll('tbody tr').forEach(function (r) {
+      var name = r.cells[at].textContent.trim();
+      if (!shown.has(name) && hidden.indexOf(name) < 0) { hidden.push(name); } });
+  });
+  // Section headings with nothing under them before the next heading of the same or a higher level.
+  var blocks = Array.from(document.querySelectorAll('h1, h2, h3, p, table, img, li, pre, figure, section'));
+  var empty = [];
+  blocks.forEach(function (b, i) {
+    if (!/^H[23]$/.test(b.tagName)) { return; }
+    var next = blocks.slice(i + 1).find(function (n) { return !b.contains(n); });
+    if (!next || (/^H[1-3]$/.test(next.tagName) && next.tagName <= b.tagName)) { empty.push(b.innerText.trim()); }
+  });
+  // What the first screen (1400 x 900) shows: the answers block or answer cards, and where each starts.
+  var firstScreen = Array.from(document.querySelectorAll('section.exactness-answers, section.exactness-findings, ' +
+    '.card')).map(function (e) {
+      var top = e.getBoundingClientRect().top + window.scrollY;
+      return {kind: e.matches('.card') ? (e.querySelector('table') ? 'answer card' : 'card') :
+                    e.matches('section.exactness-answers') ? 'answers' : 'findings', top: top}; })
+    .filter(function (e) { return e.top < 900; });
   var probe = document.createElement('pre'); probe.id = '__probe';
   probe.textContent = JSON.stringify({errors: __errors, images: images, error_outputs: errorOutputs.length,
                                       figures: figures, order: order,
                                       findings: findings ? findings.querySelectorAll('li').length : 0,
+                                      markers: markers, hidden_classes: hidden, empty_sections: empty,
+                                      first_screen: firstScreen,
                                       text: document.body.innerText.slice(0, 200000)});
   document.body.appendChild(probe);
 });</script>"""
+
+
+# Leftovers in the text a reader meets, each a pattern and what it means.
+LEFTOVERS = {
+    "a plural with (s)": r"\w\(s\)",
+    "a plural after one": r"(?<![\d.,x-])1 (?:failures|checks|rows|columns|draws|seeds|classes|flips|defects|"
+                          r"tensors|frames|samples|runs|replays|candidates)\b",
+    "an investigation called a seed": r"\b[Ss]eed 00[02]\b|\b00[02]_[0-9a-f]{16}\b",
+    "a seed with thousands separators": r"\bseeds? \d{1,3}(?:,\d{3})+(?! (?:seeds|draws|runs))",
+    "a missing-value marker": r"<NA>|\bNaT\b",
+}
+NODE = r"\bnode_[A-Za-z0-9_]+"
+
+
+def leftovers(text: str) -> dict[str, list[str]]:
+    """What of LEFTOVERS the text holds (with 60 characters around each), and node names said without their
+    module: an ONNX node is named with the module it sits in ('... in encoder.layer.0 ...') or not at all."""
+    found = {}
+    for what, pattern in LEFTOVERS.items():
+        hits = [text[max(0, m.start() - 60):m.end() + 60] for m in re.finditer(pattern, text)]
+        if hits:
+            found[what] = hits[:5]
+    lines = [line for line in text.splitlines() if re.search(NODE, line)]
+    bare = [line[:160] for line in lines if not re.search(r"[a-z_]\w*\.[a-z_][\w.]*", line)]
+    if bare:
+        found["a node name without its module"] = bare[:5]
+    return found
 
 
 def require_chromium() -> str:
@@ -65,7 +127,8 @@ def inspect_page(page: Path) -> dict:
         with tempfile.TemporaryDirectory() as profile:
             env = {**os.environ, "XDG_CONFIG_HOME": profile, "XDG_CACHE_HOME": profile, "HOME": profile}
             completed = subprocess.run(
-                [browser, *FLAGS, f"--user-data-dir={profile}", "--virtual-time-budget=5000", "--dump-dom",
+                [browser, *FLAGS, f"--user-data-dir={profile}", "--window-size=1400,900", "--virtual-time-budget=5000",
+                 "--dump-dom",
                  probe.resolve().as_uri()], capture_output=True, text=True, timeout=120, env=env)
     finally:
         probe.unlink()

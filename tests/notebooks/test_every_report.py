@@ -4,7 +4,7 @@ figures for people, nothing meant for a developer."""
 
 import pytest
 
-from browser import inspect_page
+from browser import inspect_page, leftovers
 from conftest import REPO, smoke_run
 from exactness.workbook import catalog
 from exactness.workbook.project import Project
@@ -21,11 +21,29 @@ def pages(smoke_batch):
 
 
 @pytest.mark.parametrize("study", STUDIES)
-def test_the_answers_or_findings_are_the_first_thing_a_reader_meets(pages, study):
+def test_the_answers_then_the_findings_are_the_first_things_a_reader_meets(pages, study):
     page = pages[study]
-    assert page["order"] and page["order"][0] in ("answers", "findings"), page["order"][:5]
-    assert page["order"][:2] != ["answers", "answers"] and "findings" in page["order"][:2]
+    assert page["order"][:2] == ["answers", "findings"], page["order"][:5]
     assert page["findings"] >= 1
+    assert [e["kind"] for e in page["first_screen"]][:1] == ["answers"]  # on the first screen at 1400 x 900
+
+
+@pytest.mark.parametrize("study", STUDIES)
+def test_no_leftover_reaches_the_page(pages, study):
+    page = pages[study]
+    assert page["markers"] == [], "missing-value markers in table cells"
+    assert page["hidden_classes"] == [], "classes only a folded part of a class table shows"
+    assert page["empty_sections"] == [], "sections with nothing under them"
+    assert leftovers(page["text"]) == {}
+
+
+def test_the_index_opens_with_answer_cards(smoke_batch):
+    page = inspect_page(smoke_batch[0] / "index.html")
+    screen = [e["kind"] for e in page["first_screen"]]
+    assert screen and set(screen) == {"answer card"}, page["first_screen"]
+    assert not page["errors"] and leftovers(page["text"]) == {}
+    runs = page["text"][page["text"].index("All runs"):]
+    assert "[new]" not in runs and "reproduced" not in runs  # no finding repeated below the cards
 
 
 @pytest.mark.parametrize("study", STUDIES)
