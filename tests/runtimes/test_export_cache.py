@@ -55,3 +55,12 @@ def test_a_damaged_entry_is_exported_again_never_used(tmp_path):
     assert not found.cached and "damaged" in found.rebuilt
     assert cache.export(model, inputs, dynamic=False).cached  # and the rebuilt entry is whole again
     assert not list(tmp_path.glob(".*"))  # no temporary file left behind
+
+
+def test_nested_inputs_the_attention_code_and_training_mode_are_in_the_key():
+    model, inputs = _model(0)
+    a = export_cache.export_key(model, {"x": [torch.tensor([1.00001])]}, dynamic=False)
+    assert a != export_cache.export_key(model, {"x": [torch.tensor([1.00002])]}, dynamic=False)
+    key = export_cache.export_key(model, inputs, dynamic=False)
+    model.train()
+    assert export_cache.export_key(model, inputs, dynamic=False) != key

@@ -34,7 +34,8 @@ ATEN_CATEGORIES = {
     "aten.nonzero": "nonzero",
     "aten.bernoulli": "random", "aten.rand": "random", "aten.randn": "random", "aten.rand_like": "random",
     "aten.randn_like": "random", "aten.uniform_": "random", "aten.normal_": "random", "aten.multinomial": "random",
-    "aten.exponential_": "random",
+    "aten.exponential_": "random", "aten.bernoulli_": "random", "aten.randint": "random", "aten.randperm": "random",
+    "aten.random_": "random",
 }
 
 
@@ -74,7 +75,7 @@ def _copy(value):
     return value
 
 
-class ForwardStopped(Exception):
+class ForwardStopped(BaseException):  # not an Exception: model code catching `Exception` must not swallow it
     """Raised inside the forward once every call a screen waits for is recorded: the rest is not needed."""
 
 

@@ -45,20 +45,37 @@ def _feed(hasher, name: str, tensor: torch.Tensor) -> None:
     hasher.update(value.reshape(-1).view(torch.uint8).numpy().tobytes() if value.numel() else b"")
 
 
+def _our_export_code() -> str:
+    """How this project calls the exporter and what it does to the graph after (`onnx_graph`): part of the key."""
+    return hashlib.sha256(Path(onnx_graph.__file__).read_bytes()).hexdigest()
+
+
+def _feed_value(hasher, name: str, value) -> None:
+    if isinstance(value, torch.Tensor):
+        _feed(hasher, name, value)
+    elif isinstance(value, dict):
+        for key, item in sorted(value.items()):
+            _feed_value(hasher, f"{name}.{key}", item)
+    elif isinstance(value, (list, tuple)):
+        for index, item in enumerate(value):
+            _feed_value(hasher, f"{name}.{index}", item)
+    else:
+        hasher.update(f"{name}={value!r}".encode())
+
+
 def export_key(model: torch.nn.Module, inputs: dict[str, torch.Tensor], dynamic: bool) -> str:
     hasher = hashlib.sha256()
     config = getattr(model, "config", None)
     header = {"class": f"{type(model).__module__}.{type(model).__qualname__}", "dynamic": bool(dynamic),
               "config": config.to_json_string(use_diff=False) if hasattr(config, "to_json_string") else "",
-              "options": EXPORTER_OPTIONS, "versions": _versions()}
+              # not in the config's JSON, yet it picks the attention code the exporter traces
+              "attention": str(getattr(config, "_attn_implementation", "")), "training": bool(model.training),
+              "options": EXPORTER_OPTIONS, "versions": _versions(), "code": _our_export_code()}
     hasher.update(json.dumps(header, sort_keys=True).encode())
     for name, tensor in sorted({**dict(model.named_parameters()), **dict(model.named_buffers())}.items()):
         _feed(hasher, f"state.{name}", tensor)
-    for name, tensor in sorted(inputs.items()):
-        if isinstance(tensor, torch.Tensor):
-            _feed(hasher, f"input.{name}", tensor)
-        else:
-            hasher.update(f"input.{name}={tensor!r}".encode())
+    for name, value in sorted(inputs.items()):
+        _feed_value(hasher, f"input.{name}", value)  # nested tensors by their bytes, never by a printed repr
     return hasher.hexdigest()
 
 

@@ -89,14 +89,39 @@ def test_never_flips_needs_enough_seeds_and_otherwise_says_how_many():
     assert verdicts.RatePolicy().seeds_needed() == math.ceil(math.log(0.05) / math.log1p(-15 / 40000))
 
 
-def test_the_stratified_rate_is_wilsons_when_every_candidate_is_checked():
-    whole = verdicts.stratified({True: (3, 30), False: (0, 8)}, {True: 30, False: 1970})
-    low, high = wilson_interval(3, 30)
-    assert whole.per == pytest.approx(3 / 2000 * 40000)
-    assert whole.low == pytest.approx(30 * low / 2000 * 40000)
-    assert whole.high == pytest.approx((30 * high + 1970 * wilson_interval(0, 8)[1]) / 2000 * 40000)
-    sampled = verdicts.stratified({True: (5, 10), False: (0, 0)}, {True: 100, False: 0})
-    assert sampled.per == pytest.approx(40000 * 0.5)
+def test_the_rate_is_wilsons_when_every_candidate_is_checked_and_bounded_by_the_unchecked_otherwise():
+    whole = verdicts.estimate(3, 30, 30, 2000)
+    low, high = wilson_interval(3, 2000)
+    assert (whole.per, whole.low, whole.high) == pytest.approx((60.0, 40000 * low, 40000 * high))
+    # 10 of 40 candidates checked smallest margins first, 2 flipped: not a random sample, so between 2 and 32
+    capped = verdicts.estimate(2, 10, 40, 2000)
+    assert (capped.low, capped.high) == pytest.approx((2 / 2000 * 40000, 32 / 2000 * 40000))
+    assert capped.per == pytest.approx(8 / 2000 * 40000)
+    # failures beyond reach only from their own sample (calibration seeds there)
+    beyond = verdicts.estimate(0, 10, 10, 2000, outside=(1, 8), size_out=1990)
+    assert beyond.per == pytest.approx(1990 / 8 / 2000 * 40000) and beyond.high > beyond.per > beyond.low > 0
+
+
+def test_a_flip_among_values_that_are_not_finite_is_a_defect_not_a_tie():
+    both_nan = _tables([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, within_noise=None)],
+                       [_seed(0, flipped=True)], [_margin(0, 1, float("nan"), flipped_nonfinite=13)])
+    found = verdicts.verdict(both_nan, verdicts.RatePolicy(), 16.0)
+    assert found.cause is verdicts.Cause.DEFECT and "not all finite" in found.proof
+
+
+def test_a_flip_downstream_of_another_is_not_judged_by_its_margin():
+    reached = [_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, within_noise=None,
+                       rule_mismatched=3)]
+    cascade = _margin(0, 1, 300.0, match_verified=False)  # reads other values after an upstream flip
+    found = verdicts.verdict(_tables(reached, [_seed(0, flipped=True)], [cascade]), verdicts.RatePolicy(), 16.0)
+    assert found.cause is verdicts.Cause.NEAR_TIE
+
+
+def test_never_flips_needs_the_values_proven_too():
+    failing = _tables([_output(0, output="y")], [_seed(0, passed=False)], [_margin(0)],
+                      screened=verdicts.RatePolicy().seeds_needed() + 10)
+    found = verdicts.verdict(failing, verdicts.RatePolicy(), 16.0)
+    assert found.cause is verdicts.Cause.FLOAT_NOISE and "fails on 1 of 1 seeds" in found.action
 
 
 @pytest.mark.parametrize("actual, expected", [
@@ -107,11 +132,13 @@ def test_the_stratified_rate_is_wilsons_when_every_candidate_is_checked():
     ({"a": torch.tensor([1.0] * 90 + [9.0] * 10)}, {"a": torch.tensor([1.0] * 100)}),
     ({"a": torch.tensor([float("nan")] * 2 + [1.0] * 98)}, {"a": torch.tensor([float("nan")] * 2 + [1.0] * 98)}),
     ({"a": torch.tensor(1.0)}, {"a": torch.tensor(1.0005)}),
+    ({"a": torch.tensor([1001, 2001, 3001])}, {"a": torch.tensor([1000, 2000, 3000])}),  # integers get atol/rtol too
+    ({"a": torch.tensor([1, 2, 9])}, {"a": torch.tensor([1, 2, 3])}),
 ])
 def test_the_rule_from_counts_is_the_export_tests_rule(actual, expected):
     rows = []
     for name in expected:
-        row = OutputRow(MODEL, "static", 0, name, True, True)
+        row = OutputRow(MODEL, "static", 0, name, expected[name].is_floating_point(), True)
         check.compare_output(row, actual[name].numpy(), expected[name], None, 1e-3, 1e-3)
         rows.append(row)
     assert verdicts.rule_passes(frame(rows, OutputRow)) == bool(export_test_rule(actual, expected))
@@ -157,3 +184,35 @@ def test_a_defect_says_whether_the_export_tests_rule_passes_it_all_the_same():
                       ops=OPS.iloc[:0])
     found = verdicts.verdict(drifted, verdicts.RatePolicy(), 16.0)
     assert found.cause is verdicts.Cause.DEFECT and "rule passes on 1 of 1 checked seed all the same" in found.proof
+
+
+def test_a_nonzero_flips_where_the_two_sides_select_other_elements():
+    from exactness.studies.discrete_ops import margins
+
+    eager = np.array([[0, 1], [1, 0]])  # torch: one row per selected element
+    ort = np.array([[0, 1], [0, 1]])  # ONNX: one row per dimension, (0, 0) and (1, 1)
+    changed = margins.flipped_decisions("nonzero", eager, ort, shape=(2, 2))
+    assert changed.tolist() == [True, True, True, True]
+    same = margins.flipped_decisions("nonzero", eager, eager.T, shape=(2, 2))
+    assert not same.any() and same.size == 4
+
+
+def test_the_float64_reference_draws_what_eager_drew_and_chooses_what_it_chose():
+    class Noisy(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.proj = torch.nn.Linear(4, 6)
+
+        def forward(self, x):
+            h = self.proj(x) + torch.rand(5, 6)  # a draw, then a choice that reads it
+            return {"pick": h.argmax(-1), "h": h}
+
+    from exactness.runtimes import discrete_recorder
+
+    torch.manual_seed(0)
+    model, inputs = Noisy().eval(), {"x": torch.randn(5, 4)}
+    raw, records = discrete_recorder.record(model, inputs, seed=3)
+    reference, note = check._float64_reference(model, inputs, records)
+    assert reference is not None and "forced" in note
+    assert torch.equal(reference["pick"], raw["pick"])
+    assert (reference["h"] - raw["h"].double()).abs().max() < 1e-6  # the same draw, in float64

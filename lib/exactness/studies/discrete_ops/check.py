@@ -59,7 +59,7 @@ def _count(row: GraphRow, lookup) -> None:
         row.cached_exports += 1
     else:
         row.exports += 1
-    row.export_seconds += lookup.graph.export_seconds
+        row.export_seconds += lookup.graph.export_seconds
 
 
 def prepare(task: ClassTask, seeds: list[int], cache: ExportCache, make) -> ClassGraph:
@@ -199,13 +199,25 @@ def forcing(record: discrete_recorder.Record, choice: np.ndarray):
     return select
 
 
+def _drawn(record: discrete_recorder.Record):
+    """A replacement that makes a random op draw what this record drew (in place where the op draws in place)."""
+    drawn = record.output
+
+    def replace(args, kwargs, out):
+        value = drawn.to(out.dtype)
+        if record.op.endswith("_") and isinstance(args[0], torch.Tensor):
+            args[0].copy_(value)
+            return args[0]
+        return value
+
+    return replace
+
+
 def own_choices(records: list[discrete_recorder.Record]) -> dict:
-    """Replacements that make another run of the same forward (float64) choose what these records chose."""
-    if any(r.category == "random" for r in records):
-        return {}  # a random draw has no choice to force: the reference is left unforced
-    # a nonzero's choice is forced in ORT's layout (one row per dimension), as `forcing` takes it
-    return {(r.op, r.call): forcing(r, r.output.numpy().T if r.category == "nonzero" else eager_choice(r))
-            for r in records}
+    """Replacements that make another run of the same forward (float64) choose, and draw, what these records
+    chose and drew. A nonzero's choice is forced in ORT's layout (one row per dimension), as `forcing` takes it."""
+    return {(r.op, r.call): _drawn(r) if r.category == "random" else
+            forcing(r, r.output.numpy().T if r.category == "nonzero" else eager_choice(r)) for r in records}
 
 
 def _read_ort(op: discrete_scan.DiscreteOp, values: dict) -> list:
@@ -252,7 +264,7 @@ def _float64_reference(built: torch.nn.Module, inputs: dict, records) -> tuple[d
         raw, wide_records = discrete_recorder.record(wide, wide_inputs, force=force, seed=EXPORT_TEST_FORWARD_SEED)
     except Exception as error:  # a model that does not run in float64 has no reference: said, not hidden
         return None, f"no float64 reference ({type(error).__name__}: {' '.join(str(error).split())[:200]})"
-    if sum(r.forced for r in wide_records) != len(force):
+    if [(r.op, r.call, r.forced) for r in wide_records] != [(r.op, r.call, True) for r in records]:
         return None, "no float64 reference: its forward made other discrete calls than float32's"
     return flatten_outputs(raw), ("float64, eager's choices forced" if force else "float64")
 
@@ -288,10 +300,11 @@ def compare_output(row: OutputRow, produced: np.ndarray, eager: torch.Tensor, re
     if not row.same_shape:
         row.max_abs_diff, row.mismatched, row.rule_mismatched = float("inf"), int(wanted.size), int(wanted.size)
         return
-    actual = torch.from_numpy(np.array(got)).to(eager.dtype)
-    close = torch.isclose(actual, eager.detach(), rtol=rtol, atol=atol, equal_nan=False) if eager.is_floating_point() \
-        else actual == eager.detach()
-    row.rule_mismatched = int((~close).sum())
+    row.same_dtype = str(got.dtype) == str(eager.detach().numpy().dtype) if eager.dtype != torch.bfloat16 else True
+    actual = torch.from_numpy(np.array(got)).to(torch.float64)
+    # `assert_close` applies the test's atol and rtol to integers too, and counts NaN against NaN as a mismatch
+    close = torch.isclose(actual, eager.detach().to(torch.float64), rtol=rtol, atol=atol, equal_nan=False)
+    row.rule_mismatched = int((~close).sum()) if row.same_dtype else int(wanted.size)
     got = got.astype(np.float64)
     row.nonfinite_mismatch = nonfinite_mismatch(got, wanted)
     diff = np.abs(got - wanted)
@@ -308,7 +321,7 @@ def compare_output(row: OutputRow, produced: np.ndarray, eager: torch.Tensor, re
     row.scale_ulp = _scale_ulp(wide)
     row.eager_f64_err, row.ort_f64_err = _max_abs(wanted, wide), _max_abs(got, wide)
     row.noise_bound = NOISE_FACTOR * max(row.eager_f64_err, row.scale_ulp)
-    if not row.reached_by_flip:
+    if not (row.reached_by_flip or row.reached_by_draw):
         row.within_noise = bool(row.nonfinite_mismatch == 0 and row.ort_f64_err <= row.noise_bound)
 
 
@@ -379,7 +392,8 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
         row.match_trusted = row.match_verified or (m.how == "traced call number" and same_size)
         if row.match_trusted or (op.category == "nonzero" and m.how == "traced call number"):
             ort = ort_choice(op, values, rec)
-            changed = margins_of.flipped_decisions(op.category, eager_choice(rec), ort, sel)
+            changed = margins_of.flipped_decisions(op.category, eager_choice(rec), ort, sel,
+                                                   shape=np.shape(eager_read[0]))
             row.flipped = float(changed.sum())
             if changed.any():
                 force[(rec.op, rec.call)] = forcing(rec, ort)
@@ -392,6 +406,7 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
                 row.flipped_nonfinite = int((at & ~both).sum()) if both.size == at.size else int(at.sum())
         margin_rows.append(row)
     counted_nodes = {op.node for op in cg.ops if counted(op)}
+    drawn_outputs = {name for op in cg.ops if op.category == "random" for name in op.reaches_outputs}
     flipped_counted = any(r.flipped > 0 for r in margin_rows if r.node in counted_nodes)
     stray = not flipped_counted and any(r.flipped > 0 for r in margin_rows if r.node not in counted_nodes)
     reference, reference_note = _float64_reference(built, inputs, records)
@@ -400,12 +415,15 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
     out_rows = []
     for graph_output, mine in pairs:
         row = OutputRow(task.model, task.shape_mode, seed, graph_output, eager[mine].is_floating_point(), True,
-                        reached_by_flip=graph_output in flipped_outputs)
+                        reached_by_flip=graph_output in flipped_outputs, reached_by_draw=graph_output in drawn_outputs)
         compare_output(row, produced[graph_output], eager[mine],
                        reference.get(mine) if reference is not None else None, atol, rtol)
         out_rows.append(row)
     if force:  # eager again, with ORT's choices at every op that flipped
-        forced_raw, _ = discrete_recorder.record(built, inputs, force=force, seed=EXPORT_TEST_FORWARD_SEED)
+        forced_raw, forced_records = discrete_recorder.record(built, inputs, force=force,
+                                                              seed=EXPORT_TEST_FORWARD_SEED)
+        if sum(r.forced for r in forced_records) != len(force):  # a choice not forced explains nothing
+            forced_raw = raw
         forced = flatten_outputs(forced_raw)
         for row, (graph_output, mine) in zip(out_rows, pairs, strict=True):
             if not row.reached_by_flip or mine not in forced or not row.same_shape:

@@ -81,9 +81,10 @@ def seed_class_rate(result: Result) -> Finding | None:
     n = verdict.screened or verdict.checked
     k = int(rows[rows.flipped.fillna(0) > 0].seed.nunique())
     result_verdict, why = rate_verdict(k, n, seed_k, seed_n)
-    if verdict.candidates > verdict.checked:
-        result_verdict, why = "not comparable", (f"only {count(verdict.checked)} of {count(verdict.candidates)} seeds "
-                                                 "within reach of a tie were checked")
+    if verdict.candidates > verdict.checked_candidates:
+        result_verdict = "not comparable"
+        why = (f"only {count(verdict.checked_candidates)} of {count(verdict.candidates)} seeds within reach of a tie "
+               "were checked")
     return Finding(f"{SEED_MODEL}: {rate_text(k, n, 'seeds with a flipped quantizer argmax')}.", f"{k} in {n}",
                    result_verdict, source=seed_text, why=why, evidence="margins table, the quantizer's ArgMax")
 

@@ -105,12 +105,20 @@ def margins(category: str, op_type: str, read: list, selection: Selection | None
     return None
 
 
-def flipped_decisions(category: str, eager_choice, ort_choice, selection: Selection | None = None) -> np.ndarray:
+def flipped_decisions(category: str, eager_choice, ort_choice, selection: Selection | None = None,
+                      shape: tuple | None = None) -> np.ndarray:
     """Per decision (in the order of `margins`), whether ORT chose differently: rows of an argmax or top-k (its
-    indices), elements of a comparison or rounding; a nonzero is one decision over the whole tensor."""
+    indices), elements of a comparison or rounding, and for a nonzero (`shape`: what it read) each element, from
+    the coordinates each side selected (eager's one row per element, ORT's one row per dimension)."""
     a, b = np.asarray(eager_choice), np.asarray(ort_choice)
     if category == "nonzero":
-        return np.array([a.size != b.size or not np.array_equal(np.sort(a.reshape(-1)), np.sort(b.reshape(-1)))])
+        chosen = []
+        for coordinates in (a.reshape(-1, len(shape)).T if a.size else a.reshape(len(shape), 0),
+                            b.reshape(len(shape), -1)):
+            mask = np.zeros(shape, dtype=bool)
+            mask[tuple(coordinates.astype(np.int64))] = True
+            chosen.append(mask.ravel())
+        return chosen[0] != chosen[1]
     if a.size != b.size:
         raise ValueError(f"eager chose {a.shape} values, ORT {b.shape}: the two do not describe the same op")
     if category == "topk" and selection is not None and selection.axis is not None:

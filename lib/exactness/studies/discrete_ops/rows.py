@@ -22,20 +22,8 @@ class ClassTask:
     def resume_key(self) -> str:
         return f"{self.model}|{self.shape_mode}"
 
-    def __str__(self) -> str:  # a shard's name is made from str() of its first and last items
+    def __str__(self) -> str:  # a sweep's label names its task: shards of two shape modes never mix
         return self.resume_key
-
-
-@dataclass(frozen=True)
-class SeedChunk:
-    """Some seeds of one class and shape mode, as a sweep item."""
-
-    task: ClassTask
-    seeds: tuple[int, ...]
-    phase: str  # "screen", "calibration" or "candidates"
-
-    def __str__(self) -> str:
-        return f"{self.task}|{self.phase}|{self.seeds[0]}-{self.seeds[-1]}"
 
 
 @dataclass
@@ -44,7 +32,7 @@ class GraphRow:
     shape_mode: str
     exports: int = 0  # fresh exports run (cache misses)
     cached_exports: int = 0  # exports read from the cache
-    export_seconds: float = 0.0  # what the fresh exports took (a cached one: what it took when it was made)
+    export_seconds: float = 0.0  # what this run's fresh exports took
     swap: str = ""  # whether the weight swap was learnt, and on what
     rebuild: str = ""  # how each seed's model is built: "rebuilt in place" or why it is built plainly
     screen: str = ""  # how many seeds the eager screen ran, or why it did not
@@ -129,6 +117,7 @@ class OutputRow:
     output: str
     floating: bool
     same_shape: bool
+    same_dtype: bool = True
     numel: int = 0
     zero_dim: bool = False  # a 0-d tensor: torch's message for it has no "Mismatched elements", so no allowance
     rule_mismatched: int = 0  # elements `torch.testing.assert_close` counts as not close (NaN against NaN too)
@@ -142,6 +131,7 @@ class OutputRow:
     noise_bound: float = float("nan")  # NOISE_FACTOR x max(eager's error, scale_ulp)
     within_noise: bool | None = None  # ORT within the bound of the reference (None: no reference, or a flip)
     reached_by_flip: bool = False  # a discrete op that flipped on this seed reaches this output
+    reached_by_draw: bool = False  # a random op reaches it: the runtimes draw different numbers
     forced_max_abs_diff: float = float("nan")
     forced_mismatched: int = 0
     explained_by_flip: bool | None = None  # forced eager within the bound of ORT (None: nothing flipped)

@@ -3,7 +3,7 @@
 from dataclasses import dataclass
 
 from exactness.models import names, subject_names, tiny_subjects
-from exactness.workbook.parameter_rules import EachOf, OneOf, Positive, Switch
+from exactness.workbook.parameter_rules import AtLeast, EachOf, OneOf, Switch
 from exactness.workbook.study_rules import AT_LEAST_ONE, SCHEDULER, SEED, TOLERANCE, WORKERS, Registration
 
 
@@ -43,5 +43,6 @@ STUDY = Registration({
     "seed_start": SEED, "n_seeds": AT_LEAST_ONE, "shape_modes": EachOf(OneOf(names.SHAPE_MODES, "shape mode")),
     "workers": WORKERS, "max_fresh_exports": AT_LEAST_ONE, "scheduler": SCHEDULER,
     "calibration_seeds": AT_LEAST_ONE, "max_checks": AT_LEAST_ONE, "atol": TOLERANCE, "rtol": TOLERANCE,
-    "never_flip_rate": Positive(), "fast_paths": Switch("no screen: every seed checked against ORT"),
+    "never_flip_rate": AtLeast(1e-9, "", maximum=0.5, why_maximum="it is a rate of flips per seed"),
+    "fast_paths": Switch("no screen: every seed checked against ORT"),
 }, across=cross_problems)

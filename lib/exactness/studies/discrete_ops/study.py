@@ -18,8 +18,8 @@ The verdicts (`verdicts.verdict`) then read the rows; a class with a defect is l
 A class comes from the registry, from a transformers checkout's own tester (`Settings.transformers_tests`), or from
 your builder (`exactness.models.sources`); `models` may name `skipped`, every class the checkout's export test keeps
 out of its value comparison. A class that cannot be built (its tester does not import, your builder raises or
-returns something else, its tester skips it here) or exported is one line in the graphs table, its verdict "export
-failed" with that line as its proof, and the other classes run on.
+returns something else, its tester skips it here) or exported is one line in the graphs table, its verdict "not
+run" with that line as its proof, and the other classes run on.
 """
 
 from __future__ import annotations
@@ -251,7 +251,7 @@ def _sweep_class(task: ClassTask, cg: check.ClassGraph, seeds: list[int], settin
     fresh_only = cg.plan is None
     first = seeds[: max(1, min(settings.calibration_seeds, settings.max_fresh_exports if fresh_only else n_seeds))]
     mine.append(sweep.map_chunks(_Check(cg, settings, "calibration"), first, workers, 2,
-                                 f"discrete ops: {task.model} calibration", progress_every, scheduler, shards,
+                                 f"discrete ops: {task} calibration", progress_every, scheduler, shards,
                                  combine=_joined))
     counted_nodes = {op.node for op in cg.ops if check.counted(op) and op.category != "random"}
     noise = verdicts_of.noise_ulps(mine[-1]["margins"], counted_nodes)
@@ -270,7 +270,7 @@ def _sweep_class(task: ClassTask, cg: check.ClassGraph, seeds: list[int], settin
     if screening:
         items = [(task, s) for s in seeds]
         screen = sweep.map_chunks(_Screen({task: cg.ops}, settings), items, workers, SCREEN_CHUNK,
-                                  f"discrete ops: {task.model} screen", progress_every, scheduler, shards)
+                                  f"discrete ops: {task} screen", progress_every, scheduler, shards)
     # a class that ties on every calibration seed needs no more checks than it takes to measure a rate near 1
     cap = settings.max_checks if screening or not settings.fast_paths else min(settings.max_checks, TIE_CHECKS)
     budget = (settings.max_fresh_exports if fresh_only else cap) - len(first)
@@ -282,7 +282,7 @@ def _sweep_class(task: ClassTask, cg: check.ClassGraph, seeds: list[int], settin
         chosen = [s for s in seeds if s not in set(first)]
     if chosen:
         mine.append(sweep.map_chunks(_Check(cg, settings, "candidates"), chosen, workers, 2,
-                                     f"discrete ops: {task.model} candidates", progress_every, scheduler, shards,
+                                     f"discrete ops: {task} candidates", progress_every, scheduler, shards,
                                      combine=_joined))
     if not screening:
         screen = screen_from_checks(mine, task, counted_nodes)
@@ -358,8 +358,12 @@ def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graph
         if first.cause is verdicts_of.Cause.DEFECT and task in graphs:
             seed = first.defect_seed
             made = _fresh(task.model, settings.transformers_tests)(seed)
-            spot = localize.localize(graphs[task], seed, made.model, made.inputs, ExportCache(settings.cache),
-                                     first.defect_output)
+            try:
+                spot = localize.localize(graphs[task], seed, made.model, made.inputs, ExportCache(settings.cache),
+                                         first.defect_output)
+            except Exception as error:  # the defect stands, proven; only where it starts is not found
+                spot = localize.Localization(task.model, task.shape_mode, seed, "", "not localized",
+                                             detail=f"{type(error).__name__}: {' '.join(str(error).split())[:300]}")
             localizations.append(spot)
             where = spot.where
             first = verdicts_of.verdict(mine, settings.policy, reach, where)

@@ -80,23 +80,28 @@ class Estimate:
         return f"{self.per:.3g} per {PER:,} (95% {self.low:.3g} to {self.high:.3g})"
 
 
-def stratified(events: dict[bool, tuple[int, int]], sizes: dict[bool, int]) -> Estimate:
-    """Events per PER seeds when the screened seeds split into candidates (True) and the rest (False), each
-    stratum sampled by its checks: `events[stratum] = (events, checked)`, `sizes[stratum]` its seeds screened.
-    Each stratum's rate has its Wilson interval; the totals add the strata's point estimates and their bounds
-    (a conservative interval). A stratum with no check contributes nothing: the screen's premise is that no
-    flip happens beyond its reach, and a defect shows on the calibration seeds, which are checked whole."""
-    total = sum(sizes.values())
-    point = low = high = 0.0
-    for stratum, size in sizes.items():
-        k, n = events.get(stratum, (0, 0))
-        if not n or not size:
-            continue
-        lo, hi = wilson_interval(k, n)
-        point, low, high = point + size * k / n, low + size * lo, high + size * hi
-    scale = PER / total if total else float("nan")
-    return Estimate(point * scale, low * scale, high * scale, sum(k for k, _ in events.values()),
-                    sum(n for _, n in events.values()))
+def estimate(k_in: int, checked_in: int, size_in: int, total: int,
+             outside: tuple[int, int] | None = None, size_out: int = 0) -> Estimate:
+    """Events per PER seeds from a screen's two strata. The seeds within reach of a tie (`size_in`) are checked
+    smallest margins first, not at random: the count there lies between the `k_in` found and `k_in` plus every
+    unchecked one (the point extrapolates the checked fraction). Beyond reach an event needs a sample of its own
+    (`outside`: events and checks among the calibration seeds there, for failures no flip explains), else none
+    happens there (the screen's premise: no flip beyond the noise's reach). When every seed where an event can
+    happen was checked, the count is exact and the interval is Wilson's for a rate seen k times in `total`."""
+    unchecked = size_in - checked_in
+    if not total:
+        return Estimate(float("nan"), float("nan"), float("nan"), 0, 0)
+    if unchecked <= 0 and outside is None:
+        low, high = wilson_interval(k_in, total)
+        return Estimate(PER * k_in / total, PER * low, PER * high, k_in, checked_in)
+    point = k_in + (unchecked * k_in / checked_in if checked_in else 0.0)
+    low, high = float(k_in), float(k_in + max(unchecked, 0))
+    if outside is not None and outside[1]:
+        k, n = outside
+        w_low, w_high = wilson_interval(k, n)
+        point, low, high = point + size_out * k / n, low + size_out * w_low, high + size_out * w_high
+    return Estimate(PER * point / total, PER * low / total, PER * min(high / total, 1.0), k_in + (outside or (0, 0))[0],
+                    checked_in + (outside or (0, 0))[1])
 
 
 def rule_passes(rows: pd.DataFrame) -> bool:
@@ -143,7 +148,8 @@ class ClassVerdict:
     where: str = ""  # a defect's first module (and node)
     screened: int = 0
     checked: int = 0
-    candidates: int = 0
+    candidates: int = 0  # seeds within reach of a tie
+    checked_candidates: int = 0  # of them, checked
     flips: Estimate | None = None
     failures: Estimate | None = None
     reach_ulps: float = float("nan")
@@ -201,6 +207,19 @@ class ClassTables:
     seeds: pd.DataFrame
 
 
+def _values(outputs: pd.DataFrame, seeds: pd.DataFrame, failing: set, checked: int) -> tuple[str, str]:
+    """What the outputs no flip reached show against float64: ("unproven" | "failing" | "clean", in words)."""
+    proven = outputs[outputs.floating.astype(bool) & ~outputs.reached_by_flip.astype(bool)] if len(outputs) \
+        else outputs
+    if len(proven) and proven.within_noise.isna().any():
+        note = seeds.reference.iloc[0] if len(seeds) else ""
+        return "unproven", f"no float64 reference to prove the noise ({note})"
+    worst = float((proven.ort_f64_err / proven.noise_bound).max()) if len(proven) else 0.0
+    words = (f"on every output of {plural(checked, 'seed')}, ORT's error from float64 is at most {worst:.2g} of the "
+             f"noise bound ({NOISE_FACTOR:g} times eager float32's own)")
+    return ("failing" if failing else "clean"), words
+
+
 def noise_ulps(margins: pd.DataFrame, counted_nodes: set[str]) -> float:
     """The largest eager-ORT difference of what the counted ops read, in ulps of each decision's scale, over calls
     whose match was verified on values (an upstream flip or a wrong match is not noise). NaN: none verified."""
@@ -224,6 +243,10 @@ def _defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect | N
         if len(shape):
             r = shape.iloc[0]
             return Defect(int(r.seed), r.output, f"seed {r.seed}: {r.output} has another shape in ORT than in eager")
+        dtype = out[~out.same_dtype.astype(bool)] if "same_dtype" in out else out.iloc[:0]
+        if len(dtype):
+            r = dtype.iloc[0]
+            return Defect(int(r.seed), r.output, f"seed {r.seed}: {r.output} has another dtype in ORT than in eager")
         nonfinite = out[(out.nonfinite_mismatch > 0) & ~out.reached_by_flip.astype(bool)]
         if len(nonfinite):
             r = nonfinite.iloc[0]
@@ -249,7 +272,15 @@ def _defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect | N
             return Defect(int(r.seed), "", f"seed {r.seed}: the input of {r.op_type} {r.node} is non-finite in "
                                            f"{int(r.reads_nonfinite_ort)} of {int(r.decisions)} decisions in ORT, "
                                            f"{int(r.reads_nonfinite_eager)} in eager")
-        far = live[(live.flipped > 0) & (live.flipped_margin_ulps > reach)]
+        unfinite = live[(live.flipped > 0) & ((live.flipped_nonfinite > 0) | live.flipped_margin_ulps.isna())]
+        if len(unfinite):
+            r = unfinite.iloc[0]
+            return Defect(int(r.seed), "", f"seed {r.seed}: {r.op_type} {r.node} chose differently among values that "
+                                           "are not all finite: no tie, a computation that breaks")
+        # a call verified on values whose choice flipped further from a tie than its own reads' noise can move it
+        # (a call downstream of another flip reads other values: not verified, so not judged here)
+        own = np.maximum(2 * live.read_noise_ulps.fillna(0), reach)
+        far = live[(live.flipped > 0) & live.match_verified.astype(bool) & (live.flipped_margin_ulps > own)]
         if len(far):
             r = far.iloc[0]
             return Defect(int(r.seed), "", f"seed {r.seed}: {r.op_type} {r.node} flipped where eager's margin is "
@@ -287,19 +318,18 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
     failing = set(seeds[~seeds.test_rule_passed.astype(bool)].seed) if len(seeds) else set()
     total = max(screened, checked)
     in_reach = set(t.screen.seed[t.screen.in_reach]) if len(t.screen) and "in_reach" in t.screen else set()
-    strata_sizes = {True: len(in_reach), False: total - len(in_reach)} if screened else {False: checked}
-
-    def estimate(events: set) -> Estimate:
-        by = {True: (0, 0), False: (0, 0)}
-        for stratum in (True, False):
-            mine = [s for s in seeds.seed if ((s in in_reach) == stratum)] if screened else (
-                list(seeds.seed) if not stratum else [])
-            by[stratum] = (sum(s in events for s in mine), len(mine))
-        return stratified(by, strata_sizes)
-
-    flips, failures = estimate(flipped_seeds), estimate(failing)
+    checked_seeds = set(seeds.seed) if len(seeds) else set()
+    checked_in = checked_seeds & in_reach if screened else checked_seeds
+    size_in = len(in_reach) if screened else checked
+    beyond = checked_seeds - in_reach if screened else set()
+    flips = estimate(len(flipped_seeds & checked_in), len(checked_in), size_in, total)
+    unexplained = {s for s in failing & beyond if s not in flipped_seeds}
+    failures = estimate(len(failing & checked_in), len(checked_in), size_in, total,
+                        (len(unexplained), len(beyond)) if unexplained else None, total - size_in)
+    unchecked = max(size_in - len(checked_in), 0)
     flipped_types = set(flipped_rows.op_type) if len(flipped_rows) else set()
-    common = dict(screened=screened, checked=checked, candidates=len(in_reach), flips=flips, failures=failures,
+    common = dict(screened=screened, checked=checked, candidates=len(in_reach), checked_candidates=len(checked_in),
+                  flips=flips, failures=failures,
                   reach_ulps=reach, noise_ulps=noise, **base)
     defect = _defect(t, counted_nodes, reach)
     if defect is not None:
@@ -336,43 +366,39 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
         compare = [o for o in outputs if o not in exclude]
         action = (f"compare {', '.join(compare) or 'nothing'}; exclude {', '.join(exclude)}"
                   + (" (or compare them tie-aware)" if cause is Cause.NEAR_TIE else ""))
-    elif not len(counted_ops):
-        proven = t.outputs[t.outputs.floating.astype(bool)] if len(t.outputs) else t.outputs
-        unproven = proven[proven.within_noise.isna()] if len(proven) else proven
-        if len(unproven):
-            cause = Cause.UNDECIDED
-            proof = f"no float64 reference to prove the noise ({seeds.reference.iloc[0] if len(seeds) else ''})"
-            action = "undecided: the values could not be checked against float64"
-        else:
-            worst = (proven.ort_f64_err / proven.noise_bound).max() if len(proven) else 0.0
-            cause = Cause.FLOAT_NOISE if failing else Cause.NOTHING_REACHES
-            proof = (f"no discrete op that can flip reaches an output; on every output of {plural(checked, 'seed')}, "
-                     f"ORT's error from float64 is at most {worst:.2g} of the noise bound ({NOISE_FACTOR:g} times "
-                     "eager float32's own)")
-            action = ("compare every output" + (" at a tolerance the noise needs: the export test's fails on "
-                                                 f"{len(failing)} of {checked} seeds" if failing else
-                                                 " at the test's tolerance (remove the skip)"))
+    else:  # no flip: what the values show, then whether the seeds bound the flip rate
+        state, words = _values(t.outputs, seeds, failing, checked)
         compare, exclude = outputs, []
-    else:
-        bound = policy.upper_bound(screened or checked)
-        unchecked = len(in_reach - set(seeds.seed)) if len(seeds) else len(in_reach)
-        if unchecked:  # candidates left unchecked may flip: their stratum bounds the rate, not the screen alone
-            bound = max(bound, flips.high / PER)
-        needed = policy.seeds_needed()
-        if bound < policy.rate:
-            cause = Cause.NEVER_FLIPS
-            proof = (f"no flip in {screened or checked:,} seeds screened ({len(in_reach)} within the noise's reach, "
-                     f"checked): the flip rate is below {bound:.2g}, under the rate asked for, {policy.rate:.2g}")
-            compare, exclude = outputs, []
-            action = "compare every output at the test's tolerance (remove the skip)"
+        if state == "unproven":
+            cause, proof = Cause.UNDECIDED, words
+            action = "undecided: the values could not be checked against float64"
+        elif state == "failing" or not len(counted_ops):
+            cause = Cause.FLOAT_NOISE if state == "failing" else Cause.NOTHING_REACHES
+            proof = ("no discrete op that can flip reaches an output; " if not len(counted_ops) else
+                     f"no flip in {total:,} seeds; ") + words
+            action = ("compare every output" + (f" at a tolerance the noise needs: the export test's fails on "
+                                                f"{len(failing)} of {checked} seeds" if failing else
+                                                " at the test's tolerance (remove the skip)"))
         else:
-            cause = Cause.UNDECIDED
-            proof = (f"no flip in {screened or checked:,} seeds"
-                     + (f" ({unchecked} of {len(in_reach)} within reach of a tie left unchecked)" if unchecked else "")
-                     + f": the flip rate is only bounded below {bound:.2g}, not under {policy.rate:.2g}")
-            compare, exclude = [o for o in outputs if o not in reached], sorted(reached)
-            action = f"undecided: about {needed:,} seeds decide (-p n_seeds {needed})"
-            common["seeds_needed"] = needed
+            bound = flips.high / PER if unchecked else policy.upper_bound(total)
+            needed = policy.seeds_needed()
+            left = f" ({unchecked} of {size_in} within reach of a tie left unchecked)" if unchecked else ""
+            if bound < policy.rate:
+                cause = Cause.NEVER_FLIPS
+                proof = (f"no flip in {total:,} seeds screened, every one of the {size_in} within the noise's reach "
+                         f"checked: the flip rate is below {bound:.2g}, under the rate asked for, {policy.rate:.2g}; "
+                         + words)
+                action = "compare every output at the test's tolerance (remove the skip)"
+            else:
+                cause = Cause.UNDECIDED
+                proof = (f"no flip in {total:,} seeds{left}: the flip rate is only bounded below {bound:.2g}, not "
+                         f"under {policy.rate:.2g}")
+                compare, exclude = [o for o in outputs if o not in reached], sorted(reached)
+                if unchecked:
+                    action = f"undecided: check every candidate (-p max_checks {size_in + len(beyond)})"
+                else:
+                    action = f"undecided: about {needed:,} seeds decide (-p n_seeds {needed})"
+                    common["seeds_needed"] = needed
     result = ClassVerdict(model, mode, cause, proof, action, compare, exclude,
                           where if cause is Cause.DEFECT else "", **common)
     result.reason_holds = reason_holds(claim, cause, flipped_types)
