@@ -206,3 +206,17 @@ def test_a_long_clip_s_plot_adds_a_panel_on_its_tail_and_shades_the_windows_of_a
     assert 3900 in shaded and 3900 in [patch.get_x() for patch in whole.patches]
     short = {key: value[:500] for key, value in long.items()}
     assert len(plots.batching_differences(short, 1, "audio", 100, "samples").axes) == 1  # 5 fields: whole only
+
+
+def test_a_long_difference_is_drawn_as_its_largest_value_per_bin():
+    import numpy as np
+
+    from exactness.studies.dac_batching import figures as plots
+
+    curve = np.zeros(2400)
+    curve[1::2] = 1e-6  # rounding every other sample: a wall of colour drawn sample by sample
+    curve[-244:] = 1.0
+    x, tops, width = plots.envelope(curve, 0, 2400)
+    assert width == 10 and len(x) == len(tops) == 240
+    assert (tops[:-25] == 1e-6).all() and tops[-24:].min() == 1.0  # the upper edge, and the tail where it starts
+    assert plots.panels(2400, 400) == [(0, 10)] and plots.panels(2400, 100) == [(0, 10), (2000, 2)]

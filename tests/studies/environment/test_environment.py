@@ -49,7 +49,8 @@ def test_threads_finding_says_whether_reductions_can_split():
 
 
 def test_kernels_finding_names_the_widest_extension():
-    assert "widest vector extension: avx2" in environment.kernels_finding(HARDWARE).claim
+    claim = environment.kernels_finding(HARDWARE).claim
+    assert "widest extension avx2" in claim and "(cpu_kernels: native, avx2, default)" in claim
     assert "no vector extension" in environment.kernels_finding({**HARDWARE, "vector_extensions": []}).claim
 
 

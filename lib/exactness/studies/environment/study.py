@@ -118,12 +118,11 @@ def kernels_finding(hardware: dict) -> Finding:
     widest = next((x for x in ("avx512f", "avx2", "avx", "sve", "asimd", "sse4_2") if x in extensions), None)
     capability = str(hardware.get("torch_cpu_capability", "unknown"))
     claim = (f"torch dispatches {capability} kernels on {hardware.get('cpu_model', 'an unknown CPU')}"
-             + (f" (widest vector extension: {widest})" if widest else " (no vector extension found)")
-             + "; other CPUs pick other kernels and round differently, so absolute noise figures hold for this "
-               "kind of machine.")
+             + (f" (widest extension {widest})" if widest else " (no vector extension found)")
+             + ": absolute noise figures hold for machines with these kernels.")
     sets = machine.available_kernel_sets(extensions)
-    claim += (f" The near-tie study can rerun its eager side here with the narrower kernels this CPU offers "
-              f"({', '.join(sets)}: its parameter cpu_kernels); ONNX Runtime's kernels cannot be chosen.")
+    claim += (f" The near-tie study can rerun eager here with the kernels of narrower CPUs (cpu_kernels: "
+              f"{', '.join(sets)}); ONNX Runtime's cannot be chosen.")
     ours = f"{capability}; extensions: {', '.join(extensions) or 'none'}; kernel sets: {', '.join(sets)}"
     return Finding(claim, ours, "new", evidence="hardware table")
 
