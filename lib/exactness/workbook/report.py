@@ -62,7 +62,7 @@ def export(notebook_path: Path, destination: Path, manifest: Manifest, links: di
                             exclude_output_prompt=True)
     body, _ = exporter.from_notebook_node(notebook, resources={"metadata": {"name": manifest.study}})
     body = _EXTERNAL_SCRIPT.sub("", body)
-    body = body.replace("</head>", _READER_STYLE + "</head>", 1)
+    body = body.replace("</body>", _READER_STYLE + "</body>", 1)  # at the end: the page text opens with its content
     body = re.sub(r"(<body[^>]*>)", lambda m: m.group(1) + banner(manifest, links), body, count=1)
     write_atomically(destination, body)  # whole or not at all: a full disk never leaves a cut report
     return destination
