@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exactness.workbook import catalog, findings, index, parameters
+from exactness.workbook import answers, catalog, findings, index, parameters
 from exactness.workbook.manifest import MANIFEST, Manifest, WriteError
 from exactness.workbook.project import Project, keep_state_inside
 
@@ -262,6 +262,8 @@ def cmd_show(project: Project, reference: str) -> int:
     if manifest.error:
         print(f"  error in cell {manifest.failed_cell}: {manifest.error}")
     summary = index.read_summary(folder)
+    for answer in answers.from_summary(summary):  # the answer table first, one line per class or configuration
+        print(f"  {answer.subject}: {answer.cause}; {answer.action}" + (f"; {answer.rate}" if answer.rate else ""))
     found = findings.from_summary(summary)
     for finding in found:
         print(f"  {finding.text()}")

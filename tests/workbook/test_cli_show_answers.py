@@ -1,0 +1,22 @@
+"""`exactness show` prints a run's answer lines before its findings, as its report and the index open."""
+
+import json
+
+from exactness.workbook import cli
+from exactness.workbook.answers import Answer
+from exactness.workbook.findings import Finding
+from exactness.workbook.manifest import Manifest
+
+
+def test_show_prints_the_answers_then_the_findings(tiny_project, capsys):
+    outputs = tiny_project / "outputs"
+    folder = outputs / "near_tie" / "r1"
+    folder.mkdir(parents=True)
+    Manifest(study="near_tie", run_id="r1", param_set="smoke", params={}, batch="b", status="passed",
+             started="2026-12-01T00:00:00+00:00", duration_s=1.0).write(folder)
+    summary = {"answers": [Answer("HubertModel", "near-tie", "compare tie-aware", "15 (95% 9 to 25)").to_dict()],
+               "findings": [Finding(claim="a claim", ours="1", verdict="new").to_dict()]}
+    (folder / "summary.json").write_text(json.dumps(summary))
+    assert cli.main(["show", str(folder), "--out", str(outputs)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1] == "  HubertModel: near-tie; compare tie-aware; 15 (95% 9 to 25)" and lines[2] == "  [new] a claim"
