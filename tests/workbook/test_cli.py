@@ -290,3 +290,19 @@ def test_an_empty_out_and_a_glob_pattern_as_a_run_are_refused_in_one_line(tiny_p
     exactness("run", "ok", "-f", "smoke", project=tiny_project)
     pattern = exactness("show", "*", project=tiny_project)
     assert pattern.returncode == 2 and "no run '*'" in pattern.stderr
+
+
+def test_list_params_names_each_parameter_with_its_type_default_and_meaning():
+    import subprocess
+    import sys
+
+    from conftest import REPO, cli_env
+
+    done = subprocess.run([sys.executable, "-m", "exactness", "list", "--params", "discrete_ops"],
+                          capture_output=True, text=True, env=cli_env(REPO), timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = {line.split()[0]: line for line in done.stdout.splitlines()}
+    assert "n_seeds" in lines and "int" in lines["n_seeds"] and "screened" in lines["n_seeds"]
+    unknown = subprocess.run([sys.executable, "-m", "exactness", "list", "--params", "nope"],
+                             capture_output=True, text=True, env=cli_env(REPO), timeout=60)
+    assert unknown.returncode == 2 and "unknown study 'nope'" in unknown.stderr

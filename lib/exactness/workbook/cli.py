@@ -34,7 +34,8 @@ def _parser() -> argparse.ArgumentParser:
     out_help = "outputs folder (default: <project>/outputs)"
     parser.add_argument("--out", help=out_help)
     commands = parser.add_subparsers(dest="command", required=True)
-    commands.add_parser("list", help="studies and their parameter sets")
+    listing = commands.add_parser("list", help="studies and their parameter sets")
+    listing.add_argument("--params", metavar="STUDY", help="a study's parameters: name, type, default, meaning")
     run = commands.add_parser("run", help="run a study (or all) through papermill")
     # also after the command (`exactness run near_tie --out DIR`); SUPPRESS: when not given there, the value
     # given before the command stays
@@ -109,7 +110,12 @@ def check_outputs(outputs: Path) -> None:
         raise ValueError(f"--out {outputs}: {existing} is not writable")
 
 
-def cmd_list(project: Project) -> int:
+def cmd_list(project: Project, study_name: str | None = None) -> int:
+    if study_name:
+        study = catalog.get(project, study_name)
+        for name, parameter in parameters.read_parameters(study.notebook).items():
+            print(f"{name:<20} {parameter.type_name:<14} {parameter.default!r:<24} {parameter.help}")
+        return 0
     for name, study in catalog.discover(project).items():
         print(f"{name:<20} {' '.join(study.param_sets) or '(no parameter sets)'}")
     return 0
@@ -331,7 +337,7 @@ def _main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         if args.command == "list":
-            return cmd_list(project)
+            return cmd_list(project, args.params)
         if args.command == "run":
             return cmd_run(project, args)
         if args.command == "index":
