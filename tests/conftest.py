@@ -12,6 +12,9 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
+# The fixture checkout's tests are transformers-style testers for the workbook to import, not tests of this project.
+# (Said here, not in a conftest.py of their own: a second module named `conftest` would shadow this one.)
+collect_ignore = ["fixtures"]
 
 
 def write_notebook(path: Path, parameters: str, *cells: str) -> Path:
