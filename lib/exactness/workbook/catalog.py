@@ -33,6 +33,9 @@ class Study:
 
     def param_file(self, name_or_path: str) -> Path:
         """A parameter set by name (`smoke`) or a path to a YAML file."""
+        if any(len(part) > 255 for part in Path(name_or_path).parts) or len(name_or_path) > 4096:
+            raise FileNotFoundError(f"no parameter set {name_or_path[:60]!r}... for study {self.name!r}: the name is "
+                                    f"{len(name_or_path):,} characters, longer than a file name can be")
         candidate = Path(name_or_path)
         if candidate.suffix in (".yaml", ".yml") and candidate.exists():
             return candidate

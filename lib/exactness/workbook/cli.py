@@ -79,9 +79,19 @@ def plan(project: Project, study_name: str, files: list[str], overrides: list[tu
         paths = [study.param_file(f) for f in chosen]
         spec = parameters.read_parameters(study.notebook)
         mine = [(n, v) for n, v in overrides if primary and (study_name != "all" or n in spec)]
-        label = "+".join(Path(f).stem for f in chosen) + ("+p" if mine else "")
+        label = _label([Path(f).stem for f in chosen], bool(mine))
         planned.append(PlannedRun(study, parameters.resolve(study.notebook, paths, mine), label))
     return planned
+
+
+def _label(stems: list[str], overridden: bool, longest: int = 40) -> str:
+    """The parameter sets' names in a run id, short enough for a folder name (the manifest keeps them all)."""
+    label = "+".join(stems) + ("+p" if overridden else "")
+    if len(label) <= longest:
+        return label
+    import hashlib
+
+    return f"{stems[0][:20]}+{len(stems) - 1}more-{hashlib.sha256(label.encode()).hexdigest()[:6]}"
 
 
 def _has_set(study: catalog.Study, name: str) -> bool:

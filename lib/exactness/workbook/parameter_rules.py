@@ -73,8 +73,11 @@ class Matches:
 
     pattern: str
     description: str
+    max_length: int = 256  # longer text is refused before any pattern or library reads it
 
     def problem(self, value: Any) -> str | None:
+        if isinstance(value, str) and len(value) > self.max_length:
+            return f"must be {self.description}, got {len(value):,} characters (at most {self.max_length})"
         if not isinstance(value, str) or not re.fullmatch(self.pattern, value):
             return f"must be {self.description}, got {value!r}"
         return None
@@ -96,17 +99,23 @@ class Switch:
 @dataclass(frozen=True)
 class RunFolder:
     """Another study's run to read: "" (none), "latest" (the newest passed run of the same outputs), or an
-    absolute path to a run folder. A relative path would be read from the notebook's own run folder."""
+    absolute path to a run folder of `study` whose `tables` are whole. A relative path would be read from the
+    notebook's own run folder."""
+
+    study: str = ""
+    tables: tuple[str, ...] = ()
 
     def problem(self, value: Any) -> str | None:
         if value in ("", "latest"):
             return None
-        path = Path(str(value))
+        if not isinstance(value, str) or len(value) > 4096:
+            return "must be \"\", \"latest\" or an absolute path to a run folder"
+        path = Path(value)
         if not path.is_absolute():
             return f"must be \"\", \"latest\" or an absolute path to a run folder, got {value!r}"
         if not (path / "manifest.json").is_file():
             return f"names {value!r}, which is not a run folder (no manifest.json there)"
-        return None
+        return run_folder_problem(path, self.study, self.tables)
 
 
 @dataclass(frozen=True)
@@ -165,3 +174,23 @@ def problems(rules: Mapping[str, Rule], values: Mapping[str, Any],
             where = f" (from {origin[name]})" if name in origin else ""
             found.append(f"{name}{where} {problem}")
     return found
+
+
+def run_folder_problem(path: Path, study: str, tables: tuple[str, ...]) -> str | None:
+    """Why a run folder cannot be read as `study`'s run with these tables whole, or None."""
+    import json
+
+    try:
+        found = json.loads((path / "manifest.json").read_text()).get("study", "")
+    except (OSError, ValueError, AttributeError):
+        return f"names {str(path)!r}, whose manifest.json does not parse"
+    if study and found != study:
+        return f"names {str(path)!r}, a run of {found or 'an unknown study'}, not of {study}"
+    for table in tables:
+        try:
+            import pyarrow.parquet as parquet
+
+            parquet.read_metadata(path / "tables" / f"{table}.parquet")
+        except (OSError, ValueError) as error:
+            return f"names {str(path)!r}, whose tables/{table}.parquet cannot be read ({type(error).__name__})"
+    return None

@@ -51,6 +51,11 @@ CORES = os.cpu_count() or 1
 SEED = AtLeast(0, maximum=2**63 - 1, whole=True, why_maximum="torch seeds are signed 64-bit integers")
 COUNT = AtLeast(0, whole=True)
 AT_LEAST_ONE = AtLeast(1, whole=True)
+# A sweep keeps a row per seed and class in memory and runs for hours at a few thousand seeds per second: beyond
+# this many seeds per class a run would not fit or not finish, and is refused before it starts.
+MAX_SEEDS = 10_000_000
+SEEDS = AtLeast(1, whole=True, maximum=MAX_SEEDS,
+                why_maximum="a sweep holds a row per seed, about 2 GB and hours of screening at this many")
 WORKERS = AtLeast(0, "0 means one worker per core", maximum=CORES, whole=True,
                   why_maximum=f"this machine has {CORES} cores; more workers only add memory")
 TOLERANCE = AtLeast(0)

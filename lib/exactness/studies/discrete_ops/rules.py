@@ -4,7 +4,7 @@ from dataclasses import dataclass
 
 from exactness.models import names, subject_names, tiny_subjects
 from exactness.workbook.parameter_rules import AtLeast, EachOf, OneOf, Switch
-from exactness.workbook.study_rules import AT_LEAST_ONE, SCHEDULER, SEED, TOLERANCE, WORKERS, Registration
+from exactness.workbook.study_rules import AT_LEAST_ONE, SCHEDULER, SEED, SEEDS, TOLERANCE, WORKERS, Registration
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ STUDY = Registration({
     # a registered class, a class of the checkout's testers, your builder (module:function), or `skipped`
     "models": ModelList(subject_names.ModelName(tiny_subjects.NAMES, "model", audit=True)),
     "transformers_tests": subject_names.CheckoutRoot(),
-    "seed_start": SEED, "n_seeds": AT_LEAST_ONE, "shape_modes": EachOf(OneOf(names.SHAPE_MODES, "shape mode")),
+    "seed_start": SEED, "n_seeds": SEEDS, "shape_modes": EachOf(OneOf(names.SHAPE_MODES, "shape mode")),
     "workers": WORKERS, "max_fresh_exports": AT_LEAST_ONE, "scheduler": SCHEDULER,
     "calibration_seeds": AT_LEAST_ONE, "max_checks": AT_LEAST_ONE, "atol": TOLERANCE, "rtol": TOLERANCE,
     "never_flip_rate": AtLeast(1e-9, "", maximum=0.5, why_maximum="it is a rate of flips per seed"),

@@ -15,5 +15,5 @@ STUDY = Registration({
     "seed_start": SEED, "n_draws": AT_LEAST_ONE,
     "shape_mode": OneOf(names.SHAPE_MODES, "shape mode"), "reference_draws": COUNT, "settings_draws": COUNT,
     "device": OneOf(("cpu", "cuda"), "device"), "workers": WORKERS,
-    "near_tie_run": RunFolder(),
+    "near_tie_run": RunFolder("near_tie", ("checks",)),
 })
