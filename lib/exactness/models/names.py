@@ -7,6 +7,8 @@ to theirs (`tests/models/test_names.py`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 # exactness.models.wav2vec2_family.MODELS: the four *ForPreTraining classes sharing the quantizer's argmax.
 WAV2VEC2_FAMILY = (
     "Wav2Vec2ForPreTraining",
@@ -27,3 +29,19 @@ DAC_ENCODER_PREFIX = "DacEncoder-"
 NOISE_SUBJECTS = WAV2VEC2_FAMILY + tuple(DAC_ENCODER_PREFIX + variant for variant in DAC_VARIANTS)
 # exactness.runtimes.graph_pool.SHAPE_MODES
 SHAPE_MODES = ("dynamic", "static")
+
+
+@dataclass(frozen=True)
+class ClassTask:
+    """One class and shape mode: a sweep item of the studies that export (its export, pool, screen or checks).
+    A model id may hold '/' (a hub id), so nothing ever splits the key."""
+
+    model: str
+    shape_mode: str
+
+    @property
+    def resume_key(self) -> str:
+        return f"{self.model}|{self.shape_mode}"
+
+    def __str__(self) -> str:  # a shard's name and a sweep's label are made from it: two shape modes never mix
+        return self.resume_key

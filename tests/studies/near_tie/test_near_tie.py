@@ -122,7 +122,7 @@ def test_sweep_tasks_resume_by_their_key_even_when_a_model_id_holds_a_slash(tmp_
 
     tasks = [near_tie.SeedTask("facebook/wav2vec2-base", "dynamic", seed) for seed in (3, 4, 5)]
     assert tasks[0].resume_key == "facebook/wav2vec2-base|dynamic|3" == str(tasks[0])
-    assert near_tie.PoolTask("org/model", "static").resume_key == "org/model|static"
+    assert near_tie.ClassTask("org/model", "static").resume_key == "org/model|static"
     store = ShardStore(tmp_path)
     first = sweep.map_chunks(_Named(), tasks, 1, 1, "exports", shards=store, combine=near_tie._flatten)
     assert first == [t.resume_key for t in tasks] and len(store.keys()) == 3

@@ -10,20 +10,7 @@ from dataclasses import asdict, dataclass, fields
 
 import pandas as pd
 
-
-@dataclass(frozen=True)
-class ClassTask:
-    """One class and shape mode: the unit of every phase (export, screen, checks, localization)."""
-
-    model: str
-    shape_mode: str
-
-    @property
-    def resume_key(self) -> str:
-        return f"{self.model}|{self.shape_mode}"
-
-    def __str__(self) -> str:  # a sweep's label names its task: shards of two shape modes never mix
-        return self.resume_key
+from exactness.models.names import ClassTask  # noqa: F401 (the discrete-ops rows name their task by it)
 
 
 @dataclass

@@ -13,6 +13,7 @@ import pandas as pd
 
 from exactness import reference
 from exactness.models import wav2vec2_family as family
+from exactness.models.names import ClassTask
 from exactness.models.seed_rebuild import Rebuilder
 from exactness.runtimes import codevector_lookup
 from exactness.runtimes.graph_pool import Case, GraphPool, export_fresh
@@ -83,21 +84,6 @@ class SeedTask:
         return self.resume_key
 
 
-@dataclass(frozen=True)
-class PoolTask:
-    """One class and shape mode's pool, as a sweep item (its preparation and first checks)."""
-
-    model: str
-    shape_mode: str
-
-    @property
-    def resume_key(self) -> str:
-        return f"{self.model}|{self.shape_mode}"
-
-    def __str__(self) -> str:
-        return self.resume_key
-
-
 class _CheckChunk:
     """Picklable `seeds -> _Batch` for worker processes; the pool travels with its learnt weight swap, so
     workers never export. ORT runs on one thread wherever the chunk runs: the table cannot depend on
@@ -158,10 +144,10 @@ class _Export:
 
 
 class _Warm:
-    """Picklable `[PoolTask, ...] -> [(pool, _Batch)]`: each pool prepared from the fresh exports of its first
+    """Picklable `[ClassTask, ...] -> [(pool, _Batch)]`: each pool prepared from the fresh exports of its first
     seeds (the template, then the one the weight swap is learnt and verified on), then those seeds checked."""
 
-    def __init__(self, first: dict[PoolTask, tuple[list[int], _CheckChunk]], exported: dict[SeedTask, object]):
+    def __init__(self, first: dict[ClassTask, tuple[list[int], _CheckChunk]], exported: dict[SeedTask, object]):
         self.first, self.exported = first, exported
 
     def __call__(self, tasks) -> list:
@@ -201,7 +187,7 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
     by = "smallest_gap_ulps" if threshold_ulps > 0 else "min_gap"
     candidates = screen[near_tie_scale.is_candidate(screen, threshold, threshold_ulps)].sort_values(["model", by,
                                                                                                    "seed"])
-    plans: dict[PoolTask, tuple[list[int], list[int], _CheckChunk]] = {}
+    plans: dict[ClassTask, tuple[list[int], list[int], _CheckChunk]] = {}
     for model, group in candidates.groupby("model", sort=True):
         by_gap = [int(s) for s in group.seed.tolist()[: max_checks or None]]
         seeds = sorted(by_gap)
@@ -210,7 +196,7 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
                                 what_if=set(by_gap[:what_if_checks]), keep_deltas=mode == shape_modes[0],
                                 fast_paths=fast_paths)
             first = seeds[:2] if replay_seed is None or replay_seed in seeds[:1] else [seeds[0], int(replay_seed)]
-            plans[PoolTask(model, mode)] = (seeds, first, chunk)
+            plans[ClassTask(model, mode)] = (seeds, first, chunk)
     tasks = [SeedTask(task.model, task.shape_mode, seed) for task, (_, first, _) in plans.items() for seed in first]
     exported = dict(sweep.map_chunks(_Export(), tasks, workers, 1, "exports", progress_every, scheduler, shards,
                                      combine=_flatten))
