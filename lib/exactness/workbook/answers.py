@@ -83,7 +83,7 @@ STYLE = """
 .cause-IEEE-floats { background: #c8e6c9; color: #1b5e20; }
 .cause-codes-flip, .cause-padding, .cause-flushes-subnormals, .cause-not-IEEE-spacing {
   background: #fff3c4; color: #6d4c00; }
-.cause-undecided, .cause-export-failed { background: #e0e0e0; color: #424242; }
+.cause-undecided, .cause-export-failed, .cause-not-run { background: #e0e0e0; color: #424242; }
 """
 
 # Every cause word any study uses, explained once (the index and every report show the same legend).
