@@ -16,8 +16,10 @@ def _cell(value) -> str:
     return "" if value is None else str(value)
 
 
-def write_benchmarks(table: pd.DataFrame, path: Path, machine: dict, folder: Path) -> Path:
-    """The table as markdown under its date and machine; each target with whether it was met."""
+def write_benchmarks(table: pd.DataFrame, path: Path, machine: dict, folder: Path,
+                     parts: tuple[str, ...] = (), left_out: tuple[str, ...] = ()) -> Path:
+    """The table as markdown under its date and machine; each target with whether it was met; the parts of
+    `make bench` this run measured and those it left out, so a missing row is never read as a met target."""
     columns = [c for c in ("benchmark", "case", "median_s", "rate", "unit", "ratio", "target", "target_s", "meets",
                            "peak_memory_mb") if c in table]
     lines = ["# Benchmarks", "",
@@ -25,8 +27,11 @@ def write_benchmarks(table: pd.DataFrame, path: Path, machine: dict, folder: Pat
              f"{machine.get('cpu_model', 'an unknown CPU')} ({machine.get('usable_cpus', '?')} cores; torch "
              f"{machine.get('torch', '?')}, onnxruntime {machine.get('onnxruntime', '?')}). Ratios are measured side "
              "by side in the same run; wall times vary by up to 10% between runs of this machine. The measured runs "
-             f"and the figure are in `{folder}`.", "",
-             "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+             f"and the figure are in `{folder}`.", ""]
+    if parts:
+        lines += [f"Parts measured: {', '.join(parts)}" + (f"; not measured in this run: {', '.join(left_out)}"
+                                                           if left_out else "") + ".", ""]
+    lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(_cell(row[c]) for c in columns) + " |" for _, row in table.iterrows()]
     missed = table[table["meets"].eq(False)] if "meets" in table else table.iloc[:0]
     named = "; ".join(f"{r.benchmark} {r.case}" for r in missed.itertuples())

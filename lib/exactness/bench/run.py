@@ -328,8 +328,9 @@ def run(quick: bool = False, repeats: int = 3, out: Path | None = None, parts: t
     from exactness.bench.markdown import write_benchmarks
 
     overview(table).savefig(folder / "benchmarks.png", dpi=110, bbox_inches="tight")
+    measured = tuple(p for p in parts if not (quick and p in ("paper", "make_run")))
     write_benchmarks(table, project.root / "BENCHMARKS.md", json.loads((folder / "machine.json").read_text()),
-                     folder)
+                     folder, measured, tuple(p for p in PARTS if p not in measured))
     return table
 
 
