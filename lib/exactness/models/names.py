@@ -43,5 +43,10 @@ class ClassTask:
     def resume_key(self) -> str:
         return f"{self.model}|{self.shape_mode}"
 
+    @property
+    def label(self) -> str:
+        """How the terminal and the reports name it."""
+        return f"{self.model} ({self.shape_mode})"
+
     def __str__(self) -> str:  # a shard's name and a sweep's label are made from it: two shape modes never mix
-        return self.resume_key
+        return self.label
