@@ -138,3 +138,11 @@ def test_a_missed_wall_time_target_is_printed_with_its_seconds(capsys):
                            "unit": "runs/s", "target_s": 720.0, "meets": False}])
     assert benchmarks.print_table(table) == 1
     assert "MISSED TARGET: make run fresh clone: 900 s, target 720 s" in capsys.readouterr().err
+
+
+def test_the_discrete_ops_screen_row_runs_as_the_study_prepares_a_class():
+    from exactness.bench import discrete_ops
+
+    screen, whole = discrete_ops.screen_against_checks(classes=("BertModel",), screened=2, checked=1)
+    assert (screen["case"], whole["case"]) == ("BertModel: screen", "BertModel: whole check")
+    assert screen["rate"] > 0 and whole["rate"] > 0 and screen["ratio"] == screen["rate"] / whole["rate"]

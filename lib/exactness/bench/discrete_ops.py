@@ -23,8 +23,7 @@ def screen_against_checks(classes=CLASSES, screened: int = 40, checked: int = 6)
 
     import torch
 
-    from exactness.runtimes.export_cache import ExportCache
-    from exactness.studies.discrete_ops import check, study
+    from exactness.studies.discrete_ops import study
     from exactness.studies.discrete_ops.rows import ClassTask
 
     torch.set_num_threads(1)
@@ -33,7 +32,7 @@ def screen_against_checks(classes=CLASSES, screened: int = 40, checked: int = 6)
         settings = study.Settings(cache=os.environ.get("EXACTNESS_EXPORT_CACHE", folder))
         for name in classes:
             task = ClassTask(name, "static")
-            cg = check.prepare(task, [0, 1], ExportCache(settings.cache))
+            cg = study.prepare(task, [0, 1], settings)
             screen = study._Screen({task: cg.ops}, settings)
             screen([(task, 2)])  # the template, the replay plan and the calls waited for: once per worker
             began = time.perf_counter()

@@ -149,6 +149,55 @@ def test_audio_finding_explains_the_tail_by_the_decoders_reach_or_says_it_cannot
     assert "isolated difference" in before.claim and "not explained by the padding" in before.claim
 
 
+def test_the_float64_decodes_of_the_two_latents_differ_only_within_the_padding_s_reach():
+    # 44khz: its latents are bit-identical before the frames the padding reaches (tiny's differ by rounding from
+    # the first frames, so their float64 decodes differ everywhere and cannot tell the decoder's rounding apart)
+    plain = dac.template("44khz", 0, "variance_preserving")
+    model, model64 = dac.build_variant(plain, "folded_fp32", shared=True), dac.build_variant(plain, "float64", shared=True)
+    clips = [dac.audio("44khz", 0.5, 1), dac.audio("44khz", 0.3, 2)]
+    runs = batching.shorter_clip(model, clips[1], clips[0].shape[-1])
+    frames = runs.alone["latent"].shape[-1]
+    field = batching.receptive_field(plain.config)
+    moved = (runs.alone["latent"] - runs.padded["latent"][..., :frames]).abs().amax(dim=1)[0]
+    assert not moved[: frames - field["one_side_frames"]].any()
+    exact = batching.float64_audio(model64, runs)
+    decoder = batching.measured_decoder_reach(model64, 8 * field["one_side_frames"] + 1, 4 * field["one_side_frames"])
+    reach = field["one_side_frames"] * field["hop"] + decoder["left_samples"]
+    audio = (runs.alone["audio"] - runs.padded["audio"][..., : runs.alone["audio"].shape[-1]]).abs()[0]
+    first = int(audio.nonzero().min())
+    assert len(audio) - first > reach  # the float32 decodes differ beyond the reach: the case this decides
+    assert 0 < exact.value_tail <= reach and exact.rounding and exact.float32_difference > 0
+    assert exact.float32_error < 1e-2 * exact.rms and exact.floor < 1e-7 * exact.float32_error
+    # a latent moved in value at its first frame: the float64 decodes differ from the start, beyond any reach
+    shifted = batching.ShorterClip(runs.clip, runs.alone, {**runs.padded, "latent": runs.padded["latent"].clone()})
+    shifted.padded["latent"][..., 0] += 1.0
+    assert batching.float64_audio(model64, shifted).value_tail > reach
+
+
+def _exact(value_tail: int, difference: float = 1e-6, error: float = 1e-6):
+    return batching.Float64Audio(value_tail=value_tail, floor=1e-14, float32_difference=difference,
+                                 float32_error=error, rms=0.5)
+
+
+def test_a_float32_difference_beyond_the_reach_is_rounding_only_when_the_float64_decodes_agree_there():
+    curves = _curves(audio_early=1e-6)
+    proven = found.audio_finding(_table(5, audio_tail=7 * 8 + 31), curves, 1, 8, 7, 30, exact=_exact(60)).claim
+    assert "unexplained" not in proven and "only over the last 60 samples" in proven
+    assert "is rounding" in proven and "(2.0e-06 of the RMS)" in proven and "isolated differences of up to" in proven
+    beyond = found.audio_finding(_table(5, audio_tail=7 * 8 + 31), curves, 1, 8, 7, 30, exact=_exact(87)).claim
+    assert "beyond the padding's reach (86): unexplained" in beyond and "is rounding" not in beyond
+    larger = found.audio_finding(_table(5, audio_tail=7 * 8 + 31), curves, 1, 8, 7, 30,
+                                 exact=_exact(60, difference=1e-3)).claim
+    assert "more than their own errors against float64" in larger and "unexplained" in larger
+    within = found.audio_finding(_table(5, audio_tail=70), curves, 1, 8, 7, 30, exact=_exact(60)).claim
+    assert "isolated difference of up to 1.0e-06 at samples 20 to 20" in within and "is rounding" in within
+    assert "not measured" not in within
+    # latents that differ by rounding outside the reach: the audio carries it, whatever float64 says of the decoder
+    carried = found.audio_finding(_table(5, audio_tail=7 * 8 + 31), _curves(latent_early=1e-7, audio_early=1e-6),
+                                  1, 8, 7, 30, exact=_exact(400)).claim
+    assert "carried from the latents' rounding" in carried and "float64" not in carried
+
+
 def test_hop_finding_states_the_rule_or_the_exception():
     follows = pd.DataFrame({"hop": [512] * 3, "remainder": [0, 1, 7], "dropped_samples": [0, 1, 7]})
     assert "up to 511 samples (hop - 1)" in found.hop_finding(follows).claim
@@ -167,7 +216,8 @@ def test_findings_count_code_frames_from_the_curves_not_index_differences():
 def test_recomputing_the_tail_from_the_clip_alone_restores_its_codes(tiny):
     model = dac.build_variant(tiny, "folded_fp32")
     clip = dac.audio("tiny", 0.3, 2)
-    repaired = batching.repair(model, clip, dac.audio("tiny", 0.5, 1).shape[-1], chunk_frames=10**6)
+    runs = batching.shorter_clip(model, clip, dac.audio("tiny", 0.5, 1).shape[-1], chunk_frames=10**6)
+    repaired = batching.repair(model, runs, chunk_frames=10**6)
     left, right = batching.dac_chunks.encoder_reach(model)
     assert repaired["tail_frames"] == -(-right // 8) + 1 and repaired["frames"] == 300
     assert repaired["samples_rerun"] <= (repaired["tail_frames"] + -(-left // 8)) * 8

@@ -106,11 +106,32 @@ def batch_size_finding(table: pd.DataFrame, changed_code_frames: int) -> Finding
                    evidence="tables/batching.parquet")
 
 
+def _float64_proof(exact, reach: int) -> str:
+    """What the float64 decodes of the same two latents show about a float32 difference beyond the padding's reach
+    (`dac_batching.float64_audio`)."""
+    if exact.value_tail <= reach and exact.rounding:
+        return (f"decoded again in float64, the two latents' audio differs in value only over the last "
+                f"{count(exact.value_tail)} samples (above float64 rounding, {significant(exact.floor)}), so the "
+                f"float32 difference before that (up to {significant(exact.float32_difference)}) is rounding: each "
+                f"float32 decode is itself up to {significant(exact.float32_error)} from float64 there "
+                f"({significant(exact.float32_error / exact.rms)} of the RMS); the padded clip decodes a longer latent, "
+                "whose convolutions round differently")
+    if exact.value_tail <= reach:
+        return (f"decoded again in float64, the two latents' audio differs in value only over the last "
+                f"{count(exact.value_tail)} samples, yet the float32 decodes differ before that by "
+                f"{significant(exact.float32_difference)}, more than their own errors against float64 (up to "
+                f"{significant(exact.float32_error)}) explain: unexplained")
+    return (f"decoded again in float64, the two latents' audio differs in value over the last "
+            f"{count(exact.value_tail)} samples, beyond the padding's reach ({count(reach)}): unexplained")
+
+
 def audio_finding(table: pd.DataFrame, curves: dict, shortest: int, hop: int, one_side_frames: int,
-                  decoder_left: int, windows_from: int | None = None) -> Finding:
+                  decoder_left: int, windows_from: int | None = None, exact=None) -> Finding:
     """Where the decoded audio starts to differ, against the changed latent frames, the decoder's reach and, for a
     clip decoded in windows, the first window whose span the padding changes (`windows_from`, a sample: from
-    there the two decodes are convolutions of other lengths; see `dac_batching.decoder_windows_differ_from`)."""
+    there the two decodes are convolutions of other lengths; see `dac_batching.decoder_windows_differ_from`).
+    `exact` (`dac_batching.Float64Audio`): the same two latents decoded in float64, which decides whether a
+    difference beyond the reach is rounding."""
     pad = _rows(table, shortest, "padding")
     tail = int(pad.loc["audio", "first_diff_from_end"])
     frames = int(pad.loc["latent", "first_diff_from_end"])
@@ -126,6 +147,9 @@ def audio_finding(table: pd.DataFrame, curves: dict, shortest: int, hop: int, on
     latent_rounding = _outside_reach(latent, one_side_frames)
     isolated = ""
     length = len(audio)
+    # the float64 decodes separate the decoder's rounding from the latents' values only where the latents are
+    # bit-identical outside the padding's reach; latents that differ there carry their own rounding
+    proves = exact is not None and latent_rounding == 0
     in_window = windows_from is not None and len(early) and int(early.min()) >= windows_from
     window = (f"the clip's last {count(length - windows_from)} samples, from sample {count(windows_from)}, which the "
               "clip alone decodes in a window of another span than the padded clip (the padding reaches into it): "
@@ -139,6 +163,10 @@ def audio_finding(table: pd.DataFrame, curves: dict, shortest: int, hop: int, on
         isolated = (f" Before that the audio differs by up to {significant(float(audio[early].max()))} (samples "
                     f"{count(int(early.min()))} to {count(int(early.max()))}), carried from the latents' rounding "
                     f"differences (up to {significant(latent_rounding)}) outside the padding's reach.")
+    elif len(early) and proves:  # identical latents there: the float64 decodes decide
+        isolated = (f" An isolated difference of up to {significant(float(audio[early].max()))} at samples "
+                    f"{count(int(early.min()))} to {count(int(early.max()))} lies before any changed frame's reach, "
+                    f"where the latents are bit-identical: {_float64_proof(exact, reach)}.")
     elif len(early):  # identical latents there: nothing upstream explains it
         isolated = (f" An isolated difference of up to {significant(float(audio[early].max()))} at samples "
                     f"{count(int(early.min()))} to {count(int(early.max()))} lies before any changed frame's reach, "
@@ -158,9 +186,19 @@ def audio_finding(table: pd.DataFrame, curves: dict, shortest: int, hop: int, on
                  f"through the encoder and the decoder explains ({count(reach)}), but all within {window}.")
         if in_window:
             isolated = ""  # the same window explains the early differences: said once
+    elif proves:
+        claim = (f"The decoded audio differs over the last {count(tail)} samples, more than the padding's reach "
+                 f"through the encoder and the decoder ({count(reach)}); {_float64_proof(exact, reach)}.")
+        if len(early) and exact.value_tail <= reach and exact.rounding:
+            isolated = (f" So are the isolated differences of up to {significant(float(audio[early].max()))} at "
+                        f"samples {count(int(early.min()))} to {count(int(early.max()))}, before any changed frame's "
+                        "reach.")
     else:
         claim = (f"The decoded audio differs over the last {count(tail)} samples, more than the padding's reach "
                  f"through the encoder and the decoder explains ({count(reach)}): unexplained.")
+    if proves:
+        ours += (f"; in float64 the last {count(exact.value_tail)} samples differ, before them float32 "
+                 f"{significant(exact.float32_difference)} against its own error {significant(exact.float32_error)}")
     if windows_from is not None:
         ours += f"; windows differ from sample {count(windows_from)} of {count(length)}"
     return Finding(claim=claim + isolated, ours=ours, verdict="new", evidence=evidence)
@@ -223,7 +261,8 @@ def no_padding_finding(table: pd.DataFrame) -> Finding:
 
 
 def findings(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: int, hop: int, decoder_left: int,
-             dropped: pd.DataFrame, repaired: dict | None = None, windows_from: int | None = None) -> list[Finding]:
+             dropped: pd.DataFrame, repaired: dict | None = None, windows_from: int | None = None,
+             exact=None) -> list[Finding]:
     padding_codes = int((curves[(shortest, "codes", "padding")] > 0).sum())
     size_codes = sum(int((curve > 0).sum()) for (_, stage, cause), curve in curves.items()
                      if stage == "codes" and cause == "batch size")
@@ -232,7 +271,7 @@ def findings(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: 
     return [padding_finding(table, shortest, one_side_frames, repaired is not None),
             before_tail_finding(table, curves, shortest, one_side_frames, padding_codes),
             batch_size_finding(table, size_codes),
-            audio_finding(table, curves, shortest, hop, one_side_frames, decoder_left, windows_from),
+            audio_finding(table, curves, shortest, hop, one_side_frames, decoder_left, windows_from, exact),
             hop_finding(dropped)] + ([repair_finding(repaired)] if repaired is not None else [])
 
 

@@ -5,6 +5,7 @@ gradient), and the cause (padding or batch size) told apart."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -150,14 +151,73 @@ def repair_span(model, frames: int) -> tuple[int, int]:
     return tail, max(0, (frames - tail) * hop - math.ceil(left / hop) * hop)
 
 
-def repair(model, clip: torch.Tensor, padded_length: int, chunk_frames: int = CHUNK_FRAMES) -> dict:
+@dataclass(frozen=True)
+class ShorterClip:
+    """The shorter clip's own float32 runs at batch size 1, alone and zero-padded to the batch's length: what the
+    audio's float64 check and the repair read (each run once)."""
+
+    clip: torch.Tensor
+    alone: dict
+    padded: dict
+
+
+def shorter_clip(model, clip: torch.Tensor, padded_length: int, chunk_frames: int = CHUNK_FRAMES) -> ShorterClip:
+    padded = torch.nn.functional.pad(clip, (0, padded_length - clip.shape[-1]))
+    return ShorterClip(clip, _encode_decode(model, clip, chunk_frames), _encode_decode(model, padded, chunk_frames))
+
+
+# float64's machine epsilon over float32's: a float64 decode rounds this much less than a float32 one of the same
+# network, whatever the network amplifies
+EPS_RATIO = float(torch.finfo(torch.float64).eps / torch.finfo(torch.float32).eps)
+FLOAT64_MARGIN = 16.0  # the float64 rounding floor: this many times the float32 error scaled by EPS_RATIO
+
+
+@dataclass(frozen=True)
+class Float64Audio:
+    """The shorter clip's two latents (alone, zero-padded) decoded again in float64: the samples at the end where
+    their audio differs in value (above float64 rounding: `floor`), and before them the float32 decodes' difference
+    against each one's own float32 error. Before `value_tail` the exact decodes agree, so a float32 difference
+    there is rounding (the padded clip decodes a longer latent: convolutions of another length)."""
+
+    value_tail: int
+    floor: float
+    float32_difference: float  # the largest float32 difference before value_tail
+    float32_error: float  # the largest |float32 - float64| of either decode before value_tail
+    rms: float
+
+    @property
+    def rounding(self) -> bool:
+        """The float32 difference before the value tail is no more than the two decodes' own errors: rounding."""
+        return self.float32_difference <= 2 * self.float32_error + self.floor
+
+
+@torch.no_grad()
+def float64_audio(model64, runs: ShorterClip, chunk_frames: int = CHUNK_FRAMES) -> Float64Audio:
+    n = runs.alone["audio"].shape[-1]
+    exact = [dac_chunks.decode(model64, run["latent"].double(), chunk_frames)[..., :n]
+             for run in (runs.alone, runs.padded)]
+    rounded = [run["audio"][..., :n].double() for run in (runs.alone, runs.padded)]
+
+    def per_sample(a, b):
+        return (a - b).abs().reshape(-1, n).amax(dim=0)
+
+    error = torch.maximum(per_sample(rounded[0], exact[0]), per_sample(rounded[1], exact[1]))
+    floor = FLOAT64_MARGIN * EPS_RATIO * float(error.max())
+    apart = (per_sample(*exact) > floor).nonzero().flatten()
+    first = int(apart.min()) if apart.numel() else n
+    return Float64Audio(value_tail=n - first, floor=floor,
+                        float32_difference=float(per_sample(*rounded)[:first].max()) if first else 0.0,
+                        float32_error=float(error[:first].max()) if first else 0.0,
+                        rms=float(exact[0].square().mean().sqrt()))
+
+
+def repair(model, runs: ShorterClip, chunk_frames: int = CHUNK_FRAMES) -> dict:
     """What a user does to get a clip's own results from a batch, measured: keep the batch's frames that the
     padding cannot reach, recompute the last ones from the clip's own samples alone (with the encoder's left
-    context), splice, and compare with the clip run alone. The batch here is the clip zero-padded to
-    `padded_length` (the padding cause; the batch size alone is measured apart)."""
-    alone = _encode_decode(model, clip, chunk_frames)
+    context), splice, and compare with the clip run alone. The batch here is the clip zero-padded (the padding
+    cause; the batch size alone is measured apart)."""
+    alone, batched, clip = runs.alone, runs.padded, runs.clip
     frames = alone["latent"].shape[-1]
-    batched = _encode_decode(model, torch.nn.functional.pad(clip, (0, padded_length - clip.shape[-1])), chunk_frames)
     tail, start = repair_span(model, frames)
     again = _encode_decode(model, clip[..., start:], chunk_frames)
     spliced = {stage: torch.cat([batched[stage][..., :frames - tail], again[stage][..., -tail:]], dim=-1)

@@ -149,6 +149,15 @@ def _failure(error: Exception) -> str:
     return f"{type(error).__name__}: {text[:400]}"
 
 
+def prepare(task: ClassTask, seeds: list[int], settings: Settings) -> check.ClassGraph:
+    """A class's graph as a run prepares it: its first seed exported and scanned, the weight swap learnt from
+    the second, and how its seeds are rebuilt."""
+    checkout = settings.transformers_tests
+    cg = check.prepare(task, seeds[:2], ExportCache(settings.cache), _fresh(task.model, checkout))
+    cg.row.rebuild = _builder(task.model, settings.fast_paths, checkout)[1]
+    return cg
+
+
 class _Prepare:
     """Picklable `[ClassTask] -> [ClassGraph | GraphRow]`: the class's exports, scan and swap (or its error)."""
 
@@ -157,11 +166,9 @@ class _Prepare:
 
     def __call__(self, tasks) -> list:
         out = []
-        checkout = self.settings.transformers_tests
         for task in tasks:
             try:
-                cg = check.prepare(task, self.seeds[:2], ExportCache(self.settings.cache), _fresh(task.model, checkout))
-                cg.row.rebuild = _builder(task.model, self.settings.fast_paths, checkout)[1]
+                cg = prepare(task, self.seeds, self.settings)
             except Exception as error:  # a class that cannot be built or exported is a row, not a crash
                 out.append(GraphRow(task.model, task.shape_mode, error=_failure(error)))
                 continue
