@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+
+from exactness import reference
 
 
 def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
@@ -47,3 +50,20 @@ def poisson_interval(mean: float, level: float = 0.95) -> tuple[int, int]:
     while 1 - _poisson_cdf(high, mean) > tail:
         high += 1
     return low, high
+
+
+@dataclass(frozen=True)
+class RatePolicy:
+    """When "never flips" may be said: after no event, the one-sided 95% upper bound on the rate must lie below
+    `rate` (both studies decide by this, and say how many seeds it takes)."""
+
+    rate: float = reference.value("failure_rate")  # transformers #50575's: about 1 in 2,700
+    level: float = 0.05
+
+    def upper_bound(self, seeds: int) -> float:
+        """The 95% upper bound on a rate after no event in `seeds` trials."""
+        return 1.0 - self.level ** (1.0 / seeds) if seeds else 1.0
+
+    def seeds_needed(self) -> int:
+        """The fewest seeds after which no event bounds the rate below `rate`."""
+        return math.ceil(math.log(self.level) / math.log1p(-self.rate))

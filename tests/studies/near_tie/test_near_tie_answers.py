@@ -59,6 +59,10 @@ def test_no_failure_in_few_seeds_is_undecided_with_the_seeds_that_decide_and_man
     many = answers.answers(_screen(SEED_MODEL, 200_000, 1), _checks(SEED_MODEL, [0], [True]), pd.DataFrame(),
                            _DEFECTS, 1e-4, 2e-5)[0]
     assert many.cause == "never flips" and many.failures_high < 15
+    needed = int(re.search(r"-p n_seeds (\d+)", few.action).group(1))  # the count the action names decides
+    enough, short = (answers.answers(_screen(SEED_MODEL, n, 1), _checks(SEED_MODEL, [0], [True]), pd.DataFrame(),
+                                     _DEFECTS, 1e-4, 2e-5)[0] for n in (needed, needed - 1))
+    assert (enough.cause, short.cause) == ("never flips", "undecided")
 
 
 def test_a_capped_check_says_the_rate_is_a_lower_bound_and_a_class_without_argmax_is_listed():

@@ -26,7 +26,7 @@ import pandas as pd
 
 from exactness import reference
 from exactness.compare.export_rule import ALLOWED_FRACTION
-from exactness.compare.rates import wilson_interval
+from exactness.compare.rates import RatePolicy, wilson_interval
 from exactness.models import tiny_subjects
 from exactness.studies.discrete_ops.check import NOISE_FACTOR
 
@@ -48,22 +48,6 @@ class Cause(Enum):
 # The cause a skip reason's labelled claim names (exactness.reference), by measured cause.
 CLAIMED = {Cause.EXACT_TIE: reference.EXACT_TIE, Cause.NEAR_TIE: reference.NEAR_TIE,
            Cause.RANDOM_DRAW: reference.RANDOM_DRAW, Cause.FLOAT_NOISE: reference.FLOAT_NOISE}
-
-
-@dataclass(frozen=True)
-class RatePolicy:
-    """When "never flips" may be said: the one-sided 95% upper bound on the flip rate must lie below `rate`."""
-
-    rate: float = reference.value("failure_rate")  # the seed investigation's: about 1 in 2,700
-    level: float = 0.05
-
-    def upper_bound(self, seeds: int) -> float:
-        """The 95% upper bound on a rate after no event in `seeds` trials."""
-        return 1.0 - self.level ** (1.0 / seeds) if seeds else 1.0
-
-    def seeds_needed(self) -> int:
-        """The fewest seeds after which no event bounds the rate below `rate`."""
-        return math.ceil(math.log(self.level) / math.log1p(-self.rate))
 
 
 @dataclass(frozen=True)
@@ -397,7 +381,8 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
                 if unchecked:
                     action = f"undecided: check every candidate (-p max_checks {size_in + len(beyond)})"
                 else:
-                    action = f"undecided: about {needed:,} seeds decide (-p n_seeds {needed})"
+                    action = (f"undecided: about {needed:,} seeds without a flip bound the rate below "
+                              f"{policy.rate:.2g} (-p n_seeds {needed})")
                     common["seeds_needed"] = needed
     result = ClassVerdict(model, mode, cause, proof, action, compare, exclude,
                           where if cause is Cause.DEFECT else "", **common)

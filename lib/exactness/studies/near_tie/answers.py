@@ -9,13 +9,13 @@ from dataclasses import dataclass
 import pandas as pd
 
 from exactness import reference
-from exactness.compare.rates import wilson_interval
+from exactness.compare.rates import RatePolicy, wilson_interval
 from exactness.studies.near_tie import findings as near_tie_findings
 from exactness.studies.near_tie.prediction import PAPER_SEEDS
 from exactness.studies.near_tie.rate import Tally
 from exactness.studies.near_tie.scale import is_candidate
 from exactness.workbook.answers import Answer, Columns
-from exactness.workbook.findings import count, seeds_to_disagree, significant
+from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
 
 COLUMNS = Columns(rate=f"export test fails, per {PAPER_SEEDS:,} seeds")
@@ -109,15 +109,16 @@ def _answer(c: ClassCounts, tie_aware: tuple[bool, str], changed: list[str], bou
         proof = (f"every one of {plural(t.failed, 'failure')} flipped a code row whose eager gap is within the "
                  "noise, and forcing ORT's codes on eager makes every output agree" + (f"; {tie_words}" if tie_words
                                                                                         else ""))
-    elif high / PAPER_SEEDS < seed_k / seed_n:
+    elif (policy := RatePolicy(seed_k / seed_n)).upper_bound(c.screened) < policy.rate:
         cause, action = "never flips", "compare every output at the test's tolerance (remove the skip)"
-        proof = (f"no failure in {plural(c.screened, 'seed')}: the rate is below {significant(high)} per "
-                 f"{PAPER_SEEDS:,}, under the investigation's {count(seed_k)}")
+        proof = (f"no failure in {plural(c.screened, 'seed')}: the rate is below "
+                 f"{significant(PAPER_SEEDS * policy.upper_bound(c.screened))} per {PAPER_SEEDS:,} (one-sided 95%), "
+                 f"under the investigation's {count(seed_k)}")
     else:
-        needed = seeds_to_disagree(seed_k, seed_n)
+        needed = policy.seeds_needed()
         cause = "undecided"
-        action = (f"screen about {count(needed)} seeds (-p n_seeds {needed})"
-                  + (f"; meanwhile {tie_action}" if keeps else ""))
+        action = (f"screen about {count(needed)} seeds (-p n_seeds {needed}): with no failure they bound the rate "
+                  f"below the investigation's" + (f"; meanwhile {tie_action}" if keeps else ""))
         proof = (f"{plural(t.flipped, 'flip')} and no failure in {plural(t.checks, 'check')} of "
                  f"{plural(c.screened, 'screened seed')}: too few to tell the rate from the investigation's "
                  f"{count(seed_k)} in {count(seed_n)}" + (f"; {tie_words}" if tie_words else ""))
