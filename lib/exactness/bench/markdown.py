@@ -22,10 +22,11 @@ def write_benchmarks(table: pd.DataFrame, path: Path, machine: dict, folder: Pat
     `make bench` this run measured and those it left out, so a missing row is never read as a met target."""
     columns = [c for c in ("benchmark", "case", "median_s", "rate", "unit", "ratio", "target", "target_s", "meets",
                            "peak_memory_mb") if c in table]
+    versions = machine.get("versions", {})  # workbook.machine.run_facts
     lines = ["# Benchmarks", "",
              f"Written by `make bench` on {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC, on "
              f"{machine.get('cpu_model', 'an unknown CPU')} ({machine.get('usable_cpus', '?')} cores; torch "
-             f"{machine.get('torch', '?')}, onnxruntime {machine.get('onnxruntime', '?')}). Ratios are measured side "
+             f"{versions.get('torch', '?')}, onnxruntime {versions.get('onnxruntime', '?')}). Ratios are measured side "
              "by side in the same run; wall times vary by up to 10% between runs of this machine. The measured runs "
              f"and the figure are in `{folder}`.", ""]
     if parts:
