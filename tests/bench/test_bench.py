@@ -124,9 +124,9 @@ def test_benchmarks_md_names_the_date_the_machine_and_every_missed_target(tmp_pa
                            "unit": "seeds/s", "ratio": 12.0, "target": 10.0, "meets": True},
                           {"benchmark": "discrete_ops", "case": "default, warm export cache", "median_s": 400.0,
                            "rate": 0.0025, "unit": "runs/s", "target_s": 300.0, "meets": False}])
-    text = write_benchmarks(table, tmp_path / "BENCHMARKS.md", {"cpu_model": "Some CPU", "usable_cpus": 2,
-                                                                  "versions": {"torch": "2.13.0+cpu", "onnxruntime": "1.31.1"}},
-                            tmp_path, ("discrete_ops",), ("dac", "make_run")).read_text()
+    machine = {"cpu_model": "Some CPU", "usable_cpus": 2, "versions": {"torch": "2.13.0+cpu", "onnxruntime": "1.31.1"}}
+    text = write_benchmarks(table, tmp_path / "BENCHMARKS.md", machine, tmp_path, ("discrete_ops",),
+                            ("dac", "make_run")).read_text()
     assert "Some CPU (2 cores; torch 2.13.0+cpu, onnxruntime 1.31.1)" in text and "UTC" in text
     assert "Parts measured: discrete_ops; not measured in this run: dac, make_run." in text
     assert "Targets missed: 1 (discrete_ops default, warm export cache)" in text and "| **no** |" in text

@@ -196,8 +196,8 @@ def rate_verdict(k: int, n: int, seed_k: int, seed_n: int) -> tuple[str, str]:
     if consistent and binomial_two_sided_p(0, n, seed_k, seed_n) >= 0.05:
         needed = seeds_to_disagree(seed_k, seed_n)
         return "not comparable", (f"{why}; but none at all would agree too (P(0) = "
-                                  f"{significant((1 - seed_k / seed_n) ** n)}): with about {count(needed)} seeds, finding none "
-                                  "would contradict the investigation's rate")
+                                  f"{significant((1 - seed_k / seed_n) ** n)}): with about {count(needed)} seeds, "
+                                  "finding none would contradict the investigation's rate")
     return ("reproduced" if consistent else "differs"), why
 
 

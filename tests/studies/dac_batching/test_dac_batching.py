@@ -153,7 +153,8 @@ def test_the_float64_decodes_of_the_two_latents_differ_only_within_the_padding_s
     # 44khz: its latents are bit-identical before the frames the padding reaches (tiny's differ by rounding from
     # the first frames, so their float64 decodes differ everywhere and cannot tell the decoder's rounding apart)
     plain = dac.template("44khz", 0, "variance_preserving")
-    model, model64 = dac.build_variant(plain, "folded_fp32", shared=True), dac.build_variant(plain, "float64", shared=True)
+    model = dac.build_variant(plain, "folded_fp32", shared=True)
+    model64 = dac.build_variant(plain, "float64", shared=True)
     clips = [dac.audio("44khz", 0.5, 1), dac.audio("44khz", 0.3, 2)]
     runs = batching.shorter_clip(model, clips[1], clips[0].shape[-1])
     frames = runs.alone["latent"].shape[-1]

@@ -114,8 +114,8 @@ def _float64_proof(exact, reach: int) -> str:
                 f"{count(exact.value_tail)} samples (above float64 rounding, {significant(exact.floor)}), so the "
                 f"float32 difference before that (up to {significant(exact.float32_difference)}) is rounding: each "
                 f"float32 decode is itself up to {significant(exact.float32_error)} from float64 there "
-                f"({significant(exact.float32_error / exact.rms)} of the RMS); the padded clip decodes a longer latent, "
-                "whose convolutions round differently")
+                f"({significant(exact.float32_error / exact.rms)} of the RMS); the padded clip decodes a longer "
+                "latent, whose convolutions round differently")
     if exact.value_tail <= reach:
         return (f"decoded again in float64, the two latents' audio differs in value only over the last "
                 f"{count(exact.value_tail)} samples, yet the float32 decodes differ before that by "
