@@ -110,12 +110,11 @@ def _float64_proof(exact, reach: int) -> str:
     """What the float64 decodes of the same two latents show about a float32 difference beyond the padding's reach
     (`dac_batching.float64_audio`)."""
     if exact.value_tail <= reach and exact.rounding:
-        return (f"decoded again in float64, the two latents' audio differs in value only over the last "
-                f"{count(exact.value_tail)} samples (above float64 rounding, {significant(exact.floor)}), so the "
-                f"float32 difference before that (up to {significant(exact.float32_difference)}) is rounding: each "
-                f"float32 decode is itself up to {significant(exact.float32_error)} from float64 there "
-                f"({significant(exact.float32_error / exact.rms)} of the RMS); the padded clip decodes a longer "
-                "latent, whose convolutions round differently")
+        return (f"in float64 the two latents' audio differs only over the last {count(exact.value_tail)} samples "
+                f"(float64 rounding: {significant(exact.floor)}), so the float32 difference before that (up to "
+                f"{significant(exact.float32_difference)}) is rounding of a longer latent's convolutions, within each "
+                f"float32 decode's own error ({significant(exact.float32_error)}, "
+                f"{significant(exact.float32_error / exact.rms)} of the RMS)")
     if exact.value_tail <= reach:
         return (f"decoded again in float64, the two latents' audio differs in value only over the last "
                 f"{count(exact.value_tail)} samples, yet the float32 decodes differ before that by "
@@ -187,12 +186,11 @@ def audio_finding(table: pd.DataFrame, curves: dict, shortest: int, hop: int, on
         if in_window:
             isolated = ""  # the same window explains the early differences: said once
     elif proves:
-        claim = (f"The decoded audio differs over the last {count(tail)} samples, more than the padding's reach "
-                 f"through the encoder and the decoder ({count(reach)}); {_float64_proof(exact, reach)}.")
+        claim = (f"The decoded audio differs over the last {count(tail)} samples, beyond the padding's reach "
+                 f"({count(reach)}); {_float64_proof(exact, reach)}.")
         if len(early) and exact.value_tail <= reach and exact.rounding:
-            isolated = (f" So are the isolated differences of up to {significant(float(audio[early].max()))} at "
-                        f"samples {count(int(early.min()))} to {count(int(early.max()))}, before any changed frame's "
-                        "reach.")
+            isolated = (f" So are the isolated ones at samples {count(int(early.min()))} to "
+                        f"{count(int(early.max()))}.")
     else:
         claim = (f"The decoded audio differs over the last {count(tail)} samples, more than the padding's reach "
                  f"through the encoder and the decoder explains ({count(reach)}): unexplained.")
