@@ -128,8 +128,8 @@ def plain_dac_passes(study: str, seconds: float, windowed: bool = False, variant
                      inits: tuple[str, ...] = ("default", "variance_preserving")) -> dict[str, float]:
     """The forward passes a DAC study's default run at `seconds` needs, run plainly (each run's weights stored,
     no hooks, no statistics, one model at a time): seconds spent in `encode_decode` (every run's encode and its
-    decode; the batching study's are those of `compare`, `hop_drop`, `shorter_clip`, `repair` and the float64
-    decodes of `float64_audio`) and in `more_decodes` (the propagation study's second decode, from each run's own
+    decode; the batching study's are those of `compare`, `hop_drop`, `repair` and the float64 decodes of
+    `float64_audio`) and in `more_decodes` (the propagation study's second decode, from each run's own
     quantized representation, for the codec table).
     `windowed`: through `dac_chunks` (whole up to CHUNK_FRAMES)."""
     import torch
@@ -176,15 +176,14 @@ def plain_dac_passes(study: str, seconds: float, windowed: bool = False, variant
             odd = [torch.zeros(1, 1, int(seconds * rate) // hop * hop + extra) for extra in (0, 1, 7)]
             shortest = min(range(len(clips)), key=lambda k: clips[k].shape[-1])
             _, start = repair_span(model, dac_chunks.encoded_frames(model, clips[shortest].shape[-1]))
-            # shorter_clip() runs the shortest clip alone and padded, repair() again from `start`
-            again = [clips[shortest], padded[shortest], clips[shortest][..., start:]]
+            # repair() runs the shortest clip again from `start`
             latents = []
-            for audio in [torch.cat(padded), *clips, *padded, *odd, *again]:  # as compare(), hop_drop(), repair()
-                quantized, _ = timed("encode_decode", encode, model, audio)
+            for audio in [torch.cat(padded), *clips, *padded, *odd, clips[shortest][..., start:]]:  # as compare(),
+                quantized, _ = timed("encode_decode", encode, model, audio)  # hop_drop(), repair()
                 timed("encode_decode", decode, model, quantized)
                 latents.append(quantized)
             model64 = dac.build_variant(dac.template(variant, 0, "variance_preserving"), "float64", shared=False)
-            for quantized in latents[-3:-1]:  # float64_audio() decodes the shortest clip's two latents again
+            for quantized in (latents[1 + shortest], latents[1 + len(clips) + shortest]):  # float64_audio()'s
                 timed("encode_decode", decode, model64, quantized.double())
     return spent
 

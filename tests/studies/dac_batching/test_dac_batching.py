@@ -26,7 +26,11 @@ def test_the_44khz_reach_is_3733_samples_left_and_4244_right():
 
 def test_padding_changes_only_a_tail_within_the_receptive_field(tiny):
     model = dac.build_variant(tiny, "folded_fp32")
-    table, curves = batching.compare(model, [dac.audio("tiny", 0.5, 1), dac.audio("tiny", 0.3, 2)])
+    clips = [dac.audio("tiny", 0.5, 1), dac.audio("tiny", 0.3, 2)]
+    table, curves, kept = batching.compare(model, clips)
+    alone = batching.shorter_clip(model, clips[1], clips[0].shape[-1])  # the runs compare keeps, made alone
+    assert kept.clip is clips[1] and all(torch.equal(kept.alone[k], alone.alone[k]) and
+                                         torch.equal(kept.padded[k], alone.padded[k]) for k in batching.STAGES)
     short = table[(table["clip"] == 1) & (table["cause"] == "padding")].set_index("stage")
     field = batching.receptive_field(tiny.config)
     assert 0 < short.loc["latent", "first_diff_from_end"] <= field["one_side_frames"] + 1
@@ -53,7 +57,7 @@ def test_windows_of_another_span_start_where_the_padding_reaches_a_window(tiny):
 def test_padded_audio_differs_only_within_the_padding_s_reach_or_the_windows_of_another_span(tiny):
     model = dac.build_variant(tiny, "folded_fp32")
     clips = [dac.audio("tiny", 0.5, 1), dac.audio("tiny", 0.3, 2)]
-    table, curves = batching.compare(model, clips)
+    table, curves, _ = batching.compare(model, clips)
     audio = curves[(1, "audio", "padding")]
     windows_from = batching.decoder_windows_differ_from(model, clips[1].shape[-1], clips[0].shape[-1])
     assert windows_from < len(audio) and not audio[:windows_from].any()  # earlier windows: the same computation

@@ -86,20 +86,35 @@ def _tail(a: torch.Tensor, b: torch.Tensor, relative_floor: float = 1e-4) -> dic
             "max_diff_in_tail": float(diff[first:].max()) if first < a.shape[-1] else 0.0}
 
 
-def compare(model, clips: list[torch.Tensor], chunk_frames: int = CHUNK_FRAMES) -> tuple[pd.DataFrame, dict]:
+@dataclass(frozen=True)
+class ShorterClip:
+    """The shorter clip's own float32 runs at batch size 1, alone and zero-padded to the batch's length: what the
+    audio's float64 check and the repair read (`compare` keeps them; `shorter_clip` makes them alone)."""
+
+    clip: torch.Tensor
+    alone: dict
+    padded: dict
+
+
+def compare(model, clips: list[torch.Tensor], chunk_frames: int = CHUNK_FRAMES
+            ) -> tuple[pd.DataFrame, dict, ShorterClip]:
     """Per clip and stage, two causes told apart: `padding` compares the clip alone with the clip
     zero-padded to the longest length, both at batch size 1 (same kernels, so only the padding can
     differ); `batch size` compares the padded clip alone with the same clip inside the batch. Clips longer
     than `chunk_frames` frames run in windows (each run in the same windows of the padded length where they
-    are compared position by position)."""
+    are compared position by position). Also the shortest clip's two runs, kept for `float64_audio` and
+    `repair`."""
     longest = max(c.shape[-1] for c in clips)
     padded = [torch.nn.functional.pad(c, (0, longest - c.shape[-1])) for c in clips]
     batched = _encode_decode(model, torch.cat(padded), chunk_frames)
     rows, curves = [], {}
     hop = int(np.prod(model.config.downsampling_ratios))
+    shortest = min(range(len(clips)), key=lambda k: clips[k].shape[-1])  # the first, as findings.shortest_clip
     for index, clip in enumerate(clips):
         alone = _encode_decode(model, clip, chunk_frames)
         padded_alone = _encode_decode(model, padded[index], chunk_frames)
+        if index == shortest:
+            kept = ShorterClip(clip, alone, padded_alone)
         for stage in STAGES:
             own = alone[stage][0]
             n = own.shape[-1]
@@ -110,7 +125,7 @@ def compare(model, clips: list[torch.Tensor], chunk_frames: int = CHUNK_FRAMES) 
                              "padded_by": longest - clip.shape[-1], **_tail(a, b),
                              "unit": "samples" if stage == "audio" else "frames", "hop": hop})
                 curves[(index, stage, cause)] = (a.double() - b.double()).abs().reshape(-1, n).max(dim=0).values
-    return pd.DataFrame(rows), curves
+    return pd.DataFrame(rows), curves, kept
 
 
 @torch.no_grad()
@@ -149,16 +164,6 @@ def repair_span(model, frames: int) -> tuple[int, int]:
     left, right = dac_chunks.encoder_reach(model)
     tail = math.ceil(right / hop) + 1
     return tail, max(0, (frames - tail) * hop - math.ceil(left / hop) * hop)
-
-
-@dataclass(frozen=True)
-class ShorterClip:
-    """The shorter clip's own float32 runs at batch size 1, alone and zero-padded to the batch's length: what the
-    audio's float64 check and the repair read (each run once)."""
-
-    clip: torch.Tensor
-    alone: dict
-    padded: dict
 
 
 def shorter_clip(model, clip: torch.Tensor, padded_length: int, chunk_frames: int = CHUNK_FRAMES) -> ShorterClip:
