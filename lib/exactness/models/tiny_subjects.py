@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from exactness.models import python_random
+
 TESTS = "huggingface/transformers tests/models/{}@{}"
 
 
@@ -424,13 +426,13 @@ def _drawn(name: str, draw: Draw, n: int, out: dict, generators: _Generators):
         return out[draw.source].clone().reshape(-1)
     if draw.kind == "bernoulli":
         return (torch.rand(draw.shape, generator=generators.torch) < draw.scale).long().reshape(-1)
-    if draw.kind == "floats":
-        return torch.tensor([rng.random() * draw.scale for _ in range(n)], dtype=torch.float)
+    if draw.kind == "floats":  # python_random: the loop's values and state, drawn at once
+        return torch.from_numpy(python_random.randoms(rng, n) * draw.scale).to(torch.float)
     if draw.kind == "ids" and draw.generator == "torch":
         return torch.randint(high=draw.vocab, size=draw.shape, generator=generators.torch).reshape(-1) + draw.offset
     if draw.kind in ("ids", "mask", "prefix_mask"):
         vocab = draw.vocab if draw.kind == "ids" else 2
-        return torch.tensor([rng.randint(0, vocab - 1) for _ in range(n)], dtype=torch.long) + draw.offset
+        return torch.from_numpy(python_random.randints_below(rng, n, vocab)) + draw.offset
     raise ValueError(f"{name}: unknown draw kind {draw.kind!r} "
                      "(use ids, mask, prefix_mask, floats, ones, row, bernoulli or masked_copy)")
 

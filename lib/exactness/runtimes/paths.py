@@ -7,6 +7,7 @@ lives in its own module, whose docstring says what it replaces, why it is exact 
 | speed-up | module | plain path |
 |---|---|---|
 | screen by replay | `models.quantizer_logits.FastLogits`, `models.rng_replay` | build the model, run its forward |
+| tapped screen | `runtimes.discrete_taps` | the dispatch recorder over the whole forward |
 | seed rebuild | `models.seed_rebuild.Rebuilder` | `build_model(model, seed)` |
 | weight swap | `runtimes.weight_swap` | a fresh export per seed |
 | fed session, head/tail split | `runtimes.fed_graph` | one ORT session per seed on the graph as exported |
@@ -24,6 +25,11 @@ from enum import StrEnum
 class ScreenPath(StrEnum):
     REPLAY = "replay"  # FastLogits: the constructor's draws replayed, only the modules the argmax sees
     FORWARD = "forward"  # plain_logits: the whole model built and run
+
+
+class ScreenRecorder(StrEnum):
+    TAPPED = "tapped"  # discrete_taps: only the torch functions that make the counted calls wrapped
+    DISPATCH = "dispatch"  # discrete_recorder: every aten op of the forward seen
 
 
 class BuildPath(StrEnum):

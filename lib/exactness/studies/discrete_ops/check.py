@@ -16,7 +16,7 @@ import torch
 from exactness.compare.export_rule import export_test_rule
 from exactness.compare.scale import float32_ulp
 from exactness.models import sources
-from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph, weight_swap
+from exactness.runtimes import discrete_recorder, discrete_scan, float64_twin, onnx_graph, weight_swap
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.export_cache import ExportCache
 from exactness.studies.discrete_ops import margins as margins_of
@@ -229,21 +229,27 @@ def _read_eager(record: discrete_recorder.Record) -> list:
     return [v.double().numpy() if isinstance(v, torch.Tensor) else v for v in record.inputs[:2]]
 
 
-def screen_rows(task: ClassTask, seed: int, ops, records) -> list[ScreenRow]:
-    """Eager's margins at every counted op matched to an eager call: what the screen keeps of a forward."""
+def screen_rows(task: ClassTask, seed: int, ops, records, keys: dict[str, tuple[str, int]] | None = None,
+                recorder: str = "dispatch") -> list[ScreenRow]:
+    """Eager's margins at every counted op matched to an eager call: what the screen keeps of a forward.
+    `keys`: each node's (op, call), matched once on a whole recording, for records of those calls alone."""
     rows = []
-    matches = discrete_recorder.match(ops, records)
+    if keys is None:
+        matches = discrete_recorder.match(ops, records)
+        made = {op.node: records[matches[op.node].record] for op in ops if matches[op.node].record is not None}
+    else:
+        by_key = {(r.op, r.call): r for r in records}
+        made = {node: by_key[key] for node, key in keys.items() if key in by_key}
     for op in ops:
-        m = matches[op.node]
-        if not counted(op) or op.category == "random" or m.record is None:
+        if not counted(op) or op.category == "random" or op.node not in made:
             continue
-        record = records[m.record]
+        record = made[op.node]
         read, selection = _read_eager(record), selection_eager(record)
         found = margins_of.margins(op.category, op.op_type, read, selection)
         summary = found.summary()
         rows.append(ScreenRow(task.model, task.shape_mode, seed, op.node, summary["decisions"], summary["min_margin"],
                               summary["min_margin_ulps"], summary["exact_ties"],
-                              int((~margins_of.finite_decisions(op.category, read, selection)).sum())))
+                              int((~margins_of.finite_decisions(op.category, read, selection)).sum()), recorder))
     return rows
 
 
@@ -254,14 +260,18 @@ class SeedCheck:
     seed: SeedRow
 
 
-def _float64_reference(built: torch.nn.Module, inputs: dict, records) -> tuple[dict | None, str]:
-    """Eager in float64 with eager's own discrete choices forced: what float32 arithmetic approximates."""
+def _float64_reference(built: torch.nn.Module, inputs: dict, records, fast: bool = True) -> tuple[dict | None, str]:
+    """Eager in float64 with eager's own discrete choices forced: what float32 arithmetic approximates. `fast`:
+    the float64 copy is the process's twin of the model (`float64_twin`), else a deep copy."""
     force = own_choices(records)
+    wide_inputs = {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                   for k, v in inputs.items()}
+
+    def run(wide):
+        return discrete_recorder.record(wide, wide_inputs, force=force, seed=EXPORT_TEST_FORWARD_SEED)
+
     try:
-        wide = copy.deepcopy(built).double()
-        wide_inputs = {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
-                       for k, v in inputs.items()}
-        raw, wide_records = discrete_recorder.record(wide, wide_inputs, force=force, seed=EXPORT_TEST_FORWARD_SEED)
+        raw, wide_records = float64_twin.TWINS.wide(built, run) if fast else run(copy.deepcopy(built).double())
     except Exception as error:  # a model that does not run in float64 has no reference: said, not hidden
         return None, f"no float64 reference ({type(error).__name__}: {' '.join(str(error).split())[:200]})"
     if [(r.op, r.call, r.forced) for r in wide_records] != [(r.op, r.call, True) for r in records]:
@@ -326,7 +336,7 @@ def compare_output(row: OutputRow, produced: np.ndarray, eager: torch.Tensor, re
 
 
 def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, cache: ExportCache,
-               atol: float, rtol: float, phase: str) -> SeedCheck:
+               atol: float, rtol: float, phase: str, fast: bool = True) -> SeedCheck:
     """Eager (recorded), ORT and the float64 reference on one seed: its margin, output and seed rows."""
     began = time.monotonic()
     raw, records = discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED)
@@ -409,7 +419,7 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
     drawn_outputs = {name for op in cg.ops if op.category == "random" for name in op.reaches_outputs}
     flipped_counted = any(r.flipped > 0 for r in margin_rows if r.node in counted_nodes)
     stray = not flipped_counted and any(r.flipped > 0 for r in margin_rows if r.node not in counted_nodes)
-    reference, reference_note = _float64_reference(built, inputs, records)
+    reference, reference_note = _float64_reference(built, inputs, records, fast)
     pairs = [(name, eager_name(name, eager)) for name in cg.outputs]
     pairs = [(graph, mine) for graph, mine in pairs if mine is not None and graph in produced]
     out_rows = []

@@ -42,13 +42,42 @@ def rate_words(estimate: v.Estimate | None) -> str:
             f"{one_in(estimate.high / v.PER)})")
 
 
+def flip_words(verdict: v.ClassVerdict) -> str:
+    """The flip rate and the seeds it comes from, in a sentence ("" for a class that did not run)."""
+    if verdict.cause is v.Cause.NO_EXPORT:
+        return ""
+    if not verdict.counted:
+        return "No discrete op that can flip reaches an output: no seed can flip."
+    e = verdict.flips
+    seen = f"{count(verdict.screened)} seeds screened" if verdict.screened else \
+        f"{plural(verdict.checked, 'seed')} checked, none screened"
+    ties = f", {count(verdict.ties)} of them exact ties" if verdict.ties else ""
+    checked = (f"; {count(verdict.checked_candidates)} of the {count(verdict.candidates)} within reach of a tie "
+               "checked") if verdict.screened else ""
+    if e.per >= v.PER * 0.999:
+        rate = "on every seed"
+    elif e.per == 0 and not e.high:
+        rate = "0"
+    else:
+        rate = (f"{one_in(e.per / v.PER)} (95% {one_in(e.low / v.PER) if e.low else '0'} to "
+                f"{one_in(e.high / v.PER)})")
+    return f"Flips {rate}, from {seen}{ties}{checked}."
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".") if text else ""
+
+
 def answers(result: Result) -> list[Answer]:
     found = []
     for verdict in result.verdicts:
         failures = verdict.failures
         found.append(Answer(
             verdict.model, verdict.cause.value, verdict.action, rate_words(failures),
-            verdict.proof + (f" Starts at {verdict.where}." if verdict.where else ""), verdict.compare,
+            " ".join(part for part in (flip_words(verdict), _sentence(verdict.proof),
+                                       f"Starts at {verdict.where}." if verdict.where else "") if part),
+            verdict.compare,
             verdict.exclude, verdict.where, failures.per if failures else None, failures.low if failures else None,
             failures.high if failures else None, verdict.verification.holds))
     return found

@@ -24,6 +24,7 @@ run" with that line as its proof, and the other classes run on.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from dataclasses import dataclass, field
@@ -31,9 +32,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from exactness.models import sources, subject_names, subject_rebuild, tiny_subjects
-from exactness.runtimes import discrete_recorder
+from exactness.runtimes import discrete_recorder, discrete_taps
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.export_cache import ExportCache
+from exactness.runtimes.paths import ScreenRecorder
 from exactness.studies.discrete_ops import check, localize
 from exactness.studies.discrete_ops import verdicts as verdicts_of
 from exactness.studies.discrete_ops.rows import (
@@ -53,7 +55,7 @@ REACH_FLOOR_ULPS = 16.0  # a margin this close to a tie is a candidate whatever 
 REACH_FACTOR = 4.0  # times the largest eager-ORT difference of what the class's counted ops read
 UNMEASURED_REACH_ULPS = 1024.0  # where no counted call was verified on values, the screen reaches this far
 SCREEN_CHUNK = 50  # seeds per screen task: progress moves, and each worker builds its template once
-TIE_CHECKS = 40  # checks of a class not screened (every calibration seed within reach): a Wilson interval of +-0.1
+TIE_CHECKS = 40  # checks of a class's exact ties (a sample in seed order): a Wilson interval of +-0.1 on its rate
 
 
 def validate(models, n_seeds: int, seed_start: int, shape_modes, workers: int, transformers_tests: str = "") -> None:
@@ -176,33 +178,78 @@ class _Prepare:
         return out
 
 
+@dataclass
+class _Recording:
+    """What a worker learns once per class for its screen: the counted calls of seed 0's whole recording, the
+    node each one is (matched there), and the taps that record them alone (or why there are none)."""
+
+    calls: frozenset
+    keys: dict[str, tuple[str, int]]
+    taps: discrete_taps.TapPlan | None
+    why: str = ""
+
+
 class _Screen:
-    """Picklable `[(task, seed)] -> screen table`: eager alone under the recorder, margins at counted ops."""
+    """Picklable `[(task, seed)] -> screen table`: eager alone, margins at counted ops. With fast paths, only
+    the torch functions that make the counted calls are tapped (`discrete_taps`), checked against the dispatch
+    recorder on the first seed of every chunk; otherwise (and where the taps cannot be learnt or differ) the
+    dispatch recorder sees the forward up to the last counted call."""
 
     def __init__(self, ops: dict[ClassTask, list], settings: Settings):
         self.ops, self.settings = ops, settings
-        self._calls: dict[ClassTask, frozenset] = {}
+        self._learnt: dict[ClassTask, _Recording] = {}
 
     def __call__(self, items) -> pd.DataFrame:
         rows = []
-        for task, seed in items:
+        for position, (task, seed) in enumerate(items):
             made = _builder(task.model, self.settings.fast_paths, self.settings.transformers_tests)[0](int(seed))
-            _, records = discrete_recorder.record(made.model, made.inputs, seed=EXPORT_TEST_FORWARD_SEED,
-                                                  stop_after=self._last_calls(task))
-            rows += check.screen_rows(task, int(seed), self.ops[task], records)
+            rows += self._rows(task, int(seed), made, verify=position == 0)
         return frame(rows, ScreenRow)
 
-    def _last_calls(self, task: ClassTask) -> frozenset:
+    def _rows(self, task: ClassTask, seed: int, made, verify: bool) -> list[ScreenRow]:
+        learnt = self._learn(task)
+        ops = self.ops[task]
+        if learnt.taps is not None:
+            try:
+                tapped = check.screen_rows(task, seed, ops, learnt.taps.record(made.model, made.inputs,
+                                                                               EXPORT_TEST_FORWARD_SEED),
+                                           learnt.keys, ScreenRecorder.TAPPED.value)
+            except discrete_taps.TapError as error:
+                learnt.taps, learnt.why = None, f"seed {seed}: {error}"
+            else:
+                if not verify:
+                    return tapped
+                recorded = self._recorded(task, seed, made, learnt)
+                if [dataclasses.replace(r, recorder="") for r in tapped] == \
+                        [dataclasses.replace(r, recorder="") for r in recorded]:
+                    return tapped
+                learnt.taps, learnt.why = None, f"seed {seed}: the taps' margins differ from the recorder's"
+        return self._recorded(task, seed, made, learnt)
+
+    def _recorded(self, task, seed, made, learnt: _Recording) -> list[ScreenRow]:
+        _, records = discrete_recorder.record(made.model, made.inputs, seed=EXPORT_TEST_FORWARD_SEED,
+                                              stop_after=learnt.calls)
+        return check.screen_rows(task, seed, self.ops[task], records)
+
+    def _learn(self, task: ClassTask) -> _Recording:
         """The eager calls of the class's counted ops on the first seed: once a forward has made them all, the
         screen has what it needs and the rest of the forward is skipped."""
-        if task not in self._calls:
+        if task not in self._learnt:
             made = _fresh(task.model, self.settings.transformers_tests)(0)
             _, records = discrete_recorder.record(made.model, made.inputs, seed=EXPORT_TEST_FORWARD_SEED)
             matches = discrete_recorder.match(self.ops[task], records)
-            self._calls[task] = frozenset((records[m.record].op, records[m.record].call)
-                                          for op in self.ops[task] if check.counted(op) and op.category != "random"
-                                          for m in [matches[op.node]] if m.record is not None)
-        return self._calls[task]
+            keys = {op.node: (records[m.record].op, records[m.record].call)
+                    for op in self.ops[task] if check.counted(op) and op.category != "random"
+                    for m in [matches[op.node]] if m.record is not None}
+            calls = frozenset(keys.values())
+            taps, why = None, "fast paths off"
+            if self.settings.fast_paths and calls:
+                try:
+                    taps, why = discrete_taps.learn(made.model, made.inputs, calls, EXPORT_TEST_FORWARD_SEED), ""
+                except discrete_taps.TapError as error:
+                    why = str(error)
+            self._learnt[task] = _Recording(calls, keys, taps, why)
+        return self._learnt[task]
 
 
 class _Check:
@@ -221,7 +268,7 @@ class _Check:
             make = _fresh(task.model, checkout) if fresh_build else _builder(task.model, True, checkout)[0]
             made = make(int(seed))
             result = check.check_seed(self.cg, int(seed), made.model, made.inputs, cache, self.settings.atol,
-                                      self.settings.rtol, self.phase)
+                                      self.settings.rtol, self.phase, self.settings.fast_paths)
             margins += result.margins
             outputs += result.outputs
             rows.append(result.seed)
@@ -241,13 +288,21 @@ def _smallest_margins(screen: pd.DataFrame) -> pd.DataFrame:
                                                       nonfinite=("reads_nonfinite", "max"))
 
 
-def candidates(screen: pd.DataFrame, reach: float, exclude: set[int], cap: int) -> list[int]:
-    """Seeds whose smallest margin is within `reach` ulps of a tie (exact ties first) or whose op reads a
-    non-finite value, smallest margins first, at most `cap`, leaving out `exclude` (already checked)."""
+def candidates(screen: pd.DataFrame, reach: float, exclude: set[int], cap: int, tie_checks: int) -> list[int]:
+    """Seeds whose smallest margin is within `reach` ulps of a tie or whose op reads a non-finite value, at most
+    `cap`, leaving out `exclude` (already checked). Exact ties are a stratum of their own, sampled in seed order
+    up to `tie_checks` checks (`exclude` included): a seed's number says nothing of whether it flips, so the
+    sample's rate is the stratum's (`verdicts.estimate`). The others follow, smallest margins first (non-finite
+    reads first of all)."""
     per_seed = _smallest_margins(screen)
-    chosen = per_seed[(per_seed.min_margin_ulps <= reach) | (per_seed.nonfinite > 0)]
-    chosen = chosen[~chosen.seed.isin(exclude)].sort_values(["min_margin_ulps", "seed"], na_position="first")
-    return [int(s) for s in chosen.seed.head(max(cap, 0))]
+    inside = per_seed[(per_seed.min_margin_ulps <= reach) | (per_seed.nonfinite > 0)]
+    tie = (inside.min_margin_ulps == 0) & (inside.nonfinite == 0)
+    ties = inside[tie].sort_values("seed")
+    taken = int(ties.seed.isin(exclude).sum())
+    sampled = [int(s) for s in ties.seed[~ties.seed.isin(exclude)].head(max(tie_checks - taken, 0))]
+    rest = inside[~tie & ~inside.seed.isin(exclude)].sort_values(["min_margin_ulps", "seed"], na_position="first")
+    others = [int(s) for s in rest.seed]
+    return sorted((others[:max(cap - len(sampled), 0)] + sampled)[:max(cap, 0)])
 
 
 def _sweep_class(task: ClassTask, cg: check.ClassGraph, seeds: list[int], settings: Settings, workers: int,
@@ -265,26 +320,18 @@ def _sweep_class(task: ClassTask, cg: check.ClassGraph, seeds: list[int], settin
     reach = verdicts_of.reach_ulps(noise, REACH_FLOOR_ULPS, REACH_FACTOR, UNMEASURED_REACH_ULPS)
     if not counted_nodes:
         return mine, None, reach
-    calibrated = screen_from_checks(mine[-1:], task, counted_nodes)
-    # where every calibration seed is within reach of a tie the screen cannot tell seeds apart (each would be a
-    # candidate): the checks go on in seed order instead, and the rate comes from them
-    inside = _in_reach(calibrated, reach)
-    screening = settings.fast_paths and not (inside and all(inside.values()))
-    row.screen = (
-        f"{n_seeds:,} seeds screened" if screening else
-        "not screened: every calibration seed within reach of a tie, seeds checked in order" if settings.fast_paths
-        else "not screened: fast paths off, every seed checked")
+    screening = settings.fast_paths
+    row.screen = f"{n_seeds:,} seeds screened" if screening else "not screened: fast paths off, every seed checked"
     if screening:
         items = [(task, s) for s in seeds]
         screen = sweep.map_chunks(_Screen({task: cg.ops}, settings), items, workers, SCREEN_CHUNK,
                                   f"discrete ops: {task} screen", progress_every, scheduler, shards)
-    # a class that ties on every calibration seed needs no more checks than it takes to measure a rate near 1
-    cap = settings.max_checks if screening or not settings.fast_paths else min(settings.max_checks, TIE_CHECKS)
-    budget = (settings.max_fresh_exports if fresh_only else cap) - len(first)
-    if screening:
-        chosen = candidates(screen, reach, set(first), budget)
-    elif settings.fast_paths:
-        chosen = [s for s in seeds if s not in set(first)][: max(budget, 0)]
+        tapped = int((screen.recorder == ScreenRecorder.TAPPED.value).groupby(screen.seed).all().sum()) \
+            if len(screen) else 0
+        row.screen += f" ({tapped:,} by taps, the rest by the dispatch recorder)" if tapped < n_seeds else \
+            " (by taps, each chunk's first seed checked against the dispatch recorder)"
+        budget = (settings.max_fresh_exports if fresh_only else settings.max_checks) - len(first)
+        chosen = candidates(screen, reach, set(first), budget, TIE_CHECKS)
     else:
         chosen = [s for s in seeds if s not in set(first)]
     if chosen:

@@ -65,27 +65,39 @@ class Estimate:
 
 
 def estimate(k_in: int, checked_in: int, size_in: int, total: int,
-             outside: tuple[int, int] | None = None, size_out: int = 0) -> Estimate:
-    """Events per PER seeds from a screen's two strata. The seeds within reach of a tie (`size_in`) are checked
+             outside: tuple[int, int] | None = None, size_out: int = 0,
+             sampled: tuple[int, int, int] = (0, 0, 0)) -> Estimate:
+    """Events per PER seeds from a screen's strata. The seeds within reach of a tie (`size_in`) are checked
     smallest margins first, not at random: the count there lies between the `k_in` found and `k_in` plus every
-    unchecked one (the point extrapolates the checked fraction). Beyond reach an event needs a sample of its own
-    (`outside`: events and checks among the calibration seeds there, for failures no flip explains), else none
-    happens there (the screen's premise: no flip beyond the noise's reach). When every seed where an event can
-    happen was checked, the count is exact and the interval is Wilson's for a rate seen k times in `total`."""
+    unchecked one (the point extrapolates the checked fraction). `sampled`: (events, checks, size) of the exact
+    ties, checked in seed order, a sample as good as random: the count there is the sample's rate times the
+    stratum's size, with Wilson's interval (never below the events seen, nor above them plus the unchecked).
+    Beyond reach an event needs a sample of its own (`outside`: events and checks among the calibration seeds
+    there, for failures no flip explains), else none happens there (the screen's premise: no flip beyond the
+    noise's reach). When every seed where an event can happen was checked, the count is exact and the interval
+    is Wilson's for a rate seen k times in `total`."""
+    k_s, n_s, size_s = sampled
+    if n_s >= size_s:  # the sample is the whole stratum: its count is exact, like a stratum checked whole
+        k_in, checked_in, size_in, k_s, n_s, size_s = k_in + k_s, checked_in + n_s, size_in + size_s, 0, 0, 0
     unchecked = size_in - checked_in
     if not total:
         return Estimate(float("nan"), float("nan"), float("nan"), 0, 0)
-    if unchecked <= 0 and outside is None:
+    if unchecked <= 0 and outside is None and not size_s:
         low, high = wilson_interval(k_in, total)
         return Estimate(PER * k_in / total, PER * low, PER * high, k_in, checked_in)
     point = k_in + (unchecked * k_in / checked_in if checked_in else 0.0)
     low, high = float(k_in), float(k_in + max(unchecked, 0))
+    if size_s:
+        s_low, s_high = wilson_interval(k_s, n_s) if n_s else (0.0, 1.0)
+        point += size_s * (k_s / n_s if n_s else 0.0)
+        low += max(float(k_s), size_s * s_low)
+        high += min(float(k_s + size_s - n_s), size_s * s_high)
     if outside is not None and outside[1]:
         k, n = outside
         w_low, w_high = wilson_interval(k, n)
         point, low, high = point + size_out * k / n, low + size_out * w_low, high + size_out * w_high
-    return Estimate(PER * point / total, PER * low / total, PER * min(high / total, 1.0), k_in + (outside or (0, 0))[0],
-                    checked_in + (outside or (0, 0))[1])
+    return Estimate(PER * point / total, PER * low / total, PER * min(high / total, 1.0),
+                    k_in + k_s + (outside or (0, 0))[0], checked_in + n_s + (outside or (0, 0))[1])
 
 
 def rule_passes(rows: pd.DataFrame) -> bool:
@@ -133,6 +145,8 @@ class ClassVerdict:
     screened: int = 0
     checked: int = 0
     candidates: int = 0  # seeds within reach of a tie
+    ties: int = 0  # of them, exact ties (every counted op's input finite): checked as a sample in seed order
+    counted: int = 0  # discrete ops that can flip on their own and reach an output
     checked_candidates: int = 0  # of them, checked
     flips: Estimate | None = None
     failures: Estimate | None = None
@@ -302,18 +316,25 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
     failing = set(seeds[~seeds.test_rule_passed.astype(bool)].seed) if len(seeds) else set()
     total = max(screened, checked)
     in_reach = set(t.screen.seed[t.screen.in_reach]) if len(t.screen) and "in_reach" in t.screen else set()
+    ties = tie_seeds(t.screen) & in_reach
     checked_seeds = set(seeds.seed) if len(seeds) else set()
     checked_in = checked_seeds & in_reach if screened else checked_seeds
     size_in = len(in_reach) if screened else checked
     beyond = checked_seeds - in_reach if screened else set()
-    flips = estimate(len(flipped_seeds & checked_in), len(checked_in), size_in, total)
+    ordered = checked_in - ties
+
+    def strata(events: set) -> dict:
+        return dict(k_in=len(events & ordered), checked_in=len(ordered), size_in=size_in - len(ties), total=total,
+                    sampled=(len(events & checked_in & ties), len(checked_in & ties), len(ties)))
+
+    flips = estimate(**strata(flipped_seeds)) if len(counted_ops) else Estimate(0.0, 0.0, 0.0, 0, 0)
     unexplained = {s for s in failing & beyond if s not in flipped_seeds}
-    failures = estimate(len(failing & checked_in), len(checked_in), size_in, total,
-                        (len(unexplained), len(beyond)) if unexplained else None, total - size_in)
+    failures = estimate(**strata(failing), outside=(len(unexplained), len(beyond)) if unexplained else None,
+                        size_out=total - size_in)
     unchecked = max(size_in - len(checked_in), 0)
     flipped_types = set(flipped_rows.op_type) if len(flipped_rows) else set()
     common = dict(screened=screened, checked=checked, candidates=len(in_reach), checked_candidates=len(checked_in),
-                  flips=flips, failures=failures,
+                  ties=len(ties), counted=len(counted_ops), flips=flips, failures=failures,
                   reach_ulps=reach, noise_ulps=noise, **base)
     defect = _defect(t, counted_nodes, reach)
     if defect is not None:
@@ -427,6 +448,14 @@ def table(verdicts: list[ClassVerdict]) -> pd.DataFrame:
         "verified_seeds": v.verification.seeds, "planted_caught": v.verification.caught,
         "planted": v.verification.planted, "skip_reason": v.skip_reason, "claim": v.claim,
         "reason_holds": v.reason_holds, "seeds_needed": v.seeds_needed} for v in verdicts])
+
+
+def tie_seeds(screen: pd.DataFrame) -> set[int]:
+    """Screened seeds whose smallest margin is an exact tie and whose counted ops read only finite values."""
+    if not len(screen):
+        return set()
+    per_seed = screen.groupby("seed").agg(margin=("min_margin_ulps", "min"), nonfinite=("reads_nonfinite", "max"))
+    return {int(s) for s in per_seed.index[(per_seed.margin == 0) & (per_seed.nonfinite == 0)]}
 
 
 def tie_rows(margins: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
