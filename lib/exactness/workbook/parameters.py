@@ -80,6 +80,10 @@ def _default_types(default: Any) -> tuple[type, ...]:
 
 
 def _annotation_types(annotation: ast.expr) -> tuple[type, ...]:
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        # "list or str": papermill reads an annotation of words (not `list | str`) as the parameter's type
+        return tuple(t for part in annotation.value.split(" or ") for t in _annotation_types(ast.parse(
+            part.strip(), mode="eval").body))
     if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
         return _annotation_types(annotation.left) + _annotation_types(annotation.right)
     if isinstance(annotation, ast.Subscript):  # list[int], dict[str, float]: the container is checked

@@ -10,7 +10,7 @@ import torch
 
 from exactness.compare.export_rule import export_test_rule
 from exactness.compare.rates import wilson_interval
-from exactness.studies.discrete_ops import check, findings, sections, verdicts
+from exactness.studies.discrete_ops import check, findings, sections, study, verdicts
 from exactness.studies.discrete_ops.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
 from exactness.studies.discrete_ops.study import Result
 
@@ -100,6 +100,33 @@ def test_the_rate_is_wilsons_when_every_candidate_is_checked_and_bounded_by_the_
     # failures beyond reach only from their own sample (calibration seeds there)
     beyond = verdicts.estimate(0, 10, 10, 2000, outside=(1, 8), size_out=1990)
     assert beyond.per == pytest.approx(1990 / 8 / 2000 * 40000) and beyond.high > beyond.per > beyond.low > 0
+
+
+def test_exact_ties_sampled_in_seed_order_are_rated_from_the_sample_scaled_to_the_stratum():
+    # 2,000 screened seeds, every one an exact tie, 40 checked in seed order, 24 flipped
+    sampled = verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000))
+    low, high = wilson_interval(24, 40)
+    assert (sampled.per, sampled.low, sampled.high) == pytest.approx((40000 * 24 / 40, 40000 * low, 40000 * high))
+    assert (sampled.observed, sampled.checked) == (24, 40)
+    # every tie flipped: the interval never reaches past the seeds that could still flip, nor below those seen
+    every = verdicts.estimate(0, 0, 0, 2000, sampled=(40, 40, 2000))
+    assert every.per == 40000 and every.high == 40000 and every.low == pytest.approx(40000 * wilson_interval(40, 40)[0])
+    tight = verdicts.estimate(0, 0, 0, 50, sampled=(40, 40, 50))
+    assert tight.low >= 40000 * 40 / 50
+    # a sample that is the whole stratum is an exact count, as a stratum checked whole is
+    whole = verdicts.estimate(1, 5, 5, 2000, sampled=(3, 40, 40))
+    assert (whole.per, whole.low, whole.high) == pytest.approx(tuple(x for x in (
+        40000 * 4 / 2000, 40000 * wilson_interval(4, 2000)[0], 40000 * wilson_interval(4, 2000)[1])))
+
+
+def test_candidates_sample_exact_ties_in_seed_order_and_take_the_rest_smallest_margins_first():
+    rows = [(0, 0.0, 0), (1, 3.0, 0), (2, 0.0, 0), (3, 0.0, 0), (4, 1.0, 0), (5, 0.0, 0), (6, 99.0, 0),
+            (7, float("nan"), 2), (8, 0.0, 0)]
+    screen = pd.DataFrame([{"seed": s, "min_margin_ulps": m, "reads_nonfinite": n} for s, m, n in rows])
+    # reach 16: seeds 6 is beyond; ties 0 2 3 5 8, others 4 1 and the non-finite 7 (first)
+    assert study.candidates(screen, 16.0, exclude={0}, cap=10, tie_checks=3) == [1, 2, 3, 4, 7]
+    assert study.candidates(screen, 16.0, exclude={0}, cap=3, tie_checks=3) == [2, 3, 7]
+    assert study.candidates(screen, 16.0, exclude=set(), cap=10, tie_checks=0) == [1, 4, 7]
 
 
 def test_a_flip_among_values_that_are_not_finite_is_a_defect_not_a_tie():
