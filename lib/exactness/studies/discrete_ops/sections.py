@@ -52,8 +52,8 @@ def flip_words(verdict: v.ClassVerdict) -> str:
     seen = f"{count(verdict.screened)} seeds screened" if verdict.screened else \
         f"{plural(verdict.checked, 'seed')} checked, none screened"
     ties = f", {count(verdict.ties)} of them exact ties" if verdict.ties else ""
-    checked = (f"; {count(verdict.checked_candidates)} of the {count(verdict.candidates)} within reach of a tie "
-               "checked") if verdict.screened else ""
+    checked = "" if not verdict.screened else "; none within reach of a tie" if not verdict.candidates else (
+        f"; {count(verdict.checked_candidates)} of the {count(verdict.candidates)} within reach of a tie checked")
     if e.per >= v.PER * 0.999:
         rate = "on every seed"
     elif e.per == 0 and not e.high:

@@ -52,7 +52,7 @@ CLAIMED = {Cause.EXACT_TIE: reference.EXACT_TIE, Cause.NEAR_TIE: reference.NEAR_
 
 @dataclass(frozen=True)
 class Estimate:
-    """A count per PER seeds with its 95% interval, from a stratified sample (method in `stratified`)."""
+    """A count per PER seeds with its 95% interval, from a stratified sample (method in `estimate`)."""
 
     per: float
     low: float
