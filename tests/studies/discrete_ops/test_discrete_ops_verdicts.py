@@ -243,3 +243,16 @@ def test_the_float64_reference_draws_what_eager_drew_and_chooses_what_it_chose()
     assert reference is not None and "forced" in note
     assert torch.equal(reference["pick"], raw["pick"])
     assert (reference["h"] - raw["h"].double()).abs().max() < 1e-6  # the same draw, in float64
+
+
+def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
+    def stated(**fields):
+        return sections.flip_words(verdicts.ClassVerdict("M", "static", verdicts.Cause.EXACT_TIE, "p", "a", **fields))
+
+    ties = stated(counted=1, screened=2000, candidates=2000, checked_candidates=40, ties=2000,
+                  flips=verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000)))
+    assert ties.startswith("Flips 1 in 1.7 (95% 1 in 2.2 to 1 in 1.4), from 2,000 seeds screened, 2,000 of them exact "
+                           "ties; 40 of the 2,000 within reach of a tie checked")
+    none = stated(counted=1, screened=2000, flips=verdicts.estimate(0, 0, 0, 2000))
+    assert none == "No flip in 2,000 seeds screened; none within reach of a tie."
+    assert stated(counted=0, checked=8).startswith("No discrete op that can flip reaches an output")

@@ -54,10 +54,10 @@ def flip_words(verdict: v.ClassVerdict) -> str:
     ties = f", {count(verdict.ties)} of them exact ties" if verdict.ties else ""
     checked = "" if not verdict.screened else "; none within reach of a tie" if not verdict.candidates else (
         f"; {count(verdict.checked_candidates)} of the {count(verdict.candidates)} within reach of a tie checked")
+    if e.observed == 0:  # the bound that decides is the proof's (`RatePolicy`), not a second one here
+        return f"No flip in {seen}{ties}{checked}."
     if e.per >= v.PER * 0.999:
         rate = "on every seed"
-    elif e.per == 0 and not e.high:
-        rate = "0"
     else:
         rate = (f"{one_in(e.per / v.PER)} (95% {one_in(e.low / v.PER) if e.low else '0'} to "
                 f"{one_in(e.high / v.PER)})")
