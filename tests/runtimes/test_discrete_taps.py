@@ -76,3 +76,20 @@ def test_same_record_tells_a_one_bit_difference():
     assert discrete_taps.same_record(a, b)
     b.inputs[0].view(torch.int32).view(-1)[0] ^= 1
     assert not discrete_taps.same_record(a, b)
+
+
+class DataDependent(torch.nn.Module):
+    """How many values the top-k keeps depends on the input: another seed's n-th call is another call."""
+
+    def forward(self, x):
+        return torch.topk(x, int(x.abs().sum() > 10) + 1).values
+
+
+def test_a_call_that_is_not_the_learnt_one_is_refused_not_recorded():
+    small, large = torch.full((1, 4), 0.5), torch.full((1, 4), 5.0)
+    wanted = frozenset((r.op, r.call) for r in _whole(DataDependent(), small))
+    plan = discrete_taps.learn(DataDependent(), {"x": small}, wanted, seed=0)
+    assert len(plan.record(DataDependent(), {"x": small}, seed=0)) == len(wanted)  # its comparison too
+    with pytest.raises(discrete_taps.TapError, match="when learnt"):
+        plan.record(DataDependent(), {"x": large}, seed=0)
+    assert torch.topk is torch._C._VariableFunctions.topk

@@ -15,10 +15,13 @@ words drawn there in one call and turned into values as CPython does, and the st
 from __future__ import annotations
 
 import functools
+import operator
 import random
+import threading
 
 import numpy as np
 
+_LOCK = threading.Lock()  # one generator per process serves every caller: one caller at a time
 _TWO_26 = 67108864.0
 _TWO_53 = 9007199254740992.0
 
@@ -90,11 +93,16 @@ def _fast_agrees() -> bool:
 
 def randoms(rng: random.Random, n: int) -> np.ndarray:
     """`[rng.random() for _ in range(n)]` as float64, `rng` left where the loop leaves it."""
-    return _fast_randoms(rng, n) if n and _fast_agrees() else _loop_randoms(rng, n)
+    if n and _fast_agrees():
+        with _LOCK:
+            return _fast_randoms(rng, n)
+    return _loop_randoms(rng, n)
 
 
 def randints_below(rng: random.Random, n: int, bound: int) -> np.ndarray:
     """`[rng.randint(0, bound - 1) for _ in range(n)]` as int64, `rng` left where the loop leaves it."""
+    bound = operator.index(bound)  # a numpy integer as the loop takes it
     if n and 0 < bound and bound.bit_length() <= 32 and _fast_agrees():
-        return _fast_below(rng, n, bound)
+        with _LOCK:
+            return _fast_below(rng, n, bound)
     return _loop_below(rng, n, bound)

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import threading
 from dataclasses import dataclass
 
 import torch
@@ -49,6 +50,14 @@ class Tap:
     op: str
     op_call: int  # the record's call number in a whole recording
     scope: str
+    # what the learnt call passed besides tensor values: another call of the same op (control flow that depends
+    # on the seed) shows here as other arguments or other input shapes, and is refused
+    signature: tuple = ()
+
+
+def _signature(record: Record) -> tuple:
+    return (repr(record.args), repr(sorted(record.kwargs.items())),
+            tuple((tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else repr(v) for v in record.inputs))
 
 
 def owner_of(func) -> tuple[object, str] | None:
@@ -116,8 +125,9 @@ class _Wrapped:
             finally:
                 self.running.pop()
             for tap in wanted:
-                if tap.index >= len(own.records) or own.records[tap.index].op != tap.op:
-                    raise TapError(f"call {n} of {key[1]} did not make {tap.op}")
+                if tap.index >= len(own.records) or own.records[tap.index].op != tap.op \
+                        or _signature(own.records[tap.index]) != tap.signature:
+                    raise TapError(f"call {n} of {key[1]} did not make the {tap.op} call it made when learnt")
                 self.records.append(dataclasses.replace(own.records[tap.index], call=tap.op_call, scope=tap.scope))
             self.left -= len(wanted)
             if self.taps and self.left <= 0:
@@ -126,31 +136,38 @@ class _Wrapped:
 
         return wrapper
 
-    def _names(self):
+    def _names(self) -> dict:
+        names = {}
         for owner, name in self.functions:
-            yield (owner, name), name
+            names.setdefault((owner, name), (owner, name))
             operator = _OPERATORS.get(name) if owner is torch.Tensor else None
             if operator and hasattr(owner, operator):
-                yield (owner, name), operator
+                names.setdefault((owner, operator), (owner, name))
+        return names  # (owner, attribute) -> the function's key
 
     @contextlib.contextmanager
     def installed(self):
-        names = list(self._names())
-        saved = [(key[0], name, key[0].__dict__.get(name, _MISSING) if isinstance(key[0], type)
-                  else getattr(key[0], name)) for key, name in names]
-        try:
-            for key, name in names:
-                setattr(key[0], name, self._wrapper(key, getattr(key[0], name)))
-            yield self
-        finally:
-            for owner, name, original in reversed(saved):
-                if original is _MISSING:
-                    delattr(owner, name)
-                else:
-                    setattr(owner, name, original)
+        with _PATCHING:  # the wrappers are process-wide: one forward at a time (a Dask worker may run threads)
+            done = []
+            try:
+                for (owner, name), key in self._names().items():
+                    saved = owner.__dict__.get(name, _MISSING) if isinstance(owner, type) else getattr(owner, name)
+                    setattr(owner, name, self._wrapper(key, getattr(owner, name)))
+                    done.append((owner, name, saved))
+                yield self
+            finally:
+                for owner, name, saved in reversed(done):
+                    try:
+                        if saved is _MISSING:
+                            delattr(owner, name)
+                        else:
+                            setattr(owner, name, saved)
+                    except (AttributeError, TypeError):  # never leave the others wrapped for one that failed
+                        pass
 
 
 _MISSING = object()
+_PATCHING = threading.RLock()
 
 
 def _forward(model, inputs, seed) -> None:
@@ -231,7 +248,8 @@ def learn(model: torch.nn.Module, inputs: dict, wanted: frozenset[tuple[str, int
         if len(running) != 1:
             raise TapError(f"{record.op} call {record.call} is made inside {len(running)} wrapped calls, not one")
         (key, n), = running
-        taps.append(Tap(key[0], key[1], n, made[running[0]], record.op, record.call, record.scope))
+        taps.append(Tap(key[0], key[1], n, made[running[0]], record.op, record.call, record.scope,
+                        _signature(record)))
         expected.append(record)
     if {(t.op, t.op_call) for t in taps} != set(wanted):
         raise TapError("the wrapped functions did not make every wanted call")

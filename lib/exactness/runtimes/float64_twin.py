@@ -16,6 +16,7 @@ Fast path (`exactness.runtimes.paths`, switched off by `fast_paths: false`):
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Callable
 
 import torch
@@ -28,7 +29,10 @@ def _tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
 
 
 def _structure(model: torch.nn.Module) -> tuple:
-    return (type(model), tuple((name, tuple(t.shape), t.dtype) for name, t in _tensors(model).items()))
+    """What must be equal for a twin to serve another model: its class, config and named tensors' layout."""
+    config = getattr(model, "config", None)
+    return (type(model), config.to_json_string(use_diff=False) if hasattr(config, "to_json_string") else "",
+            tuple((name, tuple(t.shape), t.dtype) for name, t in _tensors(model).items()))
 
 
 class Float64Twins:
@@ -36,11 +40,16 @@ class Float64Twins:
 
     def __init__(self, enabled: bool = True):
         self.enabled = enabled
+        self._lock = threading.Lock()
         self._twin: tuple[tuple, torch.nn.Module] | None = None
         self.verified: set[tuple] = set()
         self.refused: set[tuple] = set()
 
     def wide(self, model: torch.nn.Module, run: Callable[[torch.nn.Module], object]):
+        with self._lock:  # one twin per process: one seed at a time (a Dask worker may run threads)
+            return self._wide(model, run)
+
+    def _wide(self, model: torch.nn.Module, run: Callable[[torch.nn.Module], object]):
         key = _structure(model)
         if not self.enabled or key in self.refused:
             return run(copy.deepcopy(model).double())

@@ -300,7 +300,8 @@ def candidates(screen: pd.DataFrame, reach: float, exclude: set[int], cap: int, 
     ties = inside[tie].sort_values("seed")
     taken = int(ties.seed.isin(exclude).sum())
     sampled = [int(s) for s in ties.seed[~ties.seed.isin(exclude)].head(max(tie_checks - taken, 0))]
-    rest = inside[~tie & ~inside.seed.isin(exclude)].sort_values(["min_margin_ulps", "seed"], na_position="first")
+    rest = inside[~tie & ~inside.seed.isin(exclude)].assign(finite=lambda t: t.nonfinite == 0)
+    rest = rest.sort_values(["finite", "min_margin_ulps", "seed"], na_position="first")
     others = [int(s) for s in rest.seed]
     return sorted((others[:max(cap - len(sampled), 0)] + sampled)[:max(cap, 0)])
 

@@ -385,14 +385,16 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
                                                 f"{len(failing)} of {checked} seeds" if failing else
                                                 " at the test's tolerance (remove the skip)"))
         else:
-            bound = flips.high / PER if unchecked else policy.upper_bound(total)
+            # unchecked candidates add to the count's range, never take from the rate's own bound
+            bound = max(flips.high / PER, policy.upper_bound(total)) if unchecked else policy.upper_bound(total)
             needed = policy.seeds_needed()
             left = f" ({unchecked} of {size_in} within reach of a tie left unchecked)" if unchecked else ""
             if bound < policy.rate:
                 cause = Cause.NEVER_FLIPS
-                proof = (f"no flip in {total:,} seeds screened, every one of the {size_in} within the noise's reach "
-                         f"checked: the flip rate is below {bound:.2g}, under the rate asked for, {policy.rate:.2g}; "
-                         + words)
+                checked_words = (f"{unchecked} of the {size_in} within the noise's reach left unchecked" if unchecked
+                                 else f"every one of the {size_in} within the noise's reach checked")
+                proof = (f"no flip in {total:,} seeds screened, {checked_words}: the flip rate is below {bound:.2g}, "
+                         f"under the rate asked for, {policy.rate:.2g}; " + words)
                 action = "compare every output at the test's tolerance (remove the skip)"
             else:
                 cause = Cause.UNDECIDED
