@@ -256,3 +256,5 @@ def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
     none = stated(counted=1, screened=2000, flips=verdicts.estimate(0, 0, 0, 2000))
     assert none == "No flip in 2,000 seeds screened; none within reach of a tie."
     assert stated(counted=0, checked=8).startswith("No discrete op that can flip reaches an output")
+    nothing = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, "no discrete op ...", "a")
+    assert sections.flip_words(nothing) == ""  # its proof opens with it: said once

@@ -46,8 +46,9 @@ def flip_words(verdict: v.ClassVerdict) -> str:
     """The flip rate and the seeds it comes from, in a sentence ("" for a class that did not run)."""
     if verdict.cause is v.Cause.NO_EXPORT:
         return ""
-    if not verdict.counted:
-        return "No discrete op that can flip reaches an output: no seed can flip."
+    if not verdict.counted:  # float noise and nothing reaches: their proofs open with it
+        return "" if verdict.cause in (v.Cause.NOTHING_REACHES, v.Cause.FLOAT_NOISE) else \
+            "No discrete op that can flip reaches an output: no seed can flip."
     e = verdict.flips
     seen = f"{count(verdict.screened)} seeds screened" if verdict.screened else \
         f"{plural(verdict.checked, 'seed')} checked, none screened"
