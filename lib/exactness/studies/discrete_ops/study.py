@@ -181,12 +181,11 @@ class _Prepare:
 @dataclass
 class _Recording:
     """What a worker learns once per class for its screen: the counted calls of seed 0's whole recording, the
-    node each one is (matched there), and the taps that record them alone (or why there are none)."""
+    node each one is (matched there), and the taps that record them alone (None where they cannot)."""
 
     calls: frozenset
     keys: dict[str, tuple[str, int]]
     taps: discrete_taps.TapPlan | None
-    why: str = ""
 
 
 class _Screen:
@@ -214,8 +213,8 @@ class _Screen:
                 tapped = check.screen_rows(task, seed, ops, learnt.taps.record(made.model, made.inputs,
                                                                                EXPORT_TEST_FORWARD_SEED),
                                            learnt.keys, ScreenRecorder.TAPPED.value)
-            except discrete_taps.TapError as error:
-                learnt.taps, learnt.why = None, f"seed {seed}: {error}"
+            except discrete_taps.TapError:  # this seed's forward made another call: recorded whole from now on
+                learnt.taps = None
             else:
                 if not verify:
                     return tapped
@@ -223,7 +222,7 @@ class _Screen:
                 if [dataclasses.replace(r, recorder="") for r in tapped] == \
                         [dataclasses.replace(r, recorder="") for r in recorded]:
                     return tapped
-                learnt.taps, learnt.why = None, f"seed {seed}: the taps' margins differ from the recorder's"
+                learnt.taps = None  # the taps' margins differ from the recorder's
         return self._recorded(task, seed, made, learnt)
 
     def _recorded(self, task, seed, made, learnt: _Recording) -> list[ScreenRow]:
@@ -242,13 +241,13 @@ class _Screen:
                     for op in self.ops[task] if check.counted(op) and op.category != "random"
                     for m in [matches[op.node]] if m.record is not None}
             calls = frozenset(keys.values())
-            taps, why = None, "fast paths off"
+            taps = None
             if self.settings.fast_paths and calls:
                 try:
-                    taps, why = discrete_taps.learn(made.model, made.inputs, calls, EXPORT_TEST_FORWARD_SEED), ""
-                except discrete_taps.TapError as error:
-                    why = str(error)
-            self._learnt[task] = _Recording(calls, keys, taps, why)
+                    taps = discrete_taps.learn(made.model, made.inputs, calls, EXPORT_TEST_FORWARD_SEED)
+                except discrete_taps.TapError:  # a call no wrapper reaches: the dispatch recorder screens it
+                    pass
+            self._learnt[task] = _Recording(calls, keys, taps)
         return self._learnt[task]
 
 
@@ -296,7 +295,7 @@ def candidates(screen: pd.DataFrame, reach: float, exclude: set[int], cap: int, 
     reads first of all)."""
     per_seed = _smallest_margins(screen)
     inside = per_seed[(per_seed.min_margin_ulps <= reach) | (per_seed.nonfinite > 0)]
-    tie = (inside.min_margin_ulps == 0) & (inside.nonfinite == 0)
+    tie = inside.seed.isin(verdicts_of.tie_seeds(screen))  # the verdict's strata are the same seeds
     ties = inside[tie].sort_values("seed")
     taken = int(ties.seed.isin(exclude).sum())
     sampled = [int(s) for s in ties.seed[~ties.seed.isin(exclude)].head(max(tie_checks - taken, 0))]
