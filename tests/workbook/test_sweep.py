@@ -47,6 +47,18 @@ def test_progress_counts_resumed_items_apart_from_the_rate():
     assert "screen X: 10/10" in stream.getvalue() and "6 resumed" in stream.getvalue()
 
 
+def test_progress_counts_what_size_says_a_chunk_holds(capsys):
+    def lengths(chunk):
+        return pd.DataFrame({"n": [len(unit) for unit in chunk]})
+
+    units = [tuple(range(n)) for n in (3, 5, 2)]  # items that each hold several seeds
+    done = sweep.map_chunks(lengths, units, chunk_size=1, label="units", progress_every=0.0,
+                            size=lambda part: sum(len(unit) for unit in part))
+    assert done.n.tolist() == [3, 5, 2]
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(": ")[1].split(" ")[0] for line in lines] == ["3/10", "8/10", "10/10"]
+
+
 _SWEEP = """
 import sys
 from exactness.workbook.shards import ShardStore

@@ -212,23 +212,24 @@ def concat_frames(results: list[pd.DataFrame]) -> pd.DataFrame:
 def map_chunks(function: Callable[[Sequence], object], items: Sequence, workers: int = 1,
                chunk_size: int = 500, label: str = "sweep", progress_every: float = 10.0,
                scheduler: str = "", shards: ShardStore | None = None,
-               combine: Callable[[list], object] = concat_frames):
-    """`function(chunk)` for every chunk of `items`, combined in order (tables: concatenated)."""
+               combine: Callable[[list], object] = concat_frames, size: Callable[[Sequence], int] = len):
+    """`function(chunk)` for every chunk of `items`, combined in order (tables: concatenated). `size(chunk)`:
+    what progress counts of a chunk (its items; the seeds of items that each hold many)."""
     parts = chunks(list(items), chunk_size)
-    progress = Progress(len(items), label, progress_every)
+    progress = Progress(sum(size(part) for part in parts), label, progress_every)
     results: list = [None] * len(parts)
     keys = [shards.key(label, part) if shards else "" for part in parts]
     for i, key in enumerate(keys):
         if shards and shards.has(key):
             results[i] = shards.load(key)
-            progress.skip(len(parts[i]))
+            progress.skip(size(parts[i]))
     todo = [i for i in range(len(parts)) if results[i] is None]
 
     def finished(i: int, result) -> None:
         results[i] = result
         if shards:
             shards.save(keys[i], result)
-        progress.advance(len(parts[i]))
+        progress.advance(size(parts[i]))
 
     if scheduler:
         _on_dask(function, parts, todo, scheduler, finished)

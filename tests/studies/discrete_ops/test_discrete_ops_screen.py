@@ -64,3 +64,45 @@ def test_the_plain_path_checks_every_seed_and_gives_the_same_verdict(tmp_path):
         b.screen.sort_values(["seed", "node"]).min_margin.tolist()
     assert int(a.graphs.cached_exports.sum()) == 0
     assert int(b.graphs.exports.sum()) == 0  # the second run exports nothing
+
+
+def test_a_worker_learns_a_class_once_and_a_fallback_stays_in_its_chunk(tmp_path, monkeypatch):
+    from exactness.runtimes import discrete_taps
+
+    settings = study.Settings(cache=str(tmp_path))
+    task = ClassTask("XLMForQuestionAnswering", "static")
+    cg = study.prepare(task, [0, 1], settings)
+    learnt = []
+    real = discrete_taps.learn
+    monkeypatch.setattr(discrete_taps, "learn", lambda *a, **k: learnt.append(1) or real(*a, **k))
+    study._LEARNT.clear()
+    first = study._Screen({task: cg.ops}, settings)([(task, 3), (task, 4)])
+    assert len(learnt) == 1 and set(first.recorder) == {"tapped"}
+    plan = next(iter(study._LEARNT.values())).taps
+
+    def refused(*args, **kwargs):
+        raise discrete_taps.TapError("another call")
+
+    monkeypatch.setattr(discrete_taps.TapPlan, "record", refused)
+    fallen = study._Screen({task: cg.ops}, settings)([(task, 3), (task, 4)])
+    assert set(fallen.recorder) == {"dispatch"}  # this chunk's seeds recorded whole, margins the same
+    cols = ["seed", "node", "decisions", "min_margin", "min_margin_ulps", "exact_ties", "reads_nonfinite"]
+    assert fallen[cols].equals(first[cols])
+    monkeypatch.undo()
+    again = study._Screen({task: cg.ops}, settings)([(task, 5)])
+    assert len(learnt) == 1 and set(again.recorder) == {"tapped"}  # the next chunk taps again, not relearnt
+    assert next(iter(study._LEARNT.values())).taps is plan
+
+
+def test_one_or_two_workers_give_the_same_tables(tmp_path):
+    settings = study.Settings(calibration_seeds=2, max_checks=4, cache=str(tmp_path))
+    models = ["XLMForQuestionAnswering", "BertModel"]
+    one = study.run(models, 0, 6, ["static"], workers=1, settings=settings, progress_every=1e9)
+    two = study.run(models, 0, 6, ["static"], workers=2, settings=settings, progress_every=1e9)
+    for name in ("graphs", "ops", "screen", "margins", "outputs"):
+        a, b = getattr(one, name), getattr(two, name)
+        # the second run reads the first one's exports from the cache
+        a, b = (t.drop(columns=[c for c in t.columns if "seconds" in c or "exports" in c]) for t in (a, b))
+        assert a.equals(b), name
+    assert one.seeds.drop(columns="seconds").equals(two.seeds.drop(columns="seconds"))
+    assert one.verdicts_table.equals(two.verdicts_table)

@@ -1,7 +1,8 @@
 """The discrete-ops study end to end, for any registered transformers class: which discrete ops of its exported
 graph reach which outputs, how often ORT chooses differently from eager, and the proven cause of every mismatch.
 
-Per class and shape mode, four phases, each on `workers` processes (or a Dask cluster):
+Per class and shape mode, four phases on `workers` processes (or a Dask cluster); phases 2 and 3 of every class
+run as one sweep, then phase 4 of every class as another, so no core waits for one class's last chunk:
 1. **exports**: the first two seeds exported (through the export cache: a second run exports nothing); the
    second proves the learnt weight swap; the graph's discrete ops scanned.
 2. **calibration**: the first `calibration_seeds` seeds checked whole (eager recorded, ORT, the float64
@@ -25,6 +26,7 @@ run" with that line as its proof, and the other classes run on.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import functools
 import math
 from dataclasses import dataclass, field
@@ -200,6 +202,7 @@ class _Screen:
 
     def __call__(self, items) -> pd.DataFrame:
         rows = []
+        self._learnt = {}  # every chunk starts from the learnt taps: a fallback in one chunk stays in it
         for position, (task, seed) in enumerate(items):
             made = _builder(task.model, self.settings.fast_paths, self.settings.transformers_tests)[0](int(seed))
             rows += self._rows(task, int(seed), made, verify=position == 0)
@@ -234,21 +237,33 @@ class _Screen:
         """The eager calls of the class's counted ops on the first seed: once a forward has made them all, the
         screen has what it needs and the rest of the forward is skipped."""
         if task not in self._learnt:
-            made = _fresh(task.model, self.settings.transformers_tests)(0)
-            _, records = discrete_recorder.record(made.model, made.inputs, seed=EXPORT_TEST_FORWARD_SEED)
-            matches = discrete_recorder.match(self.ops[task], records)
-            keys = {op.node: (records[m.record].op, records[m.record].call)
-                    for op in self.ops[task] if check.counted(op) and op.category != "random"
-                    for m in [matches[op.node]] if m.record is not None}
-            calls = frozenset(keys.values())
-            taps = None
-            if self.settings.fast_paths and calls:
-                try:
-                    taps = discrete_taps.learn(made.model, made.inputs, calls, EXPORT_TEST_FORWARD_SEED)
-                except discrete_taps.TapError:  # a call no wrapper reaches: the dispatch recorder screens it
-                    pass
-            self._learnt[task] = _Recording(calls, keys, taps)
+            counted_nodes = tuple(op.node for op in self.ops[task] if check.counted(op) and op.category != "random")
+            learnt = _learnt(task, counted_nodes, self.settings.fast_paths, self.settings.transformers_tests,
+                             tuple(self.ops[task]))
+            self._learnt[task] = dataclasses.replace(learnt)
         return self._learnt[task]
+
+
+_LEARNT: dict[tuple, _Recording] = {}  # a worker learns a class once (a plain build and four forwards), not per chunk
+
+
+def _learnt(task: ClassTask, counted_nodes: tuple, fast: bool, checkout: str, ops: tuple) -> _Recording:
+    key = (task, counted_nodes, fast, checkout, tuple(repr(op) for op in ops))  # the graph's ops, every field
+    if key not in _LEARNT:
+        made = _fresh(task.model, checkout)(0)
+        _, records = discrete_recorder.record(made.model, made.inputs, seed=EXPORT_TEST_FORWARD_SEED)
+        matches = discrete_recorder.match(list(ops), records)
+        keys = {node: (records[m.record].op, records[m.record].call)
+                for node in counted_nodes for m in [matches[node]] if m.record is not None}
+        calls = frozenset(keys.values())
+        taps = None
+        if fast and calls:
+            try:
+                taps = discrete_taps.learn(made.model, made.inputs, calls, EXPORT_TEST_FORWARD_SEED)
+            except discrete_taps.TapError:  # a call no wrapper reaches: the dispatch recorder screens it
+                pass
+        _LEARNT[key] = _Recording(calls, keys, taps)
+    return _LEARNT[key]
 
 
 class _Check:
@@ -305,43 +320,164 @@ def candidates(screen: pd.DataFrame, reach: float, exclude: set[int], cap: int, 
     return sorted((others[:max(cap - len(sampled), 0)] + sampled)[:max(cap, 0)])
 
 
-def _sweep_class(task: ClassTask, cg: check.ClassGraph, seeds: list[int], settings: Settings, workers: int,
-                 scheduler: str, shards, progress_every: float, row: GraphRow):
-    """One class's calibration, screen and candidate checks: (its checks, its screen or None, its reach)."""
-    n_seeds = len(seeds)
-    mine: list[dict[str, pd.DataFrame]] = []
+class Phase(enum.Enum):
+    CALIBRATION = "calibration"
+    SCREEN = "screen"
+    CANDIDATES = "candidates"
+
+
+@dataclass
+class _Unit:
+    """One piece of a sweep: a class's seeds checked whole (`cg`) or screened (`ops`)."""
+
+    task: ClassTask
+    phase: Phase
+    seeds: tuple[int, ...]
+    cg: check.ClassGraph | None = None
+    ops: list | None = None
+
+    def __str__(self) -> str:  # the shard's name
+        return f"{self.task.resume_key} {self.phase.value} {self.seeds[0]}-{self.seeds[-1]}"
+
+
+@dataclass
+class _Done:
+    """A unit's tables (checks), its screen rows, or the line of the class's failure."""
+
+    task: ClassTask
+    phase: Phase
+    tables: dict[str, pd.DataFrame] | None = None
+    screen: pd.DataFrame | None = None
+    error: str = ""
+
+
+class _Work:
+    """Picklable `[_Unit] -> [_Done]`: the units of every class in one sweep, so that no core waits for the
+    last chunk of one class's phase before the next class starts."""
+
+    def __init__(self, settings: Settings):
+        self.settings = settings
+
+    def __call__(self, units) -> list[_Done]:
+        out = []
+        for unit in units:
+            try:
+                if unit.phase is Phase.SCREEN:
+                    rows = _Screen({unit.task: unit.ops}, self.settings)([(unit.task, s) for s in unit.seeds])
+                    out.append(_Done(unit.task, unit.phase, screen=rows))
+                else:
+                    out.append(_Done(unit.task, unit.phase,
+                                     tables=_Check(unit.cg, self.settings, unit.phase.value)(unit.seeds)))
+            except sources.SubjectError as error:  # a seed the builder or tester fails on: the class's one line
+                out.append(_Done(unit.task, unit.phase, error=_failure(error)))
+        return out
+
+
+def _flat(parts: list[list[_Done]]) -> list[_Done]:
+    return [done for part in parts for done in part]
+
+
+def _seeds_in(part) -> int:
+    return sum(len(unit.seeds) for unit in part)
+
+
+def _counted_nodes(cg: check.ClassGraph) -> set[str]:
+    return {op.node for op in cg.ops if check.counted(op) and op.category != "random"}
+
+
+def _first(cg: check.ClassGraph, seeds: list[int], settings: Settings) -> list[int]:
+    """The calibration seeds: checked whole whatever the screen says (fewer where each is a fresh export)."""
     fresh_only = cg.plan is None
-    first = seeds[: max(1, min(settings.calibration_seeds, settings.max_fresh_exports if fresh_only else n_seeds))]
-    mine.append(sweep.map_chunks(_Check(cg, settings, "calibration"), first, workers, 2,
-                                 f"discrete ops: {task} calibration", progress_every, scheduler, shards,
-                                 combine=_joined))
-    counted_nodes = {op.node for op in cg.ops if check.counted(op) and op.category != "random"}
-    noise = verdicts_of.noise_ulps(mine[-1]["margins"], counted_nodes)
-    reach = verdicts_of.reach_ulps(noise, REACH_FLOOR_ULPS, REACH_FACTOR, UNMEASURED_REACH_ULPS)
-    if not counted_nodes:
-        return mine, None, reach
-    screening = settings.fast_paths
-    row.screen = f"{n_seeds:,} seeds screened" if screening else "not screened: fast paths off, every seed checked"
-    if screening:
-        items = [(task, s) for s in seeds]
-        screen = sweep.map_chunks(_Screen({task: cg.ops}, settings), items, workers, SCREEN_CHUNK,
-                                  f"discrete ops: {task} screen", progress_every, scheduler, shards)
-        tapped = int((screen.recorder == ScreenRecorder.TAPPED.value).groupby(screen.seed).all().sum()) \
-            if len(screen) else 0
-        row.screen += f" ({tapped:,} by taps, the rest by the dispatch recorder)" if tapped < n_seeds else \
-            " (by taps, each chunk's first seed checked against the dispatch recorder)"
-        budget = (settings.max_fresh_exports if fresh_only else settings.max_checks) - len(first)
-        chosen = candidates(screen, reach, set(first), budget, TIE_CHECKS)
-    else:
-        chosen = [s for s in seeds if s not in set(first)]
-    if chosen:
-        mine.append(sweep.map_chunks(_Check(cg, settings, "candidates"), chosen, workers, 2,
-                                     f"discrete ops: {task} candidates", progress_every, scheduler, shards,
-                                     combine=_joined))
-    if not screening:
-        screen = screen_from_checks(mine, task, counted_nodes)
-    screen = screen.assign(in_reach=screen.seed.map(_in_reach(screen, reach))) if len(screen) else screen
-    return mine, screen, reach
+    return seeds[: max(1, min(settings.calibration_seeds,
+                              settings.max_fresh_exports if fresh_only else len(seeds)))]
+
+
+def _units(graphs: dict, seeds: list[int], settings: Settings) -> list[_Unit]:
+    """Every class's calibration checks (two seeds a unit) and screen (`SCREEN_CHUNK` seeds a unit)."""
+    units = []
+    for task, cg in graphs.items():
+        units += [_Unit(task, Phase.CALIBRATION, tuple(c), cg=cg) for c in sweep.chunks(_first(cg, seeds, settings), 2)]
+        if _counted_nodes(cg) and settings.fast_paths:
+            units += [_Unit(task, Phase.SCREEN, tuple(c), ops=cg.ops) for c in sweep.chunks(seeds, SCREEN_CHUNK)]
+    return units
+
+
+def _chosen(task: ClassTask, cg: check.ClassGraph, seeds: list[int], settings: Settings, screen, reach: float,
+            row: GraphRow) -> list[int]:
+    """The seeds a class checks after its calibration: the screen's candidates (every seed without fast paths)."""
+    first = set(_first(cg, seeds, settings))
+    if not settings.fast_paths:
+        row.screen = "not screened: fast paths off, every seed checked"
+        return [s for s in seeds if s not in first]
+    n_seeds = len(seeds)
+    tapped = int((screen.recorder == ScreenRecorder.TAPPED.value).groupby(screen.seed).all().sum()) \
+        if len(screen) else 0
+    row.screen = f"{n_seeds:,} seeds screened" + (
+        f" ({tapped:,} by taps, the rest by the dispatch recorder)" if tapped < n_seeds else
+        " (by taps, each chunk's first seed checked against the dispatch recorder)")
+    budget = (settings.max_fresh_exports if cg.plan is None else settings.max_checks) - len(first)
+    return candidates(screen, reach, first, budget, TIE_CHECKS)
+
+
+def _sweep(graphs: dict, graph_rows: list, tasks: list, seeds: list[int], settings: Settings, workers: int,
+           scheduler: str, shards, progress_every: float):
+    """Every class's calibration and screen in one sweep, then every class's candidates in another: (checks,
+    screens, reaches). A class whose builder fails on a seed leaves `graphs` as its one line in `graph_rows`."""
+    done = sweep.map_chunks(_Work(settings), _units(graphs, seeds, settings), workers, 1,
+                            f"discrete ops: calibration and screen ({len(graphs)} classes)", progress_every,
+                            scheduler, shards, combine=_flat, size=_seeds_in)
+    failed = _failures(done, graphs, graph_rows, tasks)
+    checks: dict[ClassTask, list] = {task: [] for task in graphs}
+    screens: dict[ClassTask, pd.DataFrame | None] = {}
+    reaches: dict[ClassTask, float] = {}
+    later: list[_Unit] = []
+    for task, cg in graphs.items():
+        if task in failed:
+            continue
+        mine = [d for d in done if d.task == task]
+        checks[task] = [d.tables for d in mine if d.phase is Phase.CALIBRATION]
+        counted_nodes = _counted_nodes(cg)
+        noise = verdicts_of.noise_ulps(_joined(checks[task])["margins"], counted_nodes)
+        reaches[task] = verdicts_of.reach_ulps(noise, REACH_FLOOR_ULPS, REACH_FACTOR, UNMEASURED_REACH_ULPS)
+        if not counted_nodes:
+            screens[task] = None
+            continue
+        screen = pd.concat([d.screen for d in mine if d.phase is Phase.SCREEN], ignore_index=True) \
+            if settings.fast_paths else frame([], ScreenRow)
+        screens[task] = screen
+        chosen = _chosen(task, cg, seeds, settings, screen, reaches[task], graph_rows[tasks.index(task)])
+        later += [_Unit(task, Phase.CANDIDATES, tuple(c), cg=cg) for c in sweep.chunks(chosen, 2)]
+    if later:
+        done = sweep.map_chunks(_Work(settings), later, workers, 1,
+                                f"discrete ops: candidates ({len({u.task for u in later})} classes)", progress_every,
+                                scheduler, shards, combine=_flat, size=_seeds_in)
+        failed |= _failures(done, graphs, graph_rows, tasks)
+        for d in done:
+            if d.task not in failed:
+                checks[d.task].append(d.tables)
+    for task in failed:
+        checks.pop(task, None), screens.pop(task, None), reaches.pop(task, None)
+    for task in graphs:
+        screen = screens.get(task)
+        if screen is None:
+            continue
+        if not settings.fast_paths:
+            screen = screen_from_checks(checks[task], task, _counted_nodes(graphs[task]))
+        reach = reaches[task]
+        screens[task] = screen.assign(in_reach=screen.seed.map(_in_reach(screen, reach))) if len(screen) else screen
+    return [t for task in graphs for t in checks[task]], [s for s in screens.values() if s is not None], reaches
+
+
+def _failures(done: list[_Done], graphs: dict, graph_rows: list, tasks: list) -> set[ClassTask]:
+    """The classes whose builder failed on a seed: each one line in the graphs table, and out of `graphs`."""
+    failed = set()
+    for d in done:
+        if d.error and d.task not in failed:
+            failed.add(d.task)
+            graph_rows[tasks.index(d.task)] = GraphRow(d.task.model, d.task.shape_mode, error=d.error)
+    for task in failed:
+        graphs.pop(task, None)
+    return failed
 
 
 def run(models, seed_start: int, n_seeds: int, shape_modes, workers: int = 1, scheduler: str = "", shards=None,
@@ -354,20 +490,8 @@ def run(models, seed_start: int, n_seeds: int, shape_modes, workers: int = 1, sc
                                 progress_every, scheduler, None, combine=lambda parts: [x for p in parts for x in p])
     graphs = {task: item for task, item in zip(tasks, prepared, strict=True) if isinstance(item, check.ClassGraph)}
     graph_rows = [item.row if isinstance(item, check.ClassGraph) else item for item in prepared]
-    checks: list[dict[str, pd.DataFrame]] = []
-    screens: list[pd.DataFrame] = []
-    reaches: dict[ClassTask, float] = {}
-    for task, cg in list(graphs.items()):
-        try:
-            mine, screen, reaches[task] = _sweep_class(task, cg, seeds, settings, workers, scheduler, shards,
-                                                       progress_every, graph_rows[tasks.index(task)])
-        except sources.SubjectError as error:  # a seed the builder or tester fails on: this class's one line
-            graph_rows[tasks.index(task)] = GraphRow(task.model, task.shape_mode, error=_failure(error))
-            del graphs[task]
-            continue
-        checks += mine
-        if screen is not None:
-            screens.append(screen)
+    checks, screens, reaches = _sweep(graphs, graph_rows, tasks, seeds, settings, workers, scheduler, shards,
+                                      progress_every)
     ops = frame([row for cg in graphs.values() for row in _ops_rows(cg)], OpRow)
     tables = _joined(checks) if checks else {"margins": frame([], MarginRow), "outputs": frame([], OutputRow),
                                              "seeds": frame([], SeedRow)}
