@@ -36,7 +36,7 @@ class ClassGraph:
     task: ClassTask
     bare: onnx.ModelProto  # the graph as the export test runs it
     exposed: onnx.ModelProto  # the same, also returning what each discrete op read and chose
-    full: onnx_graph.ExportedGraph  # the same, returning every module's output (localization)
+    full: onnx_graph.ExportedGraph | None  # the same, returning every module's output (localization only)
     outputs: list[str]
     ops: list[discrete_scan.DiscreteOp]
     plan: weight_swap.SwapPlan | None = None

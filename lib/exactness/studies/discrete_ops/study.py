@@ -381,6 +381,12 @@ def _seeds_in(part) -> int:
     return sum(len(unit.seeds) for unit in part)
 
 
+def _for_checks(cg: check.ClassGraph) -> check.ClassGraph:
+    """What a check reads of a class's graph: without the every-module graph only localization runs (a third of
+    the weights each unit would ship to its worker)."""
+    return dataclasses.replace(cg, full=None)
+
+
 def _counted_nodes(cg: check.ClassGraph) -> set[str]:
     return {op.node for op in cg.ops if check.counted(op) and op.category != "random"}
 
@@ -396,7 +402,8 @@ def _units(graphs: dict, seeds: list[int], settings: Settings) -> list[_Unit]:
     """Every class's calibration checks (two seeds a unit) and screen (`SCREEN_CHUNK` seeds a unit)."""
     units = []
     for task, cg in graphs.items():
-        units += [_Unit(task, Phase.CALIBRATION, tuple(c), cg=cg) for c in sweep.chunks(_first(cg, seeds, settings), 2)]
+        units += [_Unit(task, Phase.CALIBRATION, tuple(c), cg=_for_checks(cg))
+                  for c in sweep.chunks(_first(cg, seeds, settings), 2)]
         if _counted_nodes(cg) and settings.fast_paths:
             units += [_Unit(task, Phase.SCREEN, tuple(c), ops=cg.ops) for c in sweep.chunks(seeds, SCREEN_CHUNK)]
     return units
@@ -446,7 +453,7 @@ def _sweep(graphs: dict, graph_rows: list, tasks: list, seeds: list[int], settin
             if settings.fast_paths else frame([], ScreenRow)
         screens[task] = screen
         chosen = _chosen(task, cg, seeds, settings, screen, reaches[task], graph_rows[tasks.index(task)])
-        later += [_Unit(task, Phase.CANDIDATES, tuple(c), cg=cg) for c in sweep.chunks(chosen, 2)]
+        later += [_Unit(task, Phase.CANDIDATES, tuple(c), cg=_for_checks(cg)) for c in sweep.chunks(chosen, 2)]
     if later:
         done = sweep.map_chunks(_Work(settings), later, workers, 1,
                                 f"discrete ops: candidates ({len({u.task for u in later})} classes)", progress_every,
