@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import nbformat
@@ -30,10 +31,26 @@ def write_notebook(path: Path, parameters: str, *cells: str) -> Path:
     return path
 
 
+@pytest.fixture(scope="session")
+def short_tmp() -> Iterator[Path]:
+    """A short folder of /tmp for this session's projects, removed when the session ends (a run's processes may
+    still write into a project a moment after its test)."""
+    import shutil
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(prefix="exactness-test-"))
+    yield top
+    shutil.rmtree(top, ignore_errors=True)
+
+
 @pytest.fixture
-def tiny_project(tmp_path: Path, monkeypatch) -> Path:
-    """notebooks/{environment,ok,failing}.ipynb with params/<study>/smoke.yaml, outputs/ empty."""
-    root = tmp_path / "project"
+def tiny_project(short_tmp: Path, monkeypatch) -> Path:
+    """notebooks/{environment,ok,failing}.ipynb with params/<study>/smoke.yaml, outputs/ empty. In a short folder:
+    a run puts its kernel's sockets inside the project only where the path fits a socket's (pytest-xdist's tmp_path
+    does not), and the tests of that case need it to."""
+    import tempfile
+
+    root = Path(tempfile.mkdtemp(dir=short_tmp)) / "project"
     write_notebook(root / "notebooks" / "environment.ipynb", "note = 'env'",
                    "from exactness.workbook.artifacts import RunArtifacts",
                    "RunArtifacts.current('environment').summary(note=note)")
@@ -84,3 +101,11 @@ def smoke_run(batch, study: str) -> Path:
     """The one run folder of `study` in the smoke batch."""
     (folder,) = (batch[0] / study).iterdir()
     return folder
+
+
+def pytest_collection_modifyitems(config, items):
+    # `-n 2 --dist loadgroup` (pyproject's addopts): a module's tests stay on one worker, so its module-scoped
+    # fixtures are built once, and every test of the smoke batch shares the one worker that runs the batch
+    for item in items:
+        group = "smoke_batch" if "smoke_batch" in getattr(item, "fixturenames", ()) else item.module.__name__
+        item.add_marker(pytest.mark.xdist_group(group))

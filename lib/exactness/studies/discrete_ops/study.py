@@ -438,10 +438,11 @@ def _sweep(graphs: dict, graph_rows: list, tasks: list, seeds: list[int], settin
     screens: dict[ClassTask, pd.DataFrame | None] = {}
     reaches: dict[ClassTask, float] = {}
     later: list[_Unit] = []
+    by_task: dict[ClassTask, list[_Done]] = {}
+    for d in done:
+        by_task.setdefault(d.task, []).append(d)
     for task, cg in graphs.items():
-        if task in failed:
-            continue
-        mine = [d for d in done if d.task == task]
+        mine = by_task.get(task, [])
         checks[task] = [d.tables for d in mine if d.phase is Phase.CALIBRATION]
         counted_nodes = _counted_nodes(cg)
         noise = verdicts_of.noise_ulps(_joined(checks[task])["margins"], counted_nodes)
