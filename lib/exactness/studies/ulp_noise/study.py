@@ -86,7 +86,8 @@ def _table(name: str, draw: _Draw, produced: dict | None = None) -> pd.DataFrame
     last = {name: [draw.eager.outputs[name]] for name in outputs}
     finals = intermediate_table(last, draw.bare.run(draw.inputs), outputs, extra=worst_elements).assign(
         depth=lambda f: f.depth + len(graph.intermediates), model_output=True)
-    table = table.assign(model_output=False, input_module=table.tensor.map(draw.eager.input_of or {}).fillna("")) \
+    input_of = draw.eager.input_of or {}
+    table = table.assign(model_output=False, input_module=[input_of.get(t, "") for t in table.tensor]) \
         if len(table) else table
     return pd.concat([table, finals.assign(input_module="")], ignore_index=True)
 
