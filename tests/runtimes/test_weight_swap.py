@@ -1,8 +1,8 @@
 """The learnt weight swap on a conv followed by an eval BatchNorm, as a detector's conv+norm layers are:
 the exporter folds the norm into the conv's weight, and the swap must reproduce that fold bit for bit. Then
 values the exporter folds from a parameter (an expanded class token, an embedding looked up by constant ids,
-a projection of learnt queries): each rebuilt for an unseen seed bit for bit, and a fold no rule explains
-refused."""
+a projection of learnt queries, a position table sliced and permuted channels first): each rebuilt for an
+unseen seed bit for bit, and a fold no rule explains refused."""
 
 import numpy as np
 import pytest
@@ -143,6 +143,20 @@ class LearntQueries(torch.nn.Module):
         return {"out": probabilities @ values.view(probabilities.shape[0], 3, 2, 4).transpose(1, 2)}
 
 
+class ChannelsFirstPositions(torch.nn.Module):
+    """A ViT backbone's absolute positions (LwDetr's): the table's rows after the class token's, reshaped to
+    the patch grid and permuted channels first before a resize; the exporter folds the slice, reshape and
+    permute into a constant whose last axis is the grid's, not the row's."""
+
+    def __init__(self):
+        super().__init__()
+        self.positions = torch.nn.Parameter(torch.randn(1, 1 + 2 * 3, 4))
+
+    def forward(self, x):  # (batch, channels, height, width)
+        grid = self.positions[:, 1:].reshape(1, 2, 3, 4).permute(0, 3, 1, 2)
+        return {"out": x + torch.nn.functional.interpolate(grid, size=(2, 3), mode="bicubic", align_corners=False)}
+
+
 class ScaledToken(ClassToken):
     """The class token doubled before use: a folded value no rule explains (a product, not a copy)."""
 
@@ -152,7 +166,8 @@ class ScaledToken(ClassToken):
 
 # the inputs only fix the graph's shapes: the folded values come from the parameters
 _FOLDING = {ClassToken: {"x": torch.ones(2, 3, 4)}, ConstantIds: {"x": torch.ones(2, 3, 4)},
-            LearntQueries: {"probabilities": torch.ones(2, 2, 5, 3)}, ScaledToken: {"x": torch.ones(2, 3, 4)}}
+            LearntQueries: {"probabilities": torch.ones(2, 2, 5, 3)}, ScaledToken: {"x": torch.ones(2, 3, 4)},
+            ChannelsFirstPositions: {"x": torch.ones(2, 4, 2, 3)}}
 
 
 def _folding(module: type, seed: int):
@@ -162,7 +177,7 @@ def _folding(module: type, seed: int):
 
 
 @pytest.mark.parametrize(("module", "kind"), [(ClassToken, "broadcast"), (ConstantIds, "rows"),
-                                              (LearntQueries, "projection")])
+                                              (LearntQueries, "projection"), (ChannelsFirstPositions, "copies")])
 def test_a_value_folded_from_a_parameter_is_rebuilt_for_another_seed_bit_for_bit(module, kind):
     (a_model, a_graph), (b_model, b_graph), (c_model, c_graph) = (_folding(module, seed) for seed in (0, 1, 2))
     with pytest.MonkeyPatch.context() as patch:  # the fold is what needs the rule: without it, the swap is refused
@@ -176,9 +191,26 @@ def test_a_value_folded_from_a_parameter_is_rebuilt_for_another_seed_bit_for_bit
     assert all(np.array_equal(plan.constants[name], fresh[name]) for name in plan.constants)
 
 
+def test_copied_elements_name_the_position_each_element_copies():
+    (a_model, a_graph), (b_model, b_graph) = _folding(ChannelsFirstPositions, 0), _folding(ChannelsFirstPositions, 1)
+    plan = weight_swap.learn(a_graph, a_model, b_graph, b_model, 1)
+    copies = [rule for rule in plan.rules.values() if rule.kind == "copies"]
+    positions = torch.arange(7 * 4).reshape(1, 7, 4)[:, 1:].reshape(1, 2, 3, 4).permute(0, 3, 1, 2)
+    assert [rule.source for rule in copies] == ["positions"]
+    assert np.array_equal(copies[0].index, positions.reshape(-1).numpy())
+
+
+def test_copied_elements_refuse_a_value_in_no_position_and_take_the_first_of_equal_ones():
+    source = np.array([[1.0, 2.0], [2.0, 3.0]], dtype=np.float32)
+    assert weight_swap.copied_elements(source, np.array([3.0, 2.0, 1.0], np.float32)).tolist() == [3, 1, 0]
+    assert weight_swap.copied_elements(source, np.array([2.5], np.float32)) is None
+    assert weight_swap.copied_elements(source, np.array([-0.0], np.float32)) is None  # bits, not values
+    assert weight_swap.copied_elements(source, np.array([1.0], np.float64)) is None
+
+
 def test_a_folded_product_of_a_parameter_is_refused():
     (a_model, a_graph), (b_model, b_graph) = _folding(ScaledToken, 0), _folding(ScaledToken, 1)
-    with pytest.raises(weight_swap.SwapError, match="nor a broadcast, gathered rows or a Linear projection"):
+    with pytest.raises(weight_swap.SwapError, match="nor a broadcast, gathered rows, a Linear projection or copied"):
         weight_swap.learn(a_graph, a_model, b_graph, b_model, 1)
 
 

@@ -8,8 +8,9 @@ tensor, transposed, reshaped, or the fold of an eval BatchNorm into the conv jus
 conformer's depthwise conv, a detector's conv+norm layers), or as a constant. A value that differs between
 the two exports but that no model tensor holds as it is was folded by the exporter from the seed's tensors:
 it is explained as a parameter broadcast (an expanded class token), rows gathered from one (an embedding
-looked up by constant ids, a repeat over the batch) or a Linear layer's projection of one (a decoder's
-learnt queries), each learnt on the template too. The explanation is then verified against a second, fresh
+looked up by constant ids, a repeat over the batch), a Linear layer's projection of one (a decoder's learnt
+queries) or, failing those, elements copied from one (a position table sliced and permuted channels first,
+half of each reference box), each learnt on the template too. The explanation is then verified against a second, fresh
 export of another seed; anything it cannot reproduce bit for bit makes the plan fail loudly, and callers
 fall back to fresh exports.
 
@@ -156,15 +157,32 @@ def projected_rows(table: np.ndarray, weight: np.ndarray, bias: np.ndarray | Non
     return heads_layout(projected, shape)
 
 
-@dataclass(frozen=True)
+def copied_elements(source: np.ndarray, target: np.ndarray) -> np.ndarray | None:
+    """The position in `source` (flattened) of the element each element of `target` copies bit for bit (the
+    first, where elements coincide), or None where some element is in no position of the source. The exporter
+    folds a slice, permute or expand of a parameter into a constant (LwDetr's position table without the class
+    token's row, reshaped to the patch grid and permuted channels first; the box half of its reference points
+    expanded over the batch): every element is a copy of one of the parameter's, so taking the same positions
+    from another seed's parameter rebuilds it exactly."""
+    if source.dtype != target.dtype or source.size == 0:
+        return None
+    bits = f"u{source.dtype.itemsize}"
+    values, first = np.unique(np.ascontiguousarray(source).reshape(-1).view(bits), return_index=True)
+    wanted = np.ascontiguousarray(target).reshape(-1).view(bits)
+    at = np.minimum(np.searchsorted(values, wanted), len(values) - 1)
+    return first[at] if np.array_equal(values[at], wanted) else None
+
+
+@dataclass(frozen=True, eq=False)
 class _Rule:
     # "same", "transpose", "reshape", "batchnorm_fold", "constant"; for values that depend on the seed and no
     # model tensor holds as they are: "broadcast", "rows" (gathered by `index`), "projection" (of `source`'s
-    # rows by the Linear whose weight and bias are `linear`)
+    # rows by the Linear whose weight and bias are `linear`), "copies" (`source`'s elements at the flat
+    # positions `index`)
     kind: str
     source: str | None
     shape: tuple
-    index: tuple[int, ...] | None = None
+    index: tuple[int, ...] | np.ndarray | None = None
     linear: tuple[str, str | None] | None = None
 
     def apply(self, state: dict[str, torch.Tensor], folds: dict, constant: np.ndarray | None) -> np.ndarray:
@@ -177,6 +195,8 @@ class _Rule:
             return np.ascontiguousarray(broadcast_of(value, self.shape).numpy())
         if self.kind == "rows":
             return _row_table(value, self.shape[-1])[list(self.index)].reshape(self.shape)
+        if self.kind == "copies":
+            return value.numpy().reshape(-1)[self.index].reshape(self.shape)
         if self.kind == "projection":
             weight, bias = self.linear
             projected = projected_rows(_row_table(value, value.shape[-1]), state[weight].numpy(),
@@ -221,8 +241,9 @@ def _linears(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> list[tup
 def _explain_seeded(array: np.ndarray, state: dict[str, torch.Tensor],
                     linears: list[tuple[str, str | None]]) -> _Rule | None:
     """A rule for a value that depends on the seed but that no model tensor holds as it is: a parameter
-    broadcast, rows gathered from one, or a Linear layer's projection of one (`broadcast_of`,
-    `gathered_rows`, `projected_rows`), in that order, learnt on the template like every other rule."""
+    broadcast, rows gathered from one, a Linear layer's projection of one, or elements copied from one
+    (`broadcast_of`, `gathered_rows`, `projected_rows`, `copied_elements`), in that order, learnt on the
+    template like every other rule."""
     shape, dtype = tuple(array.shape), torch.from_numpy(np.empty(0, array.dtype)).dtype
     sources = [name for name, value in state.items() if value.numel() > 1 and value.dtype == dtype]
 
@@ -244,6 +265,10 @@ def _explain_seeded(array: np.ndarray, state: dict[str, torch.Tensor],
             if state[weight].shape[1] == state[source].shape[-1]:
                 if holds(rule := _Rule("projection", source, shape, linear=(weight, bias))):
                     return rule
+    for source in sources:
+        index = copied_elements(state[source].numpy(), array)
+        if index is not None:
+            return _Rule("copies", source, shape, index)
     return None
 
 
@@ -282,7 +307,7 @@ def learn(template: ExportedGraph, template_model: torch.nn.Module, check: Expor
                 rule = _explain_seeded(array, state, linears)
             if rule is None:
                 raise SwapError(f"initializer {name!r} {array.shape} depends on the seed but matches no model tensor "
-                                "(nor a broadcast, gathered rows or a Linear projection of one)")
+                                "(nor a broadcast, gathered rows, a Linear projection or copied elements of one)")
         rules[name] = rule
     plan = SwapPlan(rules, constants, check_seed)
     rebuilt = plan.initializers(check_model)
