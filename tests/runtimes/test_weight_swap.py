@@ -1,8 +1,9 @@
 """The learnt weight swap on a conv followed by an eval BatchNorm, as a detector's conv+norm layers are:
 the exporter folds the norm into the conv's weight, and the swap must reproduce that fold bit for bit. Then
 values the exporter folds from a parameter (an expanded class token, an embedding looked up by constant ids,
-a projection of learnt queries, a position table sliced and permuted channels first): each rebuilt for an
-unseen seed bit for bit, and a fold no rule explains refused."""
+a projection of learnt queries or of their first group, a position table sliced and permuted channels first,
+the exp of half of each reference box): each rebuilt for an unseen seed bit for bit, and a fold no rule
+explains refused."""
 
 import numpy as np
 import pytest
@@ -157,6 +158,31 @@ class ChannelsFirstPositions(torch.nn.Module):
         return {"out": x + torch.nn.functional.interpolate(grid, size=(2, 3), mode="bicubic", align_corners=False)}
 
 
+class BoxSizes(torch.nn.Module):
+    """Reference boxes' width and height half (LwDetr's decoder): the exporter folds the slice, expand and exp
+    of the parameter into a constant, computing the exp with numpy."""
+
+    def __init__(self):
+        super().__init__()
+        self.boxes = torch.nn.Embedding(4, 4)
+
+    def forward(self, x):  # (batch, 3, 2)
+        return {"out": x * self.boxes.weight[:3, 2:].exp().unsqueeze(0).expand(x.shape[0], -1, -1)}
+
+
+class QueryGroups(LearntQueries):
+    """Learnt queries in two groups, of which eval reads the first (LwDetr's `group_detr`): the folded
+    projection is of the table's first rows."""
+
+    def __init__(self):
+        super().__init__()
+        self.queries = torch.nn.Embedding(6, 8)
+
+    def forward(self, probabilities):
+        queries = self.queries.weight[:3].unsqueeze(0).repeat(probabilities.shape[0], 1, 1)
+        return {"out": probabilities @ self.value(queries).view(probabilities.shape[0], 3, 2, 4).transpose(1, 2)}
+
+
 class ScaledToken(ClassToken):
     """The class token doubled before use: a folded value no rule explains (a product, not a copy)."""
 
@@ -167,7 +193,8 @@ class ScaledToken(ClassToken):
 # the inputs only fix the graph's shapes: the folded values come from the parameters
 _FOLDING = {ClassToken: {"x": torch.ones(2, 3, 4)}, ConstantIds: {"x": torch.ones(2, 3, 4)},
             LearntQueries: {"probabilities": torch.ones(2, 2, 5, 3)}, ScaledToken: {"x": torch.ones(2, 3, 4)},
-            ChannelsFirstPositions: {"x": torch.ones(2, 4, 2, 3)}}
+            ChannelsFirstPositions: {"x": torch.ones(2, 4, 2, 3)}, BoxSizes: {"x": torch.ones(2, 3, 2)},
+            QueryGroups: {"probabilities": torch.ones(2, 2, 5, 3)}}
 
 
 def _folding(module: type, seed: int):
@@ -177,7 +204,8 @@ def _folding(module: type, seed: int):
 
 
 @pytest.mark.parametrize(("module", "kind"), [(ClassToken, "broadcast"), (ConstantIds, "rows"),
-                                              (LearntQueries, "projection"), (ChannelsFirstPositions, "copies")])
+                                              (LearntQueries, "projection"), (ChannelsFirstPositions, "copies"),
+                                              (BoxSizes, "copies"), (QueryGroups, "projection")])
 def test_a_value_folded_from_a_parameter_is_rebuilt_for_another_seed_bit_for_bit(module, kind):
     (a_model, a_graph), (b_model, b_graph), (c_model, c_graph) = (_folding(module, seed) for seed in (0, 1, 2))
     with pytest.MonkeyPatch.context() as patch:  # the fold is what needs the rule: without it, the swap is refused
@@ -198,6 +226,13 @@ def test_copied_elements_name_the_position_each_element_copies():
     positions = torch.arange(7 * 4).reshape(1, 7, 4)[:, 1:].reshape(1, 2, 3, 4).permute(0, 3, 1, 2)
     assert [rule.source for rule in copies] == ["positions"]
     assert np.array_equal(copies[0].index, positions.reshape(-1).numpy())
+
+
+def test_a_folded_exp_of_copied_elements_names_its_function():
+    (a_model, a_graph), (b_model, b_graph) = _folding(BoxSizes, 0), _folding(BoxSizes, 1)
+    plan = weight_swap.learn(a_graph, a_model, b_graph, b_model, 1)
+    assert [(rule.source, rule.unary) for rule in plan.rules.values() if rule.kind == "copies"] == [
+        ("boxes.weight", "exp")]
 
 
 def test_copied_elements_refuse_a_value_in_no_position_and_take_the_first_of_equal_ones():

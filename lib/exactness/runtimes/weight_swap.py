@@ -8,11 +8,11 @@ tensor, transposed, reshaped, or the fold of an eval BatchNorm into the conv jus
 conformer's depthwise conv, a detector's conv+norm layers), or as a constant. A value that differs between
 the two exports but that no model tensor holds as it is was folded by the exporter from the seed's tensors:
 it is explained as a parameter broadcast (an expanded class token), rows gathered from one (an embedding
-looked up by constant ids, a repeat over the batch), a Linear layer's projection of one (a decoder's learnt
-queries) or, failing those, elements copied from one (a position table sliced and permuted channels first,
-half of each reference box), each learnt on the template too. The explanation is then verified against a second, fresh
-export of another seed; anything it cannot reproduce bit for bit makes the plan fail loudly, and callers
-fall back to fresh exports.
+looked up by constant ids, a repeat over the batch), a Linear layer's projection of one's first rows (a
+decoder's learnt queries) or, failing those, elements copied from one (a position table sliced and permuted
+channels first, half of each reference box, as it is or its exp), each learnt on the template too. The
+explanation is then verified against a second, fresh export of another seed; anything it cannot reproduce
+bit for bit makes the plan fail loudly, and callers fall back to fresh exports.
 
 Fast path (`exactness.runtimes.paths`, switched off by `fast_paths: false`; a check row's `weights_path`):
 - replaces: a fresh ONNX export per seed (10-30 s);
@@ -139,8 +139,8 @@ def heads_layout(projected: np.ndarray, shape: tuple) -> np.ndarray | None:
 
 
 def projected_rows(table: np.ndarray, weight: np.ndarray, bias: np.ndarray | None, shape: tuple) -> np.ndarray | None:
-    """A Linear layer applied to a parameter's rows repeated over the batch, in the layout `shape` asks for
-    (`heads_layout`), or None where the sizes do not fit. The exporter folds a projection of a parameter (the
+    """A Linear layer applied to a parameter's first rows repeated over the batch, in the layout `shape` asks
+    for (`heads_layout`), or None where the sizes do not fit. The exporter folds a projection of a parameter (the
     value projection of a decoder's learnt queries) into a constant; its folding evaluates each ONNX op with
     numpy (onnx.reference): MatMul of the rows by the Transpose of the weight (a transposed view, which
     matters for the bits), then Add of the bias. The same numpy calls here give the same bits; the learnt
@@ -149,12 +149,18 @@ def projected_rows(table: np.ndarray, weight: np.ndarray, bias: np.ndarray | Non
     if table.shape[1] != weight.shape[1] or len(shape) not in (3, 4):
         return None
     sequence = shape[1] if len(shape) == 3 else shape[2]
-    if table.shape[0] != sequence:
+    if table.shape[0] < sequence:
         return None
+    table = table[:sequence]  # a table of several query groups (LwDetr's), of which eval reads the first
     projected = np.matmul(np.broadcast_to(table, (batch, *table.shape)), weight.T)
     if bias is not None:
         projected = projected + bias
     return heads_layout(projected, shape)
+
+
+# elementwise functions the exporter's folding evaluates with numpy after a copy (LwDetr's reference boxes: the
+# exp of their width and height half)
+_UNARY = {"exp": np.exp}
 
 
 def copied_elements(source: np.ndarray, target: np.ndarray) -> np.ndarray | None:
@@ -178,12 +184,13 @@ class _Rule:
     # "same", "transpose", "reshape", "batchnorm_fold", "constant"; for values that depend on the seed and no
     # model tensor holds as they are: "broadcast", "rows" (gathered by `index`), "projection" (of `source`'s
     # rows by the Linear whose weight and bias are `linear`), "copies" (`source`'s elements at the flat
-    # positions `index`)
+    # positions `index`, then the `unary` function of `_UNARY` where one is named)
     kind: str
     source: str | None
     shape: tuple
     index: tuple[int, ...] | np.ndarray | None = None
     linear: tuple[str, str | None] | None = None
+    unary: str | None = None
 
     def apply(self, state: dict[str, torch.Tensor], folds: dict, constant: np.ndarray | None) -> np.ndarray:
         if self.kind == "constant":
@@ -196,7 +203,8 @@ class _Rule:
         if self.kind == "rows":
             return _row_table(value, self.shape[-1])[list(self.index)].reshape(self.shape)
         if self.kind == "copies":
-            return value.numpy().reshape(-1)[self.index].reshape(self.shape)
+            copied = value.numpy().reshape(-1)[self.index].reshape(self.shape)
+            return _UNARY[self.unary](copied) if self.unary else copied
         if self.kind == "projection":
             weight, bias = self.linear
             projected = projected_rows(_row_table(value, value.shape[-1]), state[weight].numpy(),
@@ -241,9 +249,9 @@ def _linears(model: torch.nn.Module, state: dict[str, torch.Tensor]) -> list[tup
 def _explain_seeded(array: np.ndarray, state: dict[str, torch.Tensor],
                     linears: list[tuple[str, str | None]]) -> _Rule | None:
     """A rule for a value that depends on the seed but that no model tensor holds as it is: a parameter
-    broadcast, rows gathered from one, a Linear layer's projection of one, or elements copied from one
-    (`broadcast_of`, `gathered_rows`, `projected_rows`, `copied_elements`), in that order, learnt on the
-    template like every other rule."""
+    broadcast, rows gathered from one, a Linear layer's projection of one, or elements copied from one, as
+    they are or through an elementwise function (`broadcast_of`, `gathered_rows`, `projected_rows`,
+    `copied_elements`, `_UNARY`), in that order, learnt on the template like every other rule."""
     shape, dtype = tuple(array.shape), torch.from_numpy(np.empty(0, array.dtype)).dtype
     sources = [name for name, value in state.items() if value.numel() > 1 and value.dtype == dtype]
 
@@ -265,10 +273,13 @@ def _explain_seeded(array: np.ndarray, state: dict[str, torch.Tensor],
             if state[weight].shape[1] == state[source].shape[-1]:
                 if holds(rule := _Rule("projection", source, shape, linear=(weight, bias))):
                     return rule
-    for source in sources:
-        index = copied_elements(state[source].numpy(), array)
-        if index is not None:
-            return _Rule("copies", source, shape, index)
+    for unary in (None, *_UNARY):
+        for source in sources:
+            value = state[source].numpy()
+            with np.errstate(all="ignore"):
+                index = copied_elements(_UNARY[unary](value) if unary else value, array)
+            if index is not None and holds(rule := _Rule("copies", source, shape, index, unary=unary)):
+                return rule
     return None
 
 
