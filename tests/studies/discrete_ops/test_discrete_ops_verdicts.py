@@ -77,6 +77,15 @@ def test_flips_at_exact_ties_and_within_reach_are_ties_and_beyond_reach_a_defect
     assert exact.exclude == ["idx"] and exact.compare == ["y"]  # only the output the flip moved is left out
 
 
+def test_flips_that_move_no_output_beyond_the_tolerance_leave_every_output_compared():
+    reached = [_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, rule_mismatched=0),
+               _output(0, output="y")]
+    found = verdicts.verdict(_tables(reached, [_seed(0, flipped=True)], [_margin(0, 1, 0.0)]), verdicts.RatePolicy(),
+                             16.0)
+    assert found.cause is verdicts.Cause.EXACT_TIE and found.exclude == [] and found.compare == ["idx", "y"]
+    assert found.action == "compare every output at the test's tolerance: no flip moved one beyond it on 1 checked seed"
+
+
 def test_never_flips_needs_enough_seeds_and_otherwise_says_how_many():
     policy = verdicts.RatePolicy(rate=1e-3)
     needed = policy.seeds_needed()

@@ -369,8 +369,13 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
                     f"{reach:.3g}") + "; forcing ORT's choices explains every output they reach")
         exclude = changed_by_flips(t.outputs)
         compare = [o for o in outputs if o not in exclude]
-        action = (f"compare {', '.join(compare) or 'nothing'}; exclude {', '.join(exclude)}"
-                  + (" (or compare them tie-aware)" if cause is Cause.NEAR_TIE else ""))
+        if exclude:
+            action = (f"compare {', '.join(compare) or 'nothing'}; exclude {', '.join(exclude)}"
+                      + (" (or compare them tie-aware)" if cause is Cause.NEAR_TIE else ""))
+        else:  # the flips reach outputs but move none beyond the tolerance (OneFormer's mask comparisons)
+            left = f"; {unchecked:,} of the {size_in:,} within reach of a tie left unchecked" if unchecked else ""
+            action = (f"compare every output at the test's tolerance: no flip moved one beyond it on "
+                      f"{plural(checked, 'checked seed')}{left}")
     else:  # no flip: what the values show, then whether the seeds bound the flip rate
         state, words = _values(t.outputs, seeds, failing, checked)
         compare, exclude = outputs, []
