@@ -152,3 +152,14 @@ def test_the_discrete_ops_screen_row_runs_as_the_study_prepares_a_class():
     # the screen phase is the screen's time scaled to the default run's seeds on its cores
     assert phase["median_s"] == discrete_ops.DEFAULT_SEEDS * screen["median_s"] / 2 / discrete_ops.CORES
     assert phase["target_s"] == discrete_ops.DEFAULT_WARM_S and phase["meets"] == (phase["median_s"] <= 300)
+
+
+def test_the_screen_rows_cover_every_default_class_a_screen_waits_on():
+    import pathlib
+
+    from exactness.bench import discrete_ops
+
+    default = pathlib.Path(__file__).resolve().parents[2] / "params" / "discrete_ops" / "default.yaml"
+    models = yaml.safe_load(default.read_text())["models"]
+    assert sorted(discrete_ops.CLASSES + discrete_ops.NEVER_SCREENED) == sorted(models)
+    assert not set(discrete_ops.CLASSES) & set(discrete_ops.NEVER_SCREENED)
