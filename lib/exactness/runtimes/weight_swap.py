@@ -164,8 +164,10 @@ _UNARY = {"exp": np.exp}
 
 
 def copied_elements(source: np.ndarray, target: np.ndarray) -> np.ndarray | None:
-    """The position in `source` (flattened) of the element each element of `target` copies bit for bit (the
-    first, where elements coincide), or None where some element is in no position of the source. The exporter
+    """The position in `source` (flattened) of the element each element of `target` copies bit for bit, or None
+    where some element is in no position of the source. Where the source holds a value more than once (likelier
+    through `exp`, which maps nearby small values to one), the first position is taken: it may not be the one the
+    exporter copied, and then the second export refuses the rule and the class exports fresh. The exporter
     folds a slice, permute or expand of a parameter into a constant (LwDetr's position table without the class
     token's row, reshaped to the patch grid and permuted channels first; the box half of its reference points
     expanded over the batch): every element is a copy of one of the parameter's, so taking the same positions
@@ -204,7 +206,10 @@ class _Rule:
             return _row_table(value, self.shape[-1])[list(self.index)].reshape(self.shape)
         if self.kind == "copies":
             copied = value.numpy().reshape(-1)[self.index].reshape(self.shape)
-            return _UNARY[self.unary](copied) if self.unary else copied
+            if not self.unary:
+                return copied
+            with np.errstate(all="ignore"):  # an overflow is the folder's too: it is compared, not warned about
+                return _UNARY[self.unary](copied)
         if self.kind == "projection":
             weight, bias = self.linear
             projected = projected_rows(_row_table(value, value.shape[-1]), state[weight].numpy(),

@@ -83,7 +83,12 @@ def test_flips_that_move_no_output_beyond_the_tolerance_leave_every_output_compa
     found = verdicts.verdict(_tables(reached, [_seed(0, flipped=True)], [_margin(0, 1, 0.0)]), verdicts.RatePolicy(),
                              16.0)
     assert found.cause is verdicts.Cause.EXACT_TIE and found.exclude == [] and found.compare == ["idx", "y"]
-    assert found.action == "compare every output at the test's tolerance: no flip moved one beyond it on 1 checked seed"
+    assert found.action == ("compare every output at the test's tolerance: no flip moved one beyond the test's "
+                            "tolerance on 1 checked seed")
+    noisy = verdicts.verdict(_tables(reached, [_seed(0, passed=False, flipped=True)], [_margin(0, 1, 0.0)]),
+                             verdicts.RatePolicy(), 16.0)  # the test's rule fails on noise the flips did not make
+    assert noisy.action.startswith("compare every output at a tolerance the noise needs (the export test's fails "
+                                   "on 1 of 1 seeds)")
 
 
 def test_never_flips_needs_enough_seeds_and_otherwise_says_how_many():

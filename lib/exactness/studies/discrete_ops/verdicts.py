@@ -374,7 +374,9 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
                       + (" (or compare them tie-aware)" if cause is Cause.NEAR_TIE else ""))
         else:  # the flips reach outputs but move none beyond the tolerance (OneFormer's mask comparisons)
             left = f"; {unchecked:,} of the {size_in:,} within reach of a tie left unchecked" if unchecked else ""
-            action = (f"compare every output at the test's tolerance: no flip moved one beyond it on "
+            tolerance = (f"a tolerance the noise needs (the export test's fails on {len(failing)} of {checked} seeds)"
+                         if failing else "the test's tolerance")
+            action = (f"compare every output at {tolerance}: no flip moved one beyond the test's tolerance on "
                       f"{plural(checked, 'checked seed')}{left}")
     else:  # no flip: what the values show, then whether the seeds bound the flip rate
         state, words = _values(t.outputs, seeds, failing, checked)
