@@ -163,3 +163,12 @@ def test_the_screen_rows_cover_every_default_class_a_screen_waits_on():
     models = yaml.safe_load(default.read_text())["models"]
     assert sorted(discrete_ops.CLASSES + discrete_ops.NEVER_SCREENED) == sorted(models)
     assert not set(discrete_ops.CLASSES) & set(discrete_ops.NEVER_SCREENED)
+
+
+def test_the_shape_modes_row_times_one_screen_against_each_mode_alone():
+    from exactness.bench import discrete_ops
+
+    shared, alone = discrete_ops.shape_modes_shared(classes=("XLMForQuestionAnswering",), screened=2)
+    assert (shared["case"], alone["case"]) == ("XLMForQuestionAnswering: both shape modes, one screen",
+                                               "XLMForQuestionAnswering: both shape modes, each screened alone")
+    assert shared["ratio"] == shared["rate"] / alone["rate"] and "target" not in shared

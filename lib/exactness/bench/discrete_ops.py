@@ -84,6 +84,54 @@ def screen_against_checks(classes=CLASSES, screened: int = 40, checked: int = 6)
     return rows
 
 
+# Classes of the paper set (both shape modes) whose screen the bench times with its shape modes shared: RT-DETR
+# and wav2vec2 wait for the same eager calls in both graphs; Tapas's dynamic graph counts fewer ops than its
+# static one, so its modes share the seed's build but not the forward.
+SHARED_CLASSES = ("RTDetrForObjectDetection", "Wav2Vec2ForPreTraining", "TapasForQuestionAnswering")
+SHAPE_MODES = ("static", "dynamic")
+
+
+def shape_modes_shared(classes=SHARED_CLASSES, screened: int = 40) -> list[dict]:
+    """Per class, on one thread: both shape modes screened as the study screens them (one forward a seed where
+    the modes wait for the same calls) against each mode screened alone, as the paper set did before; the
+    ratio is what sharing saves its screen. The two give the same rows (checked here and in tests)."""
+    import torch
+
+    from exactness.runtimes.export_cache import ExportCache
+    from exactness.studies.discrete_ops import study
+    from exactness.studies.discrete_ops.rows import ClassTask
+    from exactness.workbook.project import Project
+
+    torch.set_num_threads(1)
+    rows = []
+    settings = study.Settings(cache=str(ExportCache.default(Project.at().root).folder))
+    work, seeds = study._Work(settings), tuple(range(100, 100 + screened))
+    for name in classes:
+        tasks = [ClassTask(name, mode) for mode in SHAPE_MODES]
+        graphs = {task: study.prepare(task, [0, 1], settings) for task in tasks}
+        alone = [study._Unit(t, study.Phase.SCREEN, seeds, ops={t: graphs[t].ops}) for t in tasks]
+        shared = [u for u in study._units(graphs, list(seeds), settings) if u.phase is study.Phase.SCREEN]
+        if len(shared) != 1 or len(shared[0].tasks) != len(tasks):
+            raise RuntimeError(f"{name}: not every shape mode waits for a counted op; nothing to share")
+        work([study._Unit(t, study.Phase.SCREEN, (2,), ops={t: graphs[t].ops}) for t in tasks])  # learnt once
+        seconds, found = {"alone": 0.0, "shared": 0.0}, {}
+        for kind in ("alone", "shared", "shared", "alone"):  # each order once: neither gains from going second
+            began = time.perf_counter()
+            found[kind] = work(alone if kind == "alone" else shared)
+            seconds[kind] += (time.perf_counter() - began) / 2
+        if any(d.error for d in found["alone"] + found["shared"]) or not all(
+                a.screen.equals(b.screen) for a, b in zip(found["alone"], found["shared"], strict=True)):
+            raise RuntimeError(f"{name}: the shared screen's rows differ from each shape mode's screened alone")
+        alone_s, shared_s = seconds["alone"], seconds["shared"]
+        pair = [row("discrete ops screen", f"{name}: both shape modes, one screen", shared_s, [shared_s],
+                    screened, "seeds/s"),
+                row("discrete ops screen", f"{name}: both shape modes, each screened alone", alone_s, [alone_s],
+                    screened, "seeds/s")]
+        pair[0].update(ratio=pair[0]["rate"] / pair[1]["rate"], ratio_of=f"{pair[0]['case']} / {pair[1]['case']}")
+        rows += pair
+    return rows
+
+
 def study_runs(outputs: Path, paper: bool) -> list[dict]:
     """The default run with a cold export cache, again warm, and (paper) the paper set, against their targets."""
     import tempfile

@@ -320,6 +320,7 @@ def run(quick: bool = False, repeats: int = 3, out: Path | None = None, parts: t
         from exactness.bench import discrete_ops
 
         rows += discrete_ops.screen_against_checks()
+        rows += discrete_ops.shape_modes_shared()
         rows += discrete_ops.study_runs(runs, paper="paper" in parts and not quick)
     if "paper" in parts and not quick:
         for study in ("near_tie", "dac_propagation", "dac_batching"):  # the paper presets as a user runs them
@@ -346,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--only", nargs="+", choices=PARTS, default=list(PARTS),
                         help="these parts only: near_tie (screen, check, scaling), discrete_ops (the screen against "
-                             "whole checks, the default run cold and warm), dac (the DAC studies at 1, 10 and 60 s "
+                             "whole checks, both shape modes screened at once against each alone, "
+                             "the default run cold and warm), dac (the DAC studies at 1, 10 and 60 s "
                              "beside their plain passes), paper (the paper presets), make_run (from a fresh clone)")
     args = parser.parse_args(argv)
     table = run(args.quick, args.repeats, parts=tuple(args.only))

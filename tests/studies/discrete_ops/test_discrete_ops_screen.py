@@ -2,6 +2,8 @@
 forward after the last op it waits for changes none of them, and the plain path (every seed checked) gives the
 same verdict."""
 
+import dataclasses
+
 import numpy as np
 import torch
 
@@ -106,3 +108,69 @@ def test_one_or_two_workers_give_the_same_tables(tmp_path):
         assert a.equals(b), name
     assert one.seeds.drop(columns="seconds").equals(two.seeds.drop(columns="seconds"))
     assert one.verdicts_table.equals(two.verdicts_table)
+
+
+def test_one_forward_a_seed_screens_every_shape_mode_as_each_screened_alone(tmp_path, monkeypatch):
+    from exactness.runtimes import discrete_taps
+
+    settings, seeds = study.Settings(cache=str(tmp_path)), list(range(4))
+    tasks = [ClassTask("XLMForQuestionAnswering", mode) for mode in ("static", "dynamic")]
+    graphs = {task: study.prepare(task, [0, 1], settings) for task in tasks}
+    units = [u for u in study._units(graphs, seeds, settings) if u.phase is study.Phase.SCREEN]
+    assert len(units) == 1 and units[0].tasks == tasks
+    assert str(units[0]) == "XLMForQuestionAnswering|static+dynamic screen 0-3"
+    study._LEARNT.clear()
+    learning = discrete_taps.learn
+    learnt = []
+    monkeypatch.setattr(discrete_taps, "learn", lambda *a, **k: learnt.append(1) or learning(*a, **k))
+    study._Work(settings)([dataclasses.replace(units[0], seeds=(9,))])
+    assert len(learnt) == 1  # the second mode waits for the same calls: the first one's plan
+    forwards, verified = [], []
+    real_record, real_recorded = discrete_taps.TapPlan.record, study._Screen._recorded
+    monkeypatch.setattr(discrete_taps.TapPlan, "record", lambda plan, *a: forwards.append(1) or real_record(plan, *a))
+    monkeypatch.setattr(study._Screen, "_recorded",
+                        lambda screen, task, *a: verified.append(task) or real_recorded(screen, task, *a))
+    shared = study._Work(settings)(units)
+    assert len(forwards) == len(seeds)  # not one a seed and shape mode
+    assert verified == tasks  # yet each mode's taps checked against the dispatch recorder on the chunk's first seed
+    monkeypatch.undo()
+    assert [done.task for done in shared] == tasks
+    for task, done in zip(tasks, shared, strict=True):
+        alone = study._Screen({task: graphs[task].ops}, settings)([(task, s) for s in seeds])
+        assert len(alone) and set(alone.recorder) == {"tapped"} and done.screen.equals(alone), task
+
+    # a seed whose forward makes another call: both modes fall back from it on, as each would alone
+    building = []
+    real_made = study._Screen._made
+    monkeypatch.setattr(study._Screen, "_made", lambda screen, model, seed: building.append(seed) or
+                        real_made(screen, model, seed))
+
+    def refused_on_seed_2(plan, *args):
+        if building[-1] == 2:
+            raise discrete_taps.TapError("another call")
+        return real_record(plan, *args)
+
+    monkeypatch.setattr(discrete_taps.TapPlan, "record", refused_on_seed_2)
+    fallen = study._Work(settings)(units)
+    for task, done in zip(tasks, fallen, strict=True):
+        alone = study._Screen({task: graphs[task].ops}, settings)([(task, s) for s in seeds])
+        by_seed = alone.groupby("seed").recorder.agg(set).tolist()
+        assert by_seed == [{"tapped"}] * 2 + [{"dispatch"}] * 2 and done.screen.equals(alone), task
+
+
+def test_a_screen_shards_name_fits_a_file_name_for_every_paper_class():
+    import pathlib
+
+    import yaml
+
+    from exactness.workbook.shards import ShardStore
+
+    paper = pathlib.Path(__file__).resolve().parents[3] / "params" / "discrete_ops" / "paper.yaml"
+    preset = yaml.safe_load(paper.read_text())
+    label = f"discrete ops: calibration and screen ({len(preset['models']) * len(preset['shape_modes'])} classes)"
+    last = tuple(range(preset["n_seeds"] - study.SCREEN_CHUNK, preset["n_seeds"]))
+    for model in preset["models"]:
+        unit = study._Unit(ClassTask(model, "static"), study.Phase.SCREEN, last,
+                           ops={ClassTask(model, mode): [] for mode in preset["shape_modes"]})
+        key = ShardStore.key(label, [unit])
+        assert len(f".{key}.pkl.XXXXXXXX.tmp".encode()) < 255, key  # the name the shard is written under first

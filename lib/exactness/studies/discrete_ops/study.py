@@ -9,9 +9,10 @@ run as one sweep, then phase 4 of every class as another, so no core waits for o
    reference, the counterfactual): they measure the class's read noise, and show any defect, which shows on
    every seed, not only near ties.
 3. **screen**: every seed run in eager alone under the recorder (the model rebuilt in place per seed): each
-   counted op's smallest margin. A seed whose margin comes within `reach` of a tie (the measured noise times
-   `REACH_FACTOR`, at least `REACH_FLOOR_ULPS`), or whose op reads a non-finite value, is a candidate: only a
-   candidate can flip.
+   counted op's smallest margin. Eager does not depend on the shape mode, so one forward a seed serves every
+   shape mode of a class that waits for the same calls. A seed whose margin comes within `reach` of a tie (the
+   measured noise times `REACH_FACTOR`, at least `REACH_FLOOR_ULPS`), or whose op reads a non-finite value, is a
+   candidate: only a candidate can flip.
 4. **candidates**: checked whole, smallest margins first, at most `max_checks` per class (with `fast_paths`
    false: every seed is a candidate, the plain path the screen is tested against).
 The verdicts (`verdicts.verdict`) then read the rows; a class with a defect is localized (`localize`).
@@ -28,6 +29,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import functools
+import itertools
 import math
 from dataclasses import dataclass, field
 
@@ -193,29 +195,51 @@ class _Recording:
 class _Screen:
     """Picklable `[(task, seed)] -> screen table`: eager alone, margins at counted ops. With fast paths, only
     the torch functions that make the counted calls are tapped (`discrete_taps`), checked against the dispatch
-    recorder on the first seed of every chunk; otherwise (and where the taps cannot be learnt or differ) the
-    dispatch recorder sees the forward up to the last counted call."""
+    recorder on each task's first seed of every chunk; otherwise (and where the taps cannot be learnt or differ)
+    the dispatch recorder sees the forward up to the last counted call. Consecutive items of one class and seed
+    (its shape modes) share the build and every forward: the same model, inputs and calls record the same."""
 
     def __init__(self, ops: dict[ClassTask, list], settings: Settings):
         self.ops, self.settings = ops, settings
         self._learnt: dict[ClassTask, _Recording] = {}
+        self._built: tuple[tuple[str, int], object] | None = None
+        self._forwards: dict[tuple, list] = {}
 
     def __call__(self, items) -> pd.DataFrame:
-        rows = []
+        return frame(self.rows(items), ScreenRow)
+
+    def rows(self, items) -> list[ScreenRow]:
+        rows, verified = [], set()
         self._learnt = {}  # every chunk starts from the learnt taps: a fallback in one chunk stays in it
-        for position, (task, seed) in enumerate(items):
-            made = _builder(task.model, self.settings.fast_paths, self.settings.transformers_tests)[0](int(seed))
-            rows += self._rows(task, int(seed), made, verify=position == 0)
-        return frame(rows, ScreenRow)
+        self._built, self._forwards = None, {}
+        for task, seed in items:
+            rows += self._rows(task, int(seed), self._made(task.model, int(seed)), verify=task not in verified)
+            verified.add(task)
+        self._built, self._forwards = None, {}  # the template's tensors are not kept past the chunk
+        return rows
+
+    def _made(self, model: str, seed: int):
+        if self._built is None or self._built[0] != (model, seed):
+            made = _builder(model, self.settings.fast_paths, self.settings.transformers_tests)[0](seed)
+            self._built, self._forwards = ((model, seed), made), {}
+        return self._built[1]
+
+    def _forward(self, key: tuple, record) -> list:
+        """`record()`, once per key for the seed built (a call that raises is not kept: it raises again). A key
+        holds its plan, so that the plan's id in it is never another's."""
+        if key not in self._forwards:
+            self._forwards[key] = record()
+        return self._forwards[key][1]
 
     def _rows(self, task: ClassTask, seed: int, made, verify: bool) -> list[ScreenRow]:
         learnt = self._learn(task)
         ops = self.ops[task]
         if learnt.taps is not None:
             try:
-                tapped = check.screen_rows(task, seed, ops, learnt.taps.record(made.model, made.inputs,
-                                                                               EXPORT_TEST_FORWARD_SEED),
-                                           learnt.keys, ScreenRecorder.TAPPED.value)
+                plan = learnt.taps
+                records = self._forward(("taps", id(plan)),
+                                        lambda: (plan, plan.record(made.model, made.inputs, EXPORT_TEST_FORWARD_SEED)))
+                tapped = check.screen_rows(task, seed, ops, records, learnt.keys, ScreenRecorder.TAPPED.value)
             except discrete_taps.TapError:  # this seed's forward made another call: recorded whole from now on
                 learnt.taps = None
             else:
@@ -229,8 +253,8 @@ class _Screen:
         return self._recorded(task, seed, made, learnt)
 
     def _recorded(self, task, seed, made, learnt: _Recording) -> list[ScreenRow]:
-        _, records = discrete_recorder.record(made.model, made.inputs, seed=EXPORT_TEST_FORWARD_SEED,
-                                              stop_after=learnt.calls)
+        records = self._forward(("dispatch", learnt.calls), lambda: (learnt.calls, discrete_recorder.record(
+            made.model, made.inputs, seed=EXPORT_TEST_FORWARD_SEED, stop_after=learnt.calls)[1]))
         return check.screen_rows(task, seed, self.ops[task], records)
 
     def _learn(self, task: ClassTask) -> _Recording:
@@ -256,8 +280,11 @@ def _learnt(task: ClassTask, counted_nodes: tuple, fast: bool, checkout: str, op
         keys = {node: (records[m.record].op, records[m.record].call)
                 for node in counted_nodes for m in [matches[node]] if m.record is not None}
         calls = frozenset(keys.values())
-        taps = None
-        if fast and calls:
+        # another shape mode of the class waiting for the same calls taps the same functions: one plan, so that
+        # the screen's forward of a seed serves both
+        taps = next((r.taps for k, r in list(_LEARNT.items()) if k[0].model == task.model and k[2:4] == (fast, checkout)
+                     and r.calls == calls and r.taps is not None), None)
+        if fast and calls and taps is None:
             try:
                 taps = discrete_taps.learn(made.model, made.inputs, calls, EXPORT_TEST_FORWARD_SEED)
             except discrete_taps.TapError:  # a call no wrapper reaches: the dispatch recorder screens it
@@ -334,10 +361,15 @@ class _Unit:
     phase: Phase
     seeds: tuple[int, ...]
     cg: check.ClassGraph | None = None
-    ops: list | None = None
+    ops: dict[ClassTask, list] | None = None  # a screen's shape modes of `task`'s class: one forward a seed
 
-    def __str__(self) -> str:  # the shard's name
-        return f"{self.task.resume_key} {self.phase.value} {self.seeds[0]}-{self.seeds[-1]}"
+    @property
+    def tasks(self) -> list[ClassTask]:
+        return list(self.ops) if self.ops else [self.task]
+
+    def __str__(self) -> str:  # the shard's name (a file's: the class named once, under 255 bytes)
+        tasks = f"{self.task.model}|{'+'.join(t.shape_mode for t in self.tasks)}"
+        return f"{tasks} {self.phase.value} {self.seeds[0]}-{self.seeds[-1]}"
 
 
 @dataclass
@@ -363,13 +395,15 @@ class _Work:
         for unit in units:
             try:
                 if unit.phase is Phase.SCREEN:
-                    rows = _Screen({unit.task: unit.ops}, self.settings)([(unit.task, s) for s in unit.seeds])
-                    out.append(_Done(unit.task, unit.phase, screen=rows))
+                    rows = _Screen(unit.ops, self.settings).rows([(t, s) for s in unit.seeds for t in unit.tasks])
+                    out += [_Done(t, unit.phase, screen=frame([r for r in rows if (r.model, r.shape_mode) ==
+                                                               (t.model, t.shape_mode)], ScreenRow))
+                            for t in unit.tasks]
                 else:
                     out.append(_Done(unit.task, unit.phase,
                                      tables=_Check(unit.cg, self.settings, unit.phase.value)(unit.seeds)))
             except sources.SubjectError as error:  # a seed the builder or tester fails on: the class's one line
-                out.append(_Done(unit.task, unit.phase, error=_failure(error)))
+                out += [_Done(t, unit.phase, error=_failure(error)) for t in unit.tasks]
         return out
 
 
@@ -399,13 +433,19 @@ def _first(cg: check.ClassGraph, seeds: list[int], settings: Settings) -> list[i
 
 
 def _units(graphs: dict, seeds: list[int], settings: Settings) -> list[_Unit]:
-    """Every class's calibration checks (two seeds a unit) and screen (`SCREEN_CHUNK` seeds a unit)."""
+    """Every class's calibration checks (two seeds a unit) and screen (`SCREEN_CHUNK` seeds a unit, each seed
+    screened once for every shape mode of the class)."""
     units = []
-    for task, cg in graphs.items():
-        units += [_Unit(task, Phase.CALIBRATION, tuple(c), cg=_for_checks(cg))
-                  for c in sweep.chunks(_first(cg, seeds, settings), 2)]
-        if _counted_nodes(cg) and settings.fast_paths:
-            units += [_Unit(task, Phase.SCREEN, tuple(c), ops=cg.ops) for c in sweep.chunks(seeds, SCREEN_CHUNK)]
+    for _, mine in itertools.groupby(graphs.items(), key=lambda item: item[0].model):
+        screened = {}
+        for task, cg in mine:
+            units += [_Unit(task, Phase.CALIBRATION, tuple(c), cg=_for_checks(cg))
+                      for c in sweep.chunks(_first(cg, seeds, settings), 2)]
+            if _counted_nodes(cg) and settings.fast_paths:
+                screened[task] = cg.ops
+        if screened:
+            units += [_Unit(next(iter(screened)), Phase.SCREEN, tuple(c), ops=screened)
+                      for c in sweep.chunks(seeds, SCREEN_CHUNK)]
     return units
 
 
