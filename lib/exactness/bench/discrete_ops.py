@@ -86,7 +86,7 @@ def screen_against_checks(classes=CLASSES, screened: int = 40, checked: int = 6)
 
 # Classes of the paper set (both shape modes) whose screen the bench times with its shape modes shared: RT-DETR
 # and wav2vec2 wait for the same eager calls in both graphs; Tapas's dynamic graph counts fewer ops than its
-# static one, so its modes share the seed's build but not the forward.
+# static one (its argmax alone), which the static graph's taps include.
 SHARED_CLASSES = ("RTDetrForObjectDetection", "Wav2Vec2ForPreTraining", "TapasForQuestionAnswering")
 SHAPE_MODES = ("static", "dynamic")
 

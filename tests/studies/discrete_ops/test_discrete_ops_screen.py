@@ -139,6 +139,23 @@ def test_one_forward_a_seed_screens_every_shape_mode_as_each_screened_alone(tmp_
         alone = study._Screen({task: graphs[task].ops}, settings)([(task, s) for s in seeds])
         assert len(alone) and set(alone.recorder) == {"tapped"} and done.screen.equals(alone), task
 
+    # a mode that counts fewer calls (Tapas's dynamic graph): the first mode's plan taps them already
+    counted_nodes = [op.node for op in graphs[tasks[1]].ops if check.counted(op)]
+    assert len(counted_nodes) > 1
+    fewer = {tasks[0]: graphs[tasks[0]].ops,
+             tasks[1]: [op for op in graphs[tasks[1]].ops if op.node != counted_nodes[0]]}
+    unit = study._Unit(tasks[0], study.Phase.SCREEN, tuple(seeds), ops=fewer)
+    study._Work(settings)([dataclasses.replace(unit, seeds=(9,))])
+    forwards.clear()
+    monkeypatch.setattr(discrete_taps.TapPlan, "record", lambda plan, *a: forwards.append(1) or real_record(plan, *a))
+    subset = study._Work(settings)([unit])
+    assert len(forwards) == len(seeds)
+    monkeypatch.undo()
+    for task, done in zip(tasks, subset, strict=True):
+        alone = study._Screen({task: fewer[task]}, settings)([(task, s) for s in seeds])
+        assert len(alone) and set(alone.recorder) == {"tapped"} and done.screen.equals(alone), task
+    assert set(subset[1].screen.node) == set(counted_nodes[1:])
+
     # a seed whose forward makes another call: both modes fall back from it on, as each would alone
     building = []
     real_made = study._Screen._made

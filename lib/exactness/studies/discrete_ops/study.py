@@ -10,9 +10,9 @@ run as one sweep, then phase 4 of every class as another, so no core waits for o
    every seed, not only near ties.
 3. **screen**: every seed run in eager alone under the recorder (the model rebuilt in place per seed): each
    counted op's smallest margin. Eager does not depend on the shape mode, so one forward a seed serves every
-   shape mode of a class that waits for the same calls. A seed whose margin comes within `reach` of a tie (the
-   measured noise times `REACH_FACTOR`, at least `REACH_FLOOR_ULPS`), or whose op reads a non-finite value, is a
-   candidate: only a candidate can flip.
+   shape mode of a class whose calls the first mode's taps include. A seed whose margin comes within `reach` of
+   a tie (the measured noise times `REACH_FACTOR`, at least `REACH_FLOOR_ULPS`), or whose op reads a non-finite
+   value, is a candidate: only a candidate can flip.
 4. **candidates**: checked whole, smallest margins first, at most `max_checks` per class (with `fast_paths`
    false: every seed is a candidate, the plain path the screen is tested against).
 The verdicts (`verdicts.verdict`) then read the rows; a class with a defect is localized (`localize`).
@@ -280,10 +280,12 @@ def _learnt(task: ClassTask, counted_nodes: tuple, fast: bool, checkout: str, op
         keys = {node: (records[m.record].op, records[m.record].call)
                 for node in counted_nodes for m in [matches[node]] if m.record is not None}
         calls = frozenset(keys.values())
-        # another shape mode of the class waiting for the same calls taps the same functions: one plan, so that
-        # the screen's forward of a seed serves both
-        taps = next((r.taps for k, r in list(_LEARNT.items()) if k[0].model == task.model and k[2:4] == (fast, checkout)
-                     and r.calls == calls and r.taps is not None), None)
+        taps = None
+        if fast and calls:
+            # another shape mode of the class whose plan taps these calls (and maybe more): that plan, so that one
+            # forward a seed serves both; each mode's rows are still checked against its own dispatch recording
+            taps = next((r.taps for k, r in list(_LEARNT.items()) if k[0].model == task.model
+                         and k[2:4] == (fast, checkout) and r.taps is not None and r.calls >= calls), None)
         if fast and calls and taps is None:
             try:
                 taps = discrete_taps.learn(made.model, made.inputs, calls, EXPORT_TEST_FORWARD_SEED)
