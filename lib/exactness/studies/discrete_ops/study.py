@@ -225,11 +225,11 @@ class _Screen:
         return self._built[1]
 
     def _forward(self, key: tuple, record) -> list:
-        """`record()`, once per key for the seed built (a call that raises is not kept: it raises again). A key
-        holds its plan, so that the plan's id in it is never another's."""
+        """`record()`, once per key for the seed built (a call that raises is not kept: it raises again). A tap
+        plan's id is a key: the chunk's recordings hold every plan it uses, so no two plans share one."""
         if key not in self._forwards:
             self._forwards[key] = record()
-        return self._forwards[key][1]
+        return self._forwards[key]
 
     def _rows(self, task: ClassTask, seed: int, made, verify: bool) -> list[ScreenRow]:
         learnt = self._learn(task)
@@ -238,7 +238,7 @@ class _Screen:
             try:
                 plan = learnt.taps
                 records = self._forward(("taps", id(plan)),
-                                        lambda: (plan, plan.record(made.model, made.inputs, EXPORT_TEST_FORWARD_SEED)))
+                                        lambda: plan.record(made.model, made.inputs, EXPORT_TEST_FORWARD_SEED))
                 tapped = check.screen_rows(task, seed, ops, records, learnt.keys, ScreenRecorder.TAPPED.value)
             except discrete_taps.TapError:  # this seed's forward made another call: recorded whole from now on
                 learnt.taps = None
@@ -253,8 +253,8 @@ class _Screen:
         return self._recorded(task, seed, made, learnt)
 
     def _recorded(self, task, seed, made, learnt: _Recording) -> list[ScreenRow]:
-        records = self._forward(("dispatch", learnt.calls), lambda: (learnt.calls, discrete_recorder.record(
-            made.model, made.inputs, seed=EXPORT_TEST_FORWARD_SEED, stop_after=learnt.calls)[1]))
+        records = self._forward(("dispatch", learnt.calls), lambda: discrete_recorder.record(
+            made.model, made.inputs, seed=EXPORT_TEST_FORWARD_SEED, stop_after=learnt.calls)[1])
         return check.screen_rows(task, seed, self.ops[task], records)
 
     def _learn(self, task: ClassTask) -> _Recording:
