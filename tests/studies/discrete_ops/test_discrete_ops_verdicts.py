@@ -209,6 +209,18 @@ def test_answers_and_findings_read_the_verdicts():
     assert verdicts.reach_ulps(2.0, 16.0, 4.0, 1024.0) == 16.0 and verdicts.reach_ulps(10.0, 16.0, 4.0, 1.0) == 40.0
 
 
+def test_a_run_of_two_shape_modes_names_each_line_by_its_mode():
+    import dataclasses
+
+    tie = verdicts.verdict(_tables([_output(0, output="idx")], [_seed(0)], [_margin(0)]), verdicts.RatePolicy(), 16.0)
+    both = [tie, dataclasses.replace(tie, shape_mode="dynamic")]
+    assert [a.subject for a in sections.answers(_result(both))] == [f"{tie.model} ({tie.shape_mode})",
+                                                                    f"{tie.model} (dynamic)"]
+    assert [a.subject for a in sections.answers(_result([tie]))] == [tie.model]
+    claim = findings.findings(_result(both))[0].claim
+    assert claim.startswith(f"2 exports (1 class in {tie.shape_mode} and dynamic), each with its cause"), claim
+
+
 def test_candidates_left_unchecked_widen_the_bound_a_no_flip_verdict_rests_on():
     policy = verdicts.RatePolicy(rate=1e-3)
     screened = policy.seeds_needed() + 100

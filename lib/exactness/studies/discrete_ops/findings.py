@@ -24,8 +24,12 @@ def overview(result: Result) -> Finding:
     for verdict in result.verdicts:
         causes.setdefault(verdict.cause.value, []).append(verdict.model)
     parts = "; ".join(f"{len(names)} {cause}" for cause, names in sorted(causes.items(), key=lambda i: -len(i[1])))
-    return Finding(f"{plural(len(result.verdicts), 'class', 'classes')}, each with its cause proven in this run: "
-                   f"{parts}.", parts, "new", evidence="answers table")
+    modes = list(dict.fromkeys(verdict.shape_mode for verdict in result.verdicts))
+    judged = plural(len(result.verdicts), "class", "classes") if len(modes) <= 1 else (
+        f"{len(result.verdicts)} exports ({plural(len({x.model for x in result.verdicts}), 'class', 'classes')} "
+        f"in {' and '.join(modes)})")
+    return Finding(f"{judged}, each with its cause proven in this run: {parts}.", parts, "new",
+                   evidence="answers table")
 
 
 def defects(result: Result) -> Finding | None:

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from exactness.models import tiny_subjects
+from exactness.models.names import ClassTask
 from exactness.studies.discrete_ops import verdicts as v
 from exactness.studies.discrete_ops.check import NOISE_FACTOR
 from exactness.studies.discrete_ops.study import Result
@@ -70,12 +71,19 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".") if text else ""
 
 
+def subject(verdict: v.ClassVerdict, verdicts: list[v.ClassVerdict]) -> str:
+    """How a verdict's line names what it answers for: its class, and its shape mode where the run has more."""
+    if len({other.shape_mode for other in verdicts}) > 1:
+        return ClassTask(verdict.model, verdict.shape_mode).label
+    return verdict.model
+
+
 def answers(result: Result) -> list[Answer]:
     found = []
     for verdict in result.verdicts:
         failures = verdict.failures
         found.append(Answer(
-            verdict.model, verdict.cause.value, verdict.action, rate_words(failures),
+            subject(verdict, result.verdicts), verdict.cause.value, verdict.action, rate_words(failures),
             " ".join(part for part in (flip_words(verdict), _sentence(verdict.proof),
                                        f"Starts at {verdict.where}." if verdict.where else "") if part),
             verdict.compare,
