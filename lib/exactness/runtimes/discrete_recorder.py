@@ -39,19 +39,8 @@ ATEN_CATEGORIES = {
 }
 
 
-_KEYS: dict = {}  # dispatched op (an OpOverload, one object per overload) -> its key: asked of every aten op
-_UNSEEN = object()
-
-
 def aten_key(func) -> str | None:
     """The ATEN_CATEGORIES key of a dispatched op, or None when it is not a discrete op."""
-    found = _KEYS.get(func, _UNSEEN)
-    if found is _UNSEEN:
-        found = _KEYS[func] = _key(func)
-    return found
-
-
-def _key(func) -> str | None:
     packet = str(func.overloadpacket) if hasattr(func, "overloadpacket") else str(func)
     packet = packet if packet.startswith("aten.") else f"aten.{packet}"
     overload = f"{packet}.{func._overloadname}" if hasattr(func, "_overloadname") else packet
