@@ -3,6 +3,7 @@ from counts, rates come from a stratified sample, and "never flips" needs the se
 
 import math
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -10,7 +11,7 @@ import torch
 
 from exactness.compare.export_rule import export_test_rule
 from exactness.compare.rates import wilson_interval
-from exactness.studies.discrete_ops import check, findings, sections, study, verdicts
+from exactness.studies.discrete_ops import check, figures, findings, sections, study, verdicts
 from exactness.studies.discrete_ops.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
 from exactness.studies.discrete_ops.study import Result
 
@@ -202,11 +203,24 @@ def test_answers_and_findings_read_the_verdicts():
                                             within_noise=None, rule_mismatched=1)], [_seed(0, flipped=True)],
                                    [_margin(0, 1, 0.0)]), verdicts.RatePolicy(), 16.0)
     (answer,) = sections.answers(_result([tie]))
-    assert answer.cause == "exact tie" and answer.exclude == ["idx"] and answer.rate.startswith("on none of 1 checked")
+    assert answer.cause == "exact tie" and answer.exclude == ["idx"] and answer.rate.startswith("none in 1 seed (at most")
     found = findings.findings(_result([tie]))
     assert "1 exact tie" in found[0].claim
     assert np.isnan(verdicts.reach_ulps(float("nan"), 16.0, 4.0, float("nan")))
     assert verdicts.reach_ulps(2.0, 16.0, 4.0, 1024.0) == 16.0 and verdicts.reach_ulps(10.0, 16.0, 4.0, 1.0) == 40.0
+
+
+def test_a_screen_with_no_seed_in_reach_states_its_rate_over_every_screened_seed():
+    # 2,000 seeds screened, none within reach of a tie: no candidate checked, only the calibration seed beyond reach
+    quiet = verdicts.verdict(_tables([_output(0, output="idx")], [_seed(0)], [_margin(0)], screened=2000),
+                             verdicts.RatePolicy(), 16.0)
+    (answer,) = sections.answers(_result([quiet]))
+    assert quiet.failures.checked == 0 and quiet.failures.seeds == 2000
+    assert answer.rate == "none in 2,000 seeds (at most 1 in 522)", answer.rate
+    shown = figures.failure_rates([quiet])
+    assert [t.get_text() for t in shown.axes[0].get_yticklabels()] == [MODEL]
+    plt.close(shown)
+    assert sections.rate_words(verdicts.estimate(0, 0, 0, 0)) == "not measured"
 
 
 def test_a_run_of_two_shape_modes_names_each_line_by_its_mode():

@@ -41,7 +41,7 @@ def margin_distribution(screen: pd.DataFrame, margins: pd.DataFrame, verdicts: l
 
 def failure_rates(verdicts: list[v.ClassVerdict]):
     """Per class, export-test failures per 40,000 seeds with the 95% interval (log axis; none drawn at 0.1)."""
-    shown = sorted([x for x in verdicts if x.failures is not None and x.failures.checked],
+    shown = sorted([x for x in verdicts if x.failures is not None and x.failures.seeds],
                    key=lambda x: x.failures.per)
     fig, ax = plt.subplots(figsize=(9, 0.42 * max(len(shown), 2) + 1.3))
     for row, verdict in enumerate(shown):

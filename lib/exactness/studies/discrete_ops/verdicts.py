@@ -59,6 +59,7 @@ class Estimate:
     high: float
     observed: int  # events among the checked seeds
     checked: int
+    seeds: int = 0  # the seeds the rate is over: every screened seed (or, unscreened, every checked one)
 
     def __str__(self) -> str:
         return f"{self.per:.3g} per {PER:,} (95% {self.low:.3g} to {self.high:.3g})"
@@ -84,7 +85,7 @@ def estimate(k_in: int, checked_in: int, size_in: int, total: int,
         return Estimate(float("nan"), float("nan"), float("nan"), 0, 0)
     if unchecked <= 0 and outside is None and not size_s:
         low, high = wilson_interval(k_in, total)
-        return Estimate(PER * k_in / total, PER * low, PER * high, k_in, checked_in)
+        return Estimate(PER * k_in / total, PER * low, PER * high, k_in, checked_in, total)
     point = k_in + (unchecked * k_in / checked_in if checked_in else 0.0)
     low, high = float(k_in), float(k_in + max(unchecked, 0))
     if size_s:
@@ -97,7 +98,7 @@ def estimate(k_in: int, checked_in: int, size_in: int, total: int,
         w_low, w_high = wilson_interval(k, n)
         point, low, high = point + size_out * k / n, low + size_out * w_low, high + size_out * w_high
     return Estimate(PER * point / total, PER * low / total, PER * min(high / total, 1.0),
-                    k_in + k_s + (outside or (0, 0))[0], checked_in + n_s + (outside or (0, 0))[1])
+                    k_in + k_s + (outside or (0, 0))[0], checked_in + n_s + (outside or (0, 0))[1], total)
 
 
 def rule_passes(rows: pd.DataFrame) -> bool:
