@@ -32,15 +32,18 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 
 def rate_words(estimate: v.Estimate | None) -> str:
-    """'on every seed', 'none in 2,000 seeds (at most 1 in 522)', '1 in 2,700 (95% 1 in 9,000 to 1 in 800)'.
-    The rate is over every seed it counts, the screened ones where a screen ran, checked or not (a screen with
-    no seed within reach of a flip checks none of them); the proof says which were checked."""
+    """'on every seed', 'none in 2,000 seeds (at most 1 in 522)', 'none on 150 checked of 2,000 seeds (at most
+    1 in 1.8)', '1 in 2,700 (95% 1 in 9,000 to 1 in 800)'. The rate is over every seed it counts, the screened
+    ones where a screen ran (one with no seed within reach of a flip checks none of them); where seeds that
+    could fail were left unchecked, "none" is said of the checked ones alone."""
     if estimate is None or not estimate.seeds:
         return "not measured"
     if estimate.per >= v.PER * 0.999:
         return "on every seed"
     if estimate.per == 0:
-        return f"none in {plural(estimate.seeds, 'seed')} (at most {one_in(estimate.high / v.PER)})"
+        of = plural(estimate.seeds, "seed") if estimate.exact else \
+            f"{count(estimate.checked)} checked of {plural(estimate.seeds, 'seed')}"
+        return f"none {'in' if estimate.exact else 'on'} {of} (at most {one_in(estimate.high / v.PER)})"
     return (f"{one_in(estimate.per / v.PER)} (95% {one_in(estimate.low / v.PER) if estimate.low else '0'} to "
             f"{one_in(estimate.high / v.PER)})")
 

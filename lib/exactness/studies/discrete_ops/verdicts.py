@@ -59,7 +59,8 @@ class Estimate:
     high: float
     observed: int  # events among the checked seeds
     checked: int
-    seeds: int = 0  # the seeds the rate is over: every screened seed (or, unscreened, every checked one)
+    seeds: int  # the seeds the rate is over: every screened seed (or, unscreened, every checked one)
+    exact: bool  # every seed where an event can happen was checked: the count is the seeds', not a sample's
 
     def __str__(self) -> str:
         return f"{self.per:.3g} per {PER:,} (95% {self.low:.3g} to {self.high:.3g})"
@@ -82,10 +83,10 @@ def estimate(k_in: int, checked_in: int, size_in: int, total: int,
         k_in, checked_in, size_in, k_s, n_s, size_s = k_in + k_s, checked_in + n_s, size_in + size_s, 0, 0, 0
     unchecked = size_in - checked_in
     if not total:
-        return Estimate(float("nan"), float("nan"), float("nan"), 0, 0)
+        return Estimate(float("nan"), float("nan"), float("nan"), 0, 0, 0, False)
     if unchecked <= 0 and outside is None and not size_s:
         low, high = wilson_interval(k_in, total)
-        return Estimate(PER * k_in / total, PER * low, PER * high, k_in, checked_in, total)
+        return Estimate(PER * k_in / total, PER * low, PER * high, k_in, checked_in, total, True)
     point = k_in + (unchecked * k_in / checked_in if checked_in else 0.0)
     low, high = float(k_in), float(k_in + max(unchecked, 0))
     if size_s:
@@ -98,7 +99,7 @@ def estimate(k_in: int, checked_in: int, size_in: int, total: int,
         w_low, w_high = wilson_interval(k, n)
         point, low, high = point + size_out * k / n, low + size_out * w_low, high + size_out * w_high
     return Estimate(PER * point / total, PER * low / total, PER * min(high / total, 1.0),
-                    k_in + k_s + (outside or (0, 0))[0], checked_in + n_s + (outside or (0, 0))[1], total)
+                    k_in + k_s + (outside or (0, 0))[0], checked_in + n_s + (outside or (0, 0))[1], total, False)
 
 
 def rule_passes(rows: pd.DataFrame) -> bool:
@@ -328,7 +329,7 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
         return dict(k_in=len(events & ordered), checked_in=len(ordered), size_in=size_in - len(ties), total=total,
                     sampled=(len(events & checked_in & ties), len(checked_in & ties), len(ties)))
 
-    flips = estimate(**strata(flipped_seeds)) if len(counted_ops) else Estimate(0.0, 0.0, 0.0, 0, 0)
+    flips = estimate(**strata(flipped_seeds)) if len(counted_ops) else Estimate(0.0, 0.0, 0.0, 0, 0, total, True)
     unexplained = {s for s in failing & beyond if s not in flipped_seeds}
     failures = estimate(**strata(failing), outside=(len(unexplained), len(beyond)) if unexplained else None,
                         size_out=total - size_in)
