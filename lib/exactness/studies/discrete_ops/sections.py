@@ -41,9 +41,10 @@ def rate_words(estimate: v.Estimate | None) -> str:
     if estimate.per >= v.PER * 0.999:
         return "on every seed"
     if estimate.per == 0:
-        of = plural(estimate.seeds, "seed") if estimate.exact else \
-            f"{count(estimate.checked)} checked of {plural(estimate.seeds, 'seed')}"
-        return f"none {'in' if estimate.exact else 'on'} {of} (at most {one_in(estimate.high / v.PER)})"
+        at_most = one_in(estimate.high / v.PER)
+        if estimate.exact:
+            return f"none in {plural(estimate.seeds, 'seed')} (at most {at_most})"
+        return f"none on {count(estimate.checked)} checked of {plural(estimate.seeds, 'seed')} (at most {at_most})"
     return (f"{one_in(estimate.per / v.PER)} (95% {one_in(estimate.low / v.PER) if estimate.low else '0'} to "
             f"{one_in(estimate.high / v.PER)})")
 
