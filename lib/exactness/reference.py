@@ -13,6 +13,9 @@ NEAR_TIE_PR = ("transformers #50575 (Fix flaky ONNX export test for wav2vec2-sty
                "argmax near-tie)")
 DAC_PR = "the DAC integration-test fix (transformers: Fix DAC integration tests and checkpoint conversion)"
 SEED_000, SEED_002 = NEAR_TIE_PR, DAC_PR
+# A measurement made for this project before the workbook had a GPU command (facts.md, fourth round)
+GPU_PROTOTYPE = ("the GPU prototype (an NVIDIA H200, torch 2.11.0+cu130, transformers 5.17.0; the tester's conformer "
+                 "seeded as the workbook seeds it, seeds 0-19,884, 19,493 run)")
 
 _ROWS = [
     # seed, section, key, value, what it is
@@ -41,6 +44,11 @@ _ROWS = [
     (SEED_000, "7", "example_seed", 1371433937, "a captured failing seed"),
     (SEED_000, "7", "example_perplexity_eager", 92.1406, "expected perplexity of that seed"),
     (SEED_000, "7", "example_perplexity_ort", 91.2174, "ORT perplexity of that seed"),
+    (GPU_PROTOTYPE, "rate", "gpu_seeds", 19493, "seeds run, eager CUDA against eager CPU"),
+    (GPU_PROTOTYPE, "rate", "gpu_tf32_conv_failures", 3850, "perplexity failures, torch's defaults (cuDNN TF32 on)"),
+    (GPU_PROTOTYPE, "rate", "gpu_fp32_failures", 9, "perplexity failures, cuDNN TF32 off"),
+    (GPU_PROTOTYPE, "rate", "gpu_tf32_conv_noise", 6.7e-3, "quantizer logits, median of max abs diff, TF32 on"),
+    (GPU_PROTOTYPE, "rate", "gpu_fp32_noise", 9.5e-6, "quantizer logits, median of max abs diff, TF32 off"),
     (SEED_002, "weights", "weight_diff_min", 1.49e-8, "smallest per-layer weight difference, 44.1 kHz"),
     (SEED_002, "weights", "weight_diff_max", 5.96e-8, "largest per-layer weight difference, 44.1 kHz"),
     (SEED_002, "propagation", "encoder.Conv1", 1.19e-7, "max error after Conv1"),

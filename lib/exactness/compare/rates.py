@@ -20,13 +20,14 @@ def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
 
 def binomial_two_sided_p(k1: int, n1: int, k2: int, n2: int) -> float:
     """Exact conditional test that two binomial rates are equal: given k1 + k2 events, k1 is binomial
-    with p = n1 / (n1 + n2); the p-value sums every outcome no more likely than the one observed."""
-    total, p = k1 + k2, n1 / (n1 + n2)
+    with p = n1 / (n1 + n2); the p-value sums every outcome no more likely than the one observed (scipy's
+    `binomtest`, which works in logarithms: thousands of events do not overflow)."""
+    from scipy.stats import binomtest
+
+    total = k1 + k2
     if total == 0:
         return 1.0
-    probs = [math.comb(total, i) * p ** i * (1 - p) ** (total - i) for i in range(total + 1)]
-    observed = probs[k1]
-    return min(1.0, sum(q for q in probs if q <= observed * (1 + 1e-9)))
+    return min(1.0, float(binomtest(k1, total, n1 / (n1 + n2)).pvalue))
 
 
 def _poisson_cdf(k: int, mean: float) -> float:

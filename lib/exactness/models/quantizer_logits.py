@@ -14,23 +14,37 @@ Fast path (`exactness.runtimes.paths`, switched off by `fast_paths: false`):
 
 from __future__ import annotations
 
+import contextlib
+import copy
+
 import torch
 
 from exactness.models import wav2vec2_family as family
 from exactness.models.seed_rebuild import Rebuilder
+from exactness.runtimes.sides import Device, Side
 
 
-def plain_logits(model: str, seed: int) -> torch.Tensor:
-    """Build the whole model, run the whole forward, and catch `weight_proj`'s output: (rows, codes)."""
+def _as_side(side: Side | None):
+    return side.applied() if side is not None else contextlib.nullcontext()
+
+
+def plain_logits(model: str, seed: int, side: Side | None = None, double: bool = False) -> torch.Tensor:
+    """Build the whole model, run the whole forward (as `side` computes: its device and precision; eager CPU
+    fp32 when None; in float64 with `double`), and catch `weight_proj`'s output: (rows, codes), on the CPU."""
     built = family.build_model(model, seed)
+    inputs = family.tester_inputs(model, seed)
+    if double:
+        built, inputs = built.double(), {k: v.double() if v.is_floating_point() else v for k, v in inputs.items()}
+    if side is not None and side.device is Device.CUDA:
+        built, inputs = built.cuda(), {k: v.cuda() for k, v in inputs.items()}
     caught = {}
     handle = built.quantizer.weight_proj.register_forward_hook(lambda m, i, o: caught.setdefault("logits", o))
-    with torch.no_grad():
-        built(**family.tester_inputs(model, seed))
+    with torch.no_grad(), _as_side(side):
+        built(**inputs)
     handle.remove()
     if "logits" not in caught:
         raise RuntimeError(f"{model}'s forward never calls its quantizer: it has no argmax to screen")
-    return caught["logits"].reshape(-1, built.config.num_codevectors_per_group)
+    return caught["logits"].reshape(-1, built.config.num_codevectors_per_group).cpu()
 
 
 class FastLogits:
@@ -44,12 +58,27 @@ class FastLogits:
         found = dict(self.template.named_modules())
         self.modules = tuple(found[path] for path in modules)
         self.codes_per_row = self.template.config.num_codevectors_per_group
+        self._cuda: tuple[torch.nn.Module, ...] | None = None
 
     @torch.no_grad()
-    def __call__(self, seed: int) -> torch.Tensor:
+    def __call__(self, seed: int, side: Side | None = None) -> torch.Tensor:
+        """The seed's logits as `side` computes them (eager CPU fp32 when None), on the CPU."""
         self.rebuild(seed)
         inputs = family.tester_input_values(self.model, seed)
-        extractor, layer_norm, weight_proj = self.modules
-        features = extractor(inputs).transpose(1, 2)
-        logits = weight_proj(layer_norm(features))
-        return logits.reshape(-1, self.codes_per_row)
+        modules = self.modules
+        if side is not None and side.device is Device.CUDA:
+            modules, inputs = self._on_cuda(), inputs.cuda()
+        extractor, layer_norm, weight_proj = modules
+        with _as_side(side):
+            features = extractor(inputs).transpose(1, 2)
+            logits = weight_proj(layer_norm(features))
+        return logits.reshape(-1, self.codes_per_row).cpu()
+
+    def _on_cuda(self) -> tuple[torch.nn.Module, ...]:
+        """CUDA copies of the three modules, given the seed's weights just rebuilt on the CPU."""
+        if self._cuda is None:
+            self._cuda = tuple(copy.deepcopy(m).cuda() for m in self.modules)
+        for cpu, cuda in zip(self.modules, self._cuda, strict=True):
+            for name, value in cpu.state_dict().items():
+                cuda.state_dict()[name].copy_(value)
+        return self._cuda

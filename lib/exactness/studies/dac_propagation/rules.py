@@ -1,7 +1,7 @@
 """The DAC propagation study's parameter rules (imports no torch: the command line checks them before a run)."""
 
 from exactness.models import names
-from exactness.workbook.parameter_rules import AtLeast, EachOf, OneOf
+from exactness.workbook.parameter_rules import AtLeast, EachOf, Matches, OneOf
 from exactness.workbook.study_rules import SEED, Registration
 
 CLIP_SECONDS = AtLeast(names.DAC_MIN_SECONDS, "shorter clips do not fill the encoder's strides")
@@ -15,4 +15,6 @@ STUDY = Registration({
     "inits": EachOf(OneOf(names.DAC_INITS, "init")),
     "other_variants": EachOf(OneOf(names.DAC_VARIANTS, "DAC variant"), allow_empty=True),
     "other_seconds": CLIP_SECONDS,
+    "precisions": EachOf(OneOf(("tf32-conv", "tf32", "bf16", "fp16"), "precision"), allow_empty=True),
+    "gpu_run": Matches(r"(|[^\x00]{1,4096})", "\"\" or the folder python -m exactness.gpu wrote"),
 }, kernel_environment={"THP_MEM_ALLOC_ENABLE": "1"})

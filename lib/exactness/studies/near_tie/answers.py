@@ -60,14 +60,19 @@ def class_counts(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float,
     return found
 
 
+def rate_words(failed: int, seeds: int, partial: str = "") -> str:
+    """The study's one shape for a rate: per 40,000 seeds with Wilson's 95% interval and the count it is from."""
+    low, high = (PAPER_SEEDS * x for x in wilson_interval(failed, seeds))
+    if not failed:
+        return f"none in {plural(seeds, 'seed')} (95%: at most {significant(high)}){partial}"
+    return (f"{significant(PAPER_SEEDS * failed / seeds)} (95% {significant(low)} to {significant(high)}; "
+            f"{count(failed)} in {plural(seeds, 'seed')}){partial}")
+
+
 def _rate(c: ClassCounts) -> str:
-    per, low, high = c.per_40000
     partial = (f"; a lower bound: {count(c.tally.checks)} of {plural(c.candidates, 'candidate')} checked"
                if c.tally.checks < c.candidates else "")
-    if not c.tally.failed:
-        return f"none in {plural(c.screened, 'seed')} (95%: at most {significant(high)}){partial}"
-    return (f"{significant(per)} (95% {significant(low)} to {significant(high)}; {count(c.tally.failed)} in "
-            f"{plural(c.screened, 'seed')}){partial}")
+    return rate_words(c.tally.failed, c.screened, partial)
 
 
 def _tie_aware(checks: pd.DataFrame, defects: pd.DataFrame) -> tuple[bool, str]:

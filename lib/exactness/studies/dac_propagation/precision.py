@@ -1,0 +1,131 @@
+"""Does a precision explain the DAC fix's growth? The investigation's comparison (weights folded in float64 against
+weight norm recomputed) layer by layer through the encoder, run as one side computes (`runtimes.sides.Side`):
+float32 on this CPU, TF32 emulated on it, and on CUDA for real where the GPU command runs it.
+
+The two runs' weights differ by about one float32 ulp. In float32 that difference stays at rounding size through
+the encoder. In TF32 a convolution rounds its weights to 10 mantissa bits; a one-ulp difference moves a weight
+across a TF32 rounding boundary now and then, and that layer's difference jumps to TF32's rounding size. A
+precision reproduces the investigation's pattern when its first convolution stays at float32 size while the first
+block jumps to the investigation's size: each compared with its figure within `AGREE_FACTOR`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+import torch
+
+from exactness import reference
+from exactness.models import dac, dac_chunks
+from exactness.runtimes.sides import Device, Side
+
+RUNS = ("folded_fp64", "weight_norm")  # the investigation's conversion against the original's recomputed norm
+AGREE_FACTOR = 10.0  # "the same size": within a factor of ten of the investigation's figure
+FIRST, JUMP = "encoder.Conv1", "encoder.Block0"
+
+
+def encoder_chain(plain, audio: torch.Tensor, side: Side) -> pd.DataFrame:
+    """Per encoder step, the largest and mean |difference| between the two runs, both computed as `side`
+    computes (its device, its precision), and its growth over the step before."""
+    models = [dac.build_variant(plain, run) for run in RUNS]
+    x = [audio, audio]
+    if side.device is Device.CUDA:
+        models, x = [m.cuda() for m in models], [a.cuda() for a in x]
+    rows, before = [], None
+    with torch.no_grad(), side.applied():
+        for step in dac_chunks.encoder_steps(models[0]):
+            x = [step.advance(m, value) for m, value in zip(models, x, strict=True)]
+            if step.role != "main":
+                continue
+            difference = (x[0].double() - x[1].double()).abs()
+            largest = float(difference.max())
+            rows.append({"side": side.label, "precision": side.precision.value, "layer": step.label,
+                         "max_abs_diff": largest, "mean_abs_diff": float(difference.mean()),
+                         "growth": largest / before if before else float("nan")})
+            before = largest
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """One side's first convolution and first block beside the investigation's, and whether both agree."""
+
+    side: str
+    first: float
+    jump: float
+    first_ref: float
+    jump_ref: float
+
+    @staticmethod
+    def _agrees(ours: float, theirs: float) -> bool:
+        return ours > 0 and 1 / AGREE_FACTOR <= ours / theirs <= AGREE_FACTOR
+
+    @property
+    def reproduces(self) -> bool:
+        return self._agrees(self.first, self.first_ref) and self._agrees(self.jump, self.jump_ref)
+
+
+def patterns(chain: pd.DataFrame) -> list[Pattern]:
+    found = []
+    for side, group in chain.groupby("side", sort=False):
+        by_layer = group.set_index("layer").max_abs_diff
+        found.append(Pattern(side, float(by_layer.get(FIRST, float("nan"))), float(by_layer.get(JUMP, float("nan"))),
+                             reference.value(FIRST), reference.value(JUMP)))
+    return found
+
+
+def beside_investigation(chain: pd.DataFrame) -> pd.DataFrame:
+    """Each side's largest difference per main encoder layer, in columns, beside the investigation's figure."""
+    wide = chain.pivot_table(index="layer", columns="side", values="max_abs_diff", sort=False)
+    theirs = reference.table(reference.DAC_PR).set_index("key").value
+    wide["investigation"] = [float(theirs.get(layer, float("nan"))) for layer in wide.index]
+    return wide.reset_index()
+
+
+def chains(plain_by_init: dict, audio: torch.Tensor, precisions: list[str]) -> pd.DataFrame:
+    """The chain in float32 on this CPU and in each precision, emulated on it, per init."""
+    sides = [Side.parse("eager:cpu:fp32")] + [Side.parse(f"eager:cpu:{p}") for p in precisions]
+    return pd.concat([encoder_chain(plain, audio, side).assign(init=init)
+                      for init, plain in plain_by_init.items() for side in sides], ignore_index=True)
+
+
+class GpuChainError(ValueError):
+    """A GPU run folder without a readable DAC chain: one line naming the file."""
+
+
+def read_gpu_chain(path: str) -> tuple[str, pd.DataFrame]:
+    """(the GPU machine in words, its chain table) from a folder `python -m exactness.gpu` wrote: data only."""
+    import json
+    from pathlib import Path
+
+    from exactness.workbook.project import find_root
+
+    folder = Path(path) if Path(path).is_absolute() else find_root() / path
+    machine, chain = folder / "machine.json", folder / "dac_chain.csv"
+    for needed in (machine, chain):
+        if not needed.is_file():
+            raise GpuChainError(f"gpu_run {path!r} lacks {needed.name}: not a folder written by "
+                                "python -m exactness.gpu")
+    if machine.stat().st_size > 1 << 20:
+        raise GpuChainError(f"{machine} is {machine.stat().st_size:,} bytes: not a GPU run's machine.json")
+    try:
+        facts = json.loads(machine.read_text(encoding="utf-8"))
+        table = pd.read_csv(chain)
+    except (UnicodeDecodeError, ValueError, RecursionError) as error:
+        raise GpuChainError(f"{folder}: machine.json or dac_chain.csv unreadable ({type(error).__name__})") from None
+    needed = {"side", "layer", "max_abs_diff", "init"}
+    if not isinstance(facts, dict) or not needed <= set(table.columns):
+        raise GpuChainError(f"{chain} lacks the columns {', '.join(sorted(needed - set(table.columns)))}")
+    gpu = facts.get("gpu") or "no GPU"
+    return f"{gpu} (torch {facts.get('torch')}, transformers {facts.get('transformers')})", table
+
+
+def pattern_sentence(found: list[Pattern], init: str) -> str:
+    from exactness.workbook.findings import significant
+
+    words = [f"{p.side}: Conv1 {significant(p.first)}, Block0 {significant(p.jump)} "
+             f"({'reproduces' if p.reproduces else 'does not reproduce'})" for p in found]
+    return (f"Init {init}, the investigation's comparison (folded in float64 against weight norm recomputed), "
+            f"against its Conv1 {significant(found[0].first_ref)} and Block0 {significant(found[0].jump_ref)} "
+            f"(within {AGREE_FACTOR:g}x each counts as reproduced): " + "; ".join(words) + ".")

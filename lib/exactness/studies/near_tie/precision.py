@@ -1,0 +1,331 @@
+"""The quantizer's argmax under another runner's precision: two eager sides (`runtimes.sides.Pair`), every seed.
+
+A CI runner on a GPU computes the convolutions in TF32 unless told otherwise; its flips are not the CPU's rare
+near-ties but TF32's noise, about a thousand times larger. Because that noise is large, every seed is compared (no
+gap threshold): both sides' quantizer logits (the fast replay or a plain forward, as the screen), each row's code,
+and `codevector_perplexity` computed from each side's codes with the quantizer's own function in float32 (the
+perplexity depends on the codes alone), judged by the export test's rule for a scalar.
+
+The prediction asks whether the gap-noise law extrapolates to this noise. The first `calibration` seeds measure
+the law (every row's change of the reference's top-1 minus top-2 difference on the other side); the rest are
+predicted from their own gaps and compared with what they did. Two forms: the study's law for ONNX Runtime (the
+smallest-gap row alone) and every row (`1 - prod(1 - P(noise < -gap))` over a seed's smallest gaps), each with a
+95% interval from a bootstrap over the calibration seeds and a Poisson draw.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+import torch
+
+from exactness.compare.near_tie import top_two
+from exactness.compare.rates import wilson_interval
+from exactness.models import wav2vec2_family as family
+from exactness.models.quantizer_logits import FastLogits, plain_logits
+from exactness.runtimes.sides import Pair, Runtime, SideError
+from exactness.workbook import sweep
+
+FLOAT64_SEEDS = 20  # calibration seeds whose logits are also computed in float64: each side's error from it
+SMALLEST_ROWS = 64  # the gaps a seed keeps for the prediction; the table says whether the 64th is out of reach
+BOOTSTRAP = 200
+RANDOM_SEED = 14
+SCALE = 40_000  # the investigation's scale: every rate is stated per this many seeds
+
+PAIR_COLUMNS = ["model", "pair", "seed", "n_flipped_rows", "flipped_gap_max", "min_gap", "max_logit_diff",
+                "perplexity_reference", "perplexity_other", "perplexity_allowed", "test_rule_passed",
+                "calibration", "reference_error_units", "other_error_units"]
+
+_fast = functools.cache(FastLogits)  # one per model class and process
+
+
+def eager_pairs(specs: Sequence[str]) -> list[Pair]:
+    """The pairs this part compares; ONNX Runtime's pair is the rest of the study (one line for anything else)."""
+    pairs = [Pair.parse(spec) for spec in specs]
+    for pair in pairs:
+        if Runtime.ORT in (pair.reference.runtime, pair.other.runtime):
+            raise SideError(f"pair {pair.spec!r}: an ONNX Runtime side is the study's main comparison (eager CPU fp32 "
+                            "vs ORT CPU fp32); the pairs compare two eager sides")
+        if pair.needs_cuda and not torch.cuda.is_available():
+            raise SideError(f"pair {pair.spec!r}: this machine has no CUDA device; run the GPU command "
+                            "(python -m exactness.gpu) where one is, or compare an emulated side (eager:cpu:tf32-conv)")
+    return pairs
+
+
+@dataclass
+class _Seed:
+    row: dict
+    deltas: np.ndarray  # every row's change of the reference's top-1 minus top-2 difference on the other side
+    smallest: np.ndarray  # the reference's SMALLEST_ROWS smallest gaps
+
+
+def compare_seed(model: str, pair: Pair, seed: int, atol: float, rtol: float, fast_paths: bool = True,
+                 float64: bool = False) -> _Seed:
+    """`float64`: also each side's largest error from a float64 forward, in units of that side's unit roundoff
+    times the float64 logits' RMS (NaN otherwise): noise is a few such units on both sides; a defect is not."""
+    if fast_paths:
+        fast = _fast(model)
+        reference, other = fast(seed, pair.reference), fast(seed, pair.other)
+    else:
+        reference, other = plain_logits(model, seed, pair.reference), plain_logits(model, seed, pair.other)
+    reference, other = reference.float(), other.float()
+    gaps = top_two(reference)
+    rows = torch.arange(len(reference))
+    delta = (other[rows, gaps.top1_index] - other[rows, gaps.top2_index]) - gaps.gap
+    codes_other = other.argmax(-1)
+    flipped = codes_other != gaps.top1_index
+    p_ref, p_other = _perplexity(model, reference.argmax(-1), reference.shape), _perplexity(model, codes_other,
+                                                                                          reference.shape)
+    allowed = atol + rtol * abs(p_ref)
+    row = {"model": model, "pair": pair.spec, "seed": int(seed), "n_flipped_rows": int(flipped.sum()),
+           "flipped_gap_max": float(gaps.gap[flipped].max()) if flipped.any() else float("nan"),
+           "min_gap": float(gaps.gap.min()), "max_logit_diff": float((other - reference).abs().max()),
+           "perplexity_reference": p_ref, "perplexity_other": p_other, "perplexity_allowed": allowed,
+           "test_rule_passed": bool(abs(p_other - p_ref) <= allowed),
+           "reference_error_units": float("nan"), "other_error_units": float("nan")}
+    if float64:
+        exact = _float64_logits(model, seed, fast_paths)
+        scale = float(exact.pow(2).mean().sqrt())
+        for key, side, values in (("reference_error_units", pair.reference, reference),
+                                  ("other_error_units", pair.other, other)):
+            row[key] = float((values.double() - exact).abs().max()) / (side.precision.unit_roundoff * scale)
+    return _Seed(row, delta.numpy().astype(np.float64), np.sort(gaps.gap.numpy())[:SMALLEST_ROWS].astype(np.float64))
+
+
+def _float64_logits(model: str, seed: int, fast_paths: bool) -> torch.Tensor:
+    """The same forward in float64 on the CPU (the seed's float32 weights, widened exactly)."""
+    if not fast_paths:
+        return plain_logits(model, seed, double=True)
+    fast = _fast(model)
+    fast.rebuild(seed)
+    extractor, layer_norm, weight_proj = (copy.deepcopy(m).double() for m in fast.modules)
+    with torch.no_grad():
+        features = extractor(family.tester_input_values(model, seed).double()).transpose(1, 2)
+        return weight_proj(layer_norm(features)).reshape(-1, fast.codes_per_row)
+
+
+@functools.cache
+def _quantizer(model: str):
+    return family.construct(model).quantizer
+
+
+def _perplexity(model: str, codes: torch.Tensor, shape: torch.Size) -> float:
+    """The quantizer's own perplexity of one-hot codes (the model's eval forward passes no time mask)."""
+    quantizer = _quantizer(model)
+    probs = torch.zeros(shape).scatter_(-1, codes.view(-1, 1), 1.0).view(-1, quantizer.num_groups, shape[-1])
+    return float(quantizer._compute_perplexity(probs))
+
+
+class _PairChunk:
+    """Picklable `seeds -> table` for worker processes; the calibration seeds keep every row's noise."""
+
+    def __init__(self, model: str, pair_spec: str, calibration: int, atol: float, rtol: float, fast_paths: bool):
+        self.model, self.pair_spec, self.calibration = model, pair_spec, calibration
+        self.atol, self.rtol, self.fast_paths = atol, rtol, fast_paths
+
+    def __call__(self, seeds) -> pd.DataFrame:
+        pair = Pair.parse(self.pair_spec)
+        rows = []
+        for i, seed in seeds:
+            found = compare_seed(self.model, pair, int(seed), self.atol, self.rtol, self.fast_paths,
+                                 float64=i < min(self.calibration, FLOAT64_SEEDS))
+            calibrating = i < self.calibration
+            rows.append({**found.row, "calibration": calibrating, "smallest_gaps": found.smallest.tolist(),
+                         "noise": found.deltas.tolist() if calibrating else []})
+        return pd.DataFrame(rows, columns=[*PAIR_COLUMNS, "smallest_gaps", "noise"])
+
+
+def compare_pairs(models: Sequence[str], pairs: Sequence[Pair], seed_start: int, n_seeds: int, *,
+                  calibration: int = 200, atol: float = 1e-3, rtol: float = 1e-3, workers: int = 1,
+                  scheduler: str = "", shards=None, progress_every: float = 10.0, fast_paths: bool = True,
+                  chunk_size: int = 100) -> pd.DataFrame:
+    """Every seed of every class under every pair: one row each (`PAIR_COLUMNS`, plus the seed's smallest gaps
+    and, for the first `calibration` seeds, every row's gap noise)."""
+    seeds = list(enumerate(range(seed_start, seed_start + n_seeds)))
+    parts = [sweep.map_chunks(_PairChunk(model, pair.spec, calibration, atol, rtol, fast_paths), seeds, workers,
+                              chunk_size, f"{pair.other.label}: {model}", progress_every, scheduler, shards)
+             for pair in pairs for model in models]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=[*PAIR_COLUMNS, "smallest_gaps",
+                                                                                   "noise"])
+
+
+@dataclass(frozen=True)
+class Rate:
+    """k events in n seeds, stated per `SCALE` seeds with Wilson's 95% interval (the study's one rate shape)."""
+
+    events: int
+    seeds: int
+
+    @property
+    def per_scale(self) -> tuple[float, float, float]:
+        if not self.seeds:
+            return float("nan"), float("nan"), float("nan")
+        low, high = wilson_interval(self.events, self.seeds)
+        return SCALE * self.events / self.seeds, SCALE * low, SCALE * high
+
+
+@dataclass(frozen=True)
+class Predicted:
+    """Expected events on the held-out seeds, with the 95% interval of the count a run of them would see."""
+
+    expected: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class PairSummary:
+    model: str
+    pair: str
+    flips: Rate
+    failures: Rate
+    failures_without_flip: int
+    reference_error_units: float  # the largest error from float64 (FLOAT64_SEEDS seeds), in the side's roundoff
+    other_error_units: float  # x the float64 logits' RMS
+    noise_median: float  # median over seeds of the largest logit difference
+    noise_max: float
+    calibration_seeds: int
+    held_out: int
+    held_out_flips: int
+    held_out_failures: int
+    fail_given_flip: float
+    smallest_row_law: Predicted  # the study's ORT law: each seed's smallest-gap row alone
+    every_row_law: Predicted
+    reach_covered: bool  # every seed's 64th smallest gap beyond the largest noise: no row left out could flip
+
+
+def _ecdf(noise: np.ndarray) -> np.ndarray:
+    return np.sort(noise)
+
+
+def _below(sorted_noise: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """P(noise < value), strictly: an exact tie that the other side keeps exact does not flip."""
+    return np.searchsorted(sorted_noise, values, side="left") / len(sorted_noise)
+
+
+def _laws(gaps: np.ndarray, sorted_noise: np.ndarray) -> tuple[float, float]:
+    """Expected flips over seeds (rows: seeds, columns: their smallest gaps, ascending) by both laws. A gap no
+    noise reaches has probability 0: only the others are looked up."""
+    seeds, rows = np.nonzero(gaps < -sorted_noise[0]) if len(sorted_noise) else (np.array([], int),) * 2
+    p = _below(sorted_noise, -gaps[seeds, rows])
+    smallest = float(p[rows == 0].sum())
+    survive = np.zeros(len(gaps))
+    np.add.at(survive, seeds, np.log1p(-np.minimum(p, 1 - 1e-16)))
+    return smallest, float((1.0 - np.exp(survive)).sum())
+
+
+def summarize(table: pd.DataFrame) -> list[PairSummary]:
+    """One summary per class and pair, with both laws' predictions for the held-out seeds."""
+    out = []
+    for (model, pair), group in table.groupby(["model", "pair"], sort=False):
+        group = group.sort_values("seed")
+        calib, held = group[group.calibration.astype(bool)], group[~group.calibration.astype(bool)]
+        flipped = group.n_flipped_rows > 0
+        failed = ~group.test_rule_passed.astype(bool)
+        noise_rows = np.stack([np.asarray(n, dtype=np.float64) for n in calib.noise]) if len(calib) else \
+            np.zeros((0, 0))
+        noise_max = float(np.abs(noise_rows).max()) if noise_rows.size else float("nan")
+        calib_flipped = calib[calib.n_flipped_rows > 0]
+        fail_given_flip = (float((~calib_flipped.test_rule_passed.astype(bool)).mean()) if len(calib_flipped)
+                           else 1.0)
+        gaps = np.stack([np.asarray(g, dtype=np.float64) for g in held.smallest_gaps]) if len(held) else \
+            np.zeros((0, SMALLEST_ROWS))
+        smallest, every = _predictions(gaps, noise_rows, fail_given_flip)
+        out.append(PairSummary(
+            model, pair, Rate(int(flipped.sum()), len(group)), Rate(int(failed.sum()), len(group)),
+            int((failed & ~flipped).sum()), float(group.reference_error_units.max()),
+            float(group.other_error_units.max()), float(group.max_logit_diff.median()),
+            float(group.max_logit_diff.max()), len(calib), len(held), int((held.n_flipped_rows > 0).sum()),
+            int((~held.test_rule_passed.astype(bool)).sum()), fail_given_flip, smallest, every,
+            bool(len(gaps) == 0 or not noise_rows.size or gaps[:, -1].min() > noise_max)))
+    return out
+
+
+def _predictions(gaps: np.ndarray, noise_rows: np.ndarray, fail_given_flip: float) -> tuple[Predicted, Predicted]:
+    """Failures expected on the held-out seeds by each law, with the bootstrap's 95% interval (calibration seeds
+    resampled whole: a seed's rows share its weights) and a Poisson draw for the count itself."""
+    if not len(gaps) or not noise_rows.size:
+        nan = Predicted(float("nan"), float("nan"), float("nan"))
+        return nan, nan
+    rng = np.random.default_rng(RANDOM_SEED)
+    point = np.array(_laws(gaps, _ecdf(noise_rows.ravel()))) * fail_given_flip
+    draws = np.empty((BOOTSTRAP, 2))
+    n = len(noise_rows)
+    for b in range(BOOTSTRAP):
+        picked = noise_rows[rng.integers(0, n, n)]
+        draws[b] = np.array(_laws(gaps, _ecdf(picked.ravel()))) * fail_given_flip
+    counts = rng.poisson(draws)
+    low, high = np.percentile(counts, [2.5, 97.5], axis=0)
+    return (Predicted(float(point[0]), float(low[0]), float(high[0])),
+            Predicted(float(point[1]), float(low[1]), float(high[1])))
+
+
+def summary_table(summaries: Sequence[PairSummary]) -> pd.DataFrame:
+    """The summaries as a table for people and for summary.json (rates per SCALE seeds)."""
+    rows = []
+    for s in summaries:
+        flips, fails = s.flips.per_scale, s.failures.per_scale
+        rows.append({"model": s.model, "pair": s.pair, "seeds": s.flips.seeds,
+                     "flips": s.flips.events, "flips_per_scale": flips[0], "flips_low": flips[1],
+                     "flips_high": flips[2], "failures": s.failures.events, "failures_per_scale": fails[0],
+                     "failures_low": fails[1], "failures_high": fails[2],
+                     "failures_without_flip": s.failures_without_flip,
+                     "reference_error_units": s.reference_error_units, "other_error_units": s.other_error_units,
+                     "noise_median": s.noise_median,
+                     "noise_max": s.noise_max, "held_out": s.held_out, "held_out_failures": s.held_out_failures,
+                     "predicted_smallest_row": s.smallest_row_law.expected,
+                     "predicted_smallest_row_low": s.smallest_row_law.low,
+                     "predicted_smallest_row_high": s.smallest_row_law.high,
+                     "predicted_every_row": s.every_row_law.expected, "predicted_every_row_low": s.every_row_law.low,
+                     "predicted_every_row_high": s.every_row_law.high, "fail_given_flip": s.fail_given_flip,
+                     "reach_covered": s.reach_covered})
+    return pd.DataFrame(rows)
+
+
+def noise_law(table: pd.DataFrame) -> pd.DataFrame:
+    """The calibration seeds' gap noise in long form (model, pair, seed, delta): the law the prediction uses."""
+    calib = table[table.calibration.astype(bool)]
+    if not len(calib):
+        return pd.DataFrame(columns=["model", "pair", "seed", "delta"])
+    return calib[["model", "pair", "seed", "noise"]].explode("noise").rename(columns={"noise": "delta"}).astype(
+        {"delta": float}).reset_index(drop=True)
+
+
+def smallest_gaps(table: pd.DataFrame) -> pd.DataFrame:
+    """Each reference side's smallest gaps per seed, once (every pair with that reference has the same)."""
+    reference = table.pair.str.split(" vs ").str[0]
+    first = table[~pd.DataFrame({"r": reference, "m": table.model, "s": table.seed}).duplicated()]
+    return pd.DataFrame({"model": first.model, "reference": reference[first.index], "seed": first.seed,
+                         "smallest_gaps": [np.asarray(g, dtype=np.float32) for g in first.smallest_gaps]})
+
+
+def with_read_back(pairs: pd.DataFrame, noise: pd.DataFrame, gaps: pd.DataFrame) -> pd.DataFrame:
+    """A GPU run's three tables joined back into the shape `summarize` reads."""
+    table = pairs.assign(reference=pairs.pair.str.split(" vs ").str[0])
+    table = table.merge(gaps, on=["model", "reference", "seed"], how="left").drop(columns="reference")
+    per_seed = noise.groupby(["model", "pair", "seed"], sort=False).delta.apply(list)
+    table["noise"] = [per_seed.get((m, p, s), []) for m, p, s in zip(table.model, table.pair, table.seed,
+                                                                    strict=True)]
+    return table
+
+
+def agreement(cuda: pd.DataFrame, emulated: pd.DataFrame) -> pd.DataFrame:
+    """Per class: a GPU run's pair beside the emulated pair on the same seeds: each rate, and how often the two
+    agree seed by seed on failing (flips depend on the kernel's own rounding, so they need not coincide)."""
+    rows = []
+    for (model, pair_cuda), g in cuda.groupby(["model", "pair"], sort=False):
+        for pair_emulated, e in emulated[emulated.model == model].groupby("pair", sort=False):
+            both = g.merge(e, on=["model", "seed"], suffixes=("_cuda", "_emulated"))
+            if not len(both):
+                continue
+            fail_c = ~both.test_rule_passed_cuda.astype(bool)
+            fail_e = ~both.test_rule_passed_emulated.astype(bool)
+            rows.append({"model": model, "cuda_pair": pair_cuda, "emulated_pair": pair_emulated, "seeds": len(both),
+                         "cuda_failures": int(fail_c.sum()), "emulated_failures": int(fail_e.sum()),
+                         "both_fail": int((fail_c & fail_e).sum()), "same_outcome": int((fail_c == fail_e).sum())})
+    return pd.DataFrame(rows)

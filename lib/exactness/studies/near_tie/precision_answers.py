@@ -1,0 +1,206 @@
+"""The answer lines and sentences of the precision pairs: words from `precision.PairSummary`, nothing computed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from exactness.runtimes.sides import Pair, Precision
+from exactness.studies.near_tie.answers import rate_words
+from exactness.studies.near_tie.precision import SCALE, PairSummary, Predicted
+from exactness.workbook.answers import Answer
+from exactness.workbook.findings import count, significant
+from exactness.workbook.presentation import plural
+
+NOISE_FACTOR = 16  # noise: the other side's error from float64, in its own roundoff, within 16x the reference's
+
+_TURN_OFF = {
+    Precision.TF32_CONV: "turn TF32 off on both sides (torch: torch.backends.cudnn.allow_tf32 = False, as "
+                         "transformers' conftest does; ORT's CUDA provider: use_tf32=0)",
+    Precision.TF32: "turn TF32 off on both sides (torch: torch.backends.cudnn.allow_tf32 = False and "
+                    "torch.backends.cuda.matmul.allow_tf32 = False; ORT's CUDA provider: use_tf32=0)",
+    Precision.FP16: "run the export test outside autocast (fp32 on both sides)",
+    Precision.BF16: "run the export test outside autocast (fp32 on both sides)",
+}
+
+
+def is_noise(s: PairSummary) -> bool:
+    return s.other_error_units <= NOISE_FACTOR * s.reference_error_units
+
+
+def cause(s: PairSummary) -> str:
+    if s.failures_without_flip:
+        return "undecided"
+    if not is_noise(s):
+        return "defect"
+    return "near-tie" if s.failures.events else "never flips"
+
+
+def answer(s: PairSummary, fp32_rate: str = "") -> Answer:
+    """`fp32_rate`: this run's rate for the class with both sides in fp32 (the eager-vs-ORT line), if any."""
+    pair = Pair.parse(s.pair)
+    precision = pair.other.precision if pair.other.precision is not Precision.FP32 else pair.reference.precision
+    noise = (f"{pair.other.label} errs at most {significant(s.other_error_units)} of its roundoff x RMS from float64, "
+             f"{pair.reference.label} {significant(s.reference_error_units)} of its own")
+    what = cause(s)
+    if what == "undecided":
+        action = "look at the seeds that failed without a flipped code: a failure no flip explains may be a bug"
+        proof = f"{plural(s.failures_without_flip, 'failure')} without a flipped code; {noise}"
+    elif what == "defect":
+        action = f"find where {pair.other.label} leaves the float64 reference (more than {NOISE_FACTOR}x the noise)"
+        proof = noise
+    else:
+        tie_aware = "compare tie-aware (excuse code rows within the noise, compare the rest)"
+        if precision is Precision.FP32:
+            action = tie_aware if s.failures.events else "compare every output at the test's tolerance"
+        else:
+            becomes = f": this rate becomes {fp32_rate}" if fp32_rate else ""
+            action = f"{_TURN_OFF[precision]}{becomes}; or {tie_aware}"
+        proof = (f"every one of {plural(s.failures.events, 'failure')} flipped a code row; {noise} (noise); the "
+                 f"logits differ by a median of {significant(s.noise_median)}, at most {significant(s.noise_max)}")
+    per, low, high = s.failures.per_scale
+    return Answer(f"{s.model} · {pair.label}", what, action, rate_words(s.failures.events, s.failures.seeds), proof,
+                  failures_per_40000=per, failures_low=low, failures_high=high)
+
+
+def _predicted(p: Predicted) -> str:
+    return f"{significant(p.expected)} (95% {significant(p.low)} to {significant(p.high)})"
+
+
+def prediction_sentence(summaries: Sequence[PairSummary]) -> str:
+    """Does the gap-noise law extrapolate to this noise? Measured failures on the held-out seeds beside both laws."""
+    parts = []
+    for s in summaries:
+        inside = [name for name, p in (("every row", s.every_row_law), ("smallest row", s.smallest_row_law))
+                  if p.low <= s.held_out_failures <= p.high]
+        verdict = (f"within the interval of {' and '.join(inside)}" if inside else "outside both intervals")
+        parts.append(f"{Pair.parse(s.pair).other.label}: {count(s.held_out_failures)} failures on "
+                     f"{plural(s.held_out, 'held-out seed')}; every row predicts {_predicted(s.every_row_law)}, the "
+                     f"smallest-gap row alone {_predicted(s.smallest_row_law)}: {verdict}"
+                     + ("" if s.reach_covered else " (the noise reaches past each seed's smallest gaps kept: the "
+                                                    "every-row law is a lower bound)"))
+    return "; ".join(parts) + "."
+
+
+def beside_reference_sentence(measured: int, seeds: int, ref_failures: int, ref_seeds: int, what: str) -> str:
+    from exactness.workbook.findings import rate_verdict
+
+    verdict, why = rate_verdict(measured, seeds, ref_failures, ref_seeds)
+    return f"{what}: {verdict} ({why})."
+
+
+RATE_COLUMNS = {"model": "class", "pair": "sides", "seeds": "seeds", "flips": "flipped seeds",
+                "failures": "failed", "failures_per_scale": f"fails per {SCALE:,}", "interval": "95% interval",
+                "noise_median": "logit noise (median)"}
+
+
+def show_rates(rates) -> None:
+    from exactness.workbook.findings import span
+    from exactness.workbook.presentation import table
+
+    shown = rates.assign(pair=[Pair.parse(p).label for p in rates.pair],
+                         interval=[span(lo, hi) for lo, hi in zip(rates.failures_low, rates.failures_high,
+                                                                  strict=True)])
+    table(shown, columns=RATE_COLUMNS, caption=f"Per class and pair: seeds with a flipped code, export-test failures "
+          f"per {SCALE:,} seeds with Wilson's 95% interval, and the median over seeds of the largest logit difference.")
+
+
+def emulation_sentence(pairs: Sequence[Pair]) -> str:
+    from exactness.runtimes.sides import EMULATION_LEAVES_OUT
+
+    emulated = sorted({side.label for pair in pairs for side in (pair.reference, pair.other) if side.emulated})
+    if not emulated:
+        return "No side here is emulated."
+    return (f"Emulated on this CPU: {', '.join(emulated)}. The emulation rounds the multiplied operands of every "
+            "convolution (except one input channel per group, which cuDNN keeps in float32) and, for TF32 or autocast, "
+            "matrix product as the precision does, and accumulates in float32; it leaves out "
+            f"{EMULATION_LEAVES_OUT}. Its rate can match a GPU's while the seeds that fail differ.")
+
+
+def gpu_run_sentence(gpu) -> str:
+    f = gpu.facts
+    skipped = f.get("skipped") or []
+    return (f"A GPU run, measured on {gpu.machine} by `python -m exactness.gpu` ({count(f.get('seeds', 0))} conformer "
+            f"seeds per pair, {significant(f.get('seconds', 0))} s), read back from `{gpu.folder.name}`: its CUDA "
+            "sides are real, its CPU sides ran on that machine's CPU"
+            + (f"; not run there: {'; '.join(skipped)}" if skipped else "") + ".")
+
+
+def emulated_against_cuda(gpu_table, here_table):
+    """Each CUDA pair of the GPU run beside the emulated pairs on the same seeds: the GPU machine's own emulation,
+    and this run's (another CPU, so another float32 reference)."""
+    import pandas as pd
+
+    from exactness.studies.near_tie.precision import agreement
+
+    cuda = gpu_table[gpu_table.pair.str.contains("cuda")]
+    emulated_there = gpu_table[~gpu_table.pair.str.contains("cuda")]
+    rows = [agreement(cuda, emulated_there).assign(emulated_on="the GPU machine's CPU")]
+    if len(here_table):
+        rows.append(agreement(cuda, here_table).assign(emulated_on="this machine"))
+    found = pd.concat(rows, ignore_index=True)
+    same_precision = [Pair.parse(c).other.precision == Pair.parse(e).other.precision
+                      for c, e in zip(found.cuda_pair, found.emulated_pair, strict=True)]
+    return found[same_precision].reset_index(drop=True)
+
+
+def show_agreement(frame) -> None:
+    from exactness.workbook.presentation import table
+
+    if not len(frame):
+        return
+    shown = frame.assign(cuda_pair=[Pair.parse(p).other.label for p in frame.cuda_pair],
+                         emulated_pair=[Pair.parse(p).other.label for p in frame.emulated_pair])
+    table(shown, columns={"model": "class", "cuda_pair": "CUDA side", "emulated_pair": "emulated side",
+                          "emulated_on": "emulated on", "seeds": "seeds", "cuda_failures": "CUDA fails",
+                          "emulated_failures": "emulated fails", "both_fail": "both fail"},
+          caption="The real and the emulated side against eager CPU fp32 on the same seeds: how many fail on each, "
+                  "and on how many both fail (flips depend on each kernel's own rounding, so the sets can differ "
+                  "while the rates agree).")
+
+
+def probe_sentence(probe) -> str:
+    if "cuda_tf32_changes" not in probe:
+        return "The GPU run had no CUDA device: which layers run in TF32 was not probed."
+    agree = int((probe.cuda_tf32_changes.astype(bool) == probe.emulated_changes.astype(bool)).sum())
+    kept = [str(k) for k, c in zip(probe.layer, probe.cuda_tf32_changes, strict=True) if not c]
+    return (f"Which layers CUDA runs in TF32, probed with the flag on and off: the emulation changes the same layers "
+            f"on {agree} of {plural(len(probe), 'kind')}" + (f"; CUDA keeps in float32: {', '.join(kept)}" if kept
+                                                               else "") + ".")
+
+
+def prototype_sentence(summaries: Sequence[PairSummary]) -> str:
+    """The GPU run's CUDA pairs beside the prototype's figures for the same comparison (labelled reference data)."""
+    from exactness import reference
+
+    ref_seeds = int(reference.value("gpu_seeds"))
+    parts = []
+    for s in summaries:
+        other = Pair.parse(s.pair).other
+        key = {"tf32-conv": "gpu_tf32_conv_failures", "fp32": "gpu_fp32_failures"}.get(other.precision.value)
+        if other.device.value != "cuda" or key is None or Pair.parse(s.pair).reference.device.value != "cpu":
+            continue
+        parts.append(beside_reference_sentence(s.failures.events, s.failures.seeds, int(reference.value(key)),
+                                               ref_seeds, f"{other.label}: {count(s.failures.events)} failures in "
+                                               f"{count(s.failures.seeds)} seeds against {reference.GPU_PROTOTYPE}'s "
+                                               f"{count(reference.value(key))} in {count(ref_seeds)}"))
+    return " ".join(parts)
+
+
+def with_pairs(ort_answers: list[Answer], pairs: Sequence[PairSummary], gpu_pairs: Sequence[PairSummary],
+               gpu=None) -> list[Answer]:
+    """The answer table with a line per class and pair; without pairs, the ORT lines as they are."""
+    from dataclasses import replace
+
+    if not pairs and not gpu_pairs:
+        return ort_answers
+    ort_label = "eager CPU fp32 vs ORT CPU fp32"
+    found = [replace(a, subject=f"{a.subject} · {ort_label}") for a in ort_answers]
+    ort_rate = {a.subject: a.rate for a in ort_answers}
+    fp32_gpu = {s.model: rate_words(s.failures.events, s.failures.seeds) for s in gpu_pairs
+                if Pair.parse(s.pair).other.spec == "eager:cuda:fp32"}
+    found += [answer(s, ort_rate.get(s.model, "")) for s in pairs]
+    where = f" (GPU run: {gpu.facts.get('gpu', 'no GPU')})" if gpu is not None else ""
+    for s in gpu_pairs:
+        line = answer(s, fp32_gpu.get(s.model, ""))
+        found.append(replace(line, subject=line.subject + where))
+    return found

@@ -1,0 +1,111 @@
+"""The precision pairs: every seed compared, the proof of noise, the prediction, and a GPU run read back."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from conftest import REPO
+from exactness.runtimes.sides import Pair, SideError
+from exactness.studies.near_tie import gpu_run, precision, precision_answers
+from exactness.studies.near_tie.rules import STUDY
+
+MODEL = "Wav2Vec2ConformerForPreTraining"
+GPU_RUN = REPO / "etc" / "gpu_runs" / "h200-2026-12-04"
+TF32 = Pair.parse("eager:cpu:fp32 vs eager:cpu:tf32-conv")
+
+
+def test_fast_and_plain_logits_agree_under_an_emulated_side():
+    for seed in (0, 7):
+        fast = precision.compare_seed(MODEL, TF32, seed, 1e-3, 1e-3, fast_paths=True, float64=True).row
+        plain = precision.compare_seed(MODEL, TF32, seed, 1e-3, 1e-3, fast_paths=False, float64=True).row
+        assert pd.Series(fast).equals(pd.Series(plain))  # NaN where no row flipped, on both
+
+
+@pytest.fixture(scope="module")
+def tf32_table():
+    return precision.compare_pairs([MODEL], [TF32], 0, 160, calibration=60, workers=1, progress_every=1e9)
+
+
+def test_tf32_flips_codes_and_every_failure_flipped_one(tf32_table):
+    failed = ~tf32_table.test_rule_passed.astype(bool)
+    assert failed.sum() > 10  # about one seed in five: TF32's noise is a thousand times the CPU's
+    assert (tf32_table.n_flipped_rows[failed] > 0).all()
+    assert (tf32_table.max_logit_diff > 1e-3).mean() > 0.9
+    (summary,) = precision.summarize(tf32_table)
+    assert summary.failures_without_flip == 0 and summary.calibration_seeds == 60 and summary.held_out == 100
+    # noise: a few of TF32's own roundoff units from float64, as float32 is a few tens of its own
+    assert summary.other_error_units < 30 and summary.reference_error_units < 200
+    assert precision_answers.cause(summary) == "near-tie"
+    assert summary.every_row_law.low <= summary.held_out_failures <= summary.every_row_law.high
+
+
+def test_a_defect_is_not_called_noise(tf32_table):
+    (summary,) = precision.summarize(tf32_table.assign(other_error_units=1e6))
+    assert precision_answers.cause(summary) == "defect"
+    (summary,) = precision.summarize(tf32_table.assign(n_flipped_rows=0))
+    assert precision_answers.cause(summary) == "undecided"
+
+
+def test_the_answer_names_both_sides_and_what_to_turn_off(tf32_table):
+    (summary,) = precision.summarize(tf32_table)
+    line = precision_answers.answer(summary, "none in 160 seeds")
+    assert "eager CPU fp32 vs eager CPU TF32 convolutions (emulated)" in line.subject
+    assert "torch.backends.cudnn.allow_tf32 = False" in line.action and "none in 160 seeds" in line.action
+    assert line.rate.endswith(f"{int((~tf32_table.test_rule_passed).sum())} in 160 seeds)")
+
+
+def test_the_laws_count_a_seed_once_and_ignore_gaps_no_noise_reaches():
+    noise = np.sort(np.array([-0.3, -0.1, 0.0, 0.1, 0.2]))
+    gaps = np.array([[0.05, 0.2, 5.0], [10.0, 11.0, 12.0]])
+    smallest, every = precision._laws(gaps, noise)
+    assert smallest == pytest.approx(0.4)  # P(noise < -0.05) = 2 of 5
+    assert every == pytest.approx(1 - (1 - 0.4) * (1 - 0.2))
+
+
+def test_a_cuda_pair_is_refused_here_in_one_line():
+    problem = STUDY.rules["pairs"].problem(["eager:cpu:fp32 vs eager:cuda:tf32-conv"])
+    assert "python -m exactness.gpu" in problem
+    assert "ONNX Runtime" in STUDY.rules["pairs"].problem(["eager:cpu:fp32 vs ort:cpu:fp32"])
+    assert "more than once" in STUDY.rules["pairs"].problem([TF32.spec, TF32.spec])
+    assert STUDY.rules["pairs"].problem([TF32.spec]) is None
+    with pytest.raises(SideError):
+        precision.eager_pairs(["eager:cuda:fp32 vs eager:cuda:tf32"])
+
+
+def test_the_committed_gpu_run_reads_back_and_agrees_with_its_prototype():
+    run = gpu_run.read(str(GPU_RUN))
+    assert "NVIDIA H200" in run.machine
+    pairs = set(run.table.pair)
+    assert "eager:cpu:fp32 vs eager:cuda:tf32-conv" in pairs and "eager:cpu:fp32 vs eager:cpu:tf32-conv" in pairs
+    first = run.table[run.table.pair == "eager:cpu:fp32 vs eager:cuda:tf32-conv"]
+    assert len(first) == 19_885 and len(first.smallest_gaps.iloc[0]) == precision.SMALLEST_ROWS
+    agreement = precision_answers.emulated_against_cuda(run.table, pd.DataFrame())
+    tf32 = agreement[agreement.cuda_pair == "eager:cpu:fp32 vs eager:cuda:tf32-conv"].iloc[0]
+    assert tf32.both_fail < tf32.cuda_failures  # flips depend on each kernel's rounding: the sets differ
+    assert abs(tf32.cuda_failures - tf32.emulated_failures) < 0.05 * tf32.cuda_failures
+
+
+@pytest.mark.parametrize(("setup", "words"), [
+    (lambda d: None, "not a folder"),
+    (lambda d: d.mkdir(), "lacks machine.json"),
+])
+def test_a_folder_that_is_not_a_gpu_run_is_one_line(tmp_path, setup, words):
+    folder = tmp_path / "run"
+    setup(folder)
+    problem = STUDY.rules["gpu_run"].problem(str(folder))
+    assert words in problem and "\n" not in problem
+
+
+def test_a_gpu_runs_machine_json_is_read_as_data_only(tmp_path):
+    folder = tmp_path / "run"
+    folder.mkdir()
+    for name in gpu_run.FILES:
+        (folder / name).write_bytes((GPU_RUN / name).read_bytes())
+    (folder / "machine.json").write_text("[" * 100_000 + "]" * 100_000)
+    assert "is not JSON" in STUDY.rules["gpu_run"].problem(str(folder))
+    (folder / "machine.json").write_text(json.dumps({"gpu": "x"}))
+    assert "no torch version" in STUDY.rules["gpu_run"].problem(str(folder))
