@@ -50,6 +50,11 @@ def torch_dispatch_mode() -> type:
     return private("torch", "torch.utils._python_dispatch", "TorchDispatchMode", _PIN)
 
 
+def tree_map() -> Any:
+    """torch's pytree map (`torch.utils._pytree.tree_map`): every tensor of an op's nested arguments."""
+    return private("torch", "torch.utils._pytree", "tree_map", _PIN)
+
+
 def weight_norm_parametrization() -> type:
     """The class torch registers for `parametrizations.weight_norm`, to find a model's weight norms."""
     return private("torch", "torch.nn.utils.parametrizations", "_WeightNorm", _PIN)

@@ -28,8 +28,11 @@ match a GPU's while the seeds that flip differ.
 from __future__ import annotations
 
 import torch
-from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_map
+from torch.overrides import TorchFunctionMode
+
+from exactness import compat
+
+tree_map = compat.tree_map()
 
 ONE_CHANNEL_IN_FP32 = True
 _DROPPED_BITS = 13  # float32's 23 mantissa bits less TF32's 10
@@ -79,7 +82,7 @@ def _operands(name: str) -> tuple[int, ...]:
     return (0, 1)
 
 
-class EmulatedPrecision(TorchDispatchMode):
+class EmulatedPrecision(compat.torch_dispatch_mode()):
     """Within this mode, the listed ops compute as the precision would on CUDA (module docstring).
     `tf32_ops`: the op names whose operands go to TF32 (convolutions, matrix products, or both);
     `low_dtype`: float16 or bfloat16 for autocast's policy. `calls` counts the ops it changed, by name."""
@@ -111,6 +114,24 @@ class EmulatedPrecision(TorchDispatchMode):
         self.calls[name] = self.calls.get(name, 0) + 1
         keep = _operands(name)
         return tuple(rounding(a) if i in keep and _is_float32(a) else a for i, a in enumerate(args))
+
+
+class AutocastFunctions(TorchFunctionMode):
+    """The lower-precision ops that check their arguments' dtypes before the dispatcher sees them (attention
+    demands one dtype for query, key and value): their floating arguments cast as autocast casts them."""
+
+    FUNCTIONS = frozenset({torch.nn.functional.scaled_dot_product_attention})
+
+    def __init__(self, low_dtype: torch.dtype):
+        super().__init__()
+        self.low_dtype = low_dtype
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if func in self.FUNCTIONS:
+            args, kwargs = tree_map(lambda t: t.to(self.low_dtype) if isinstance(t, torch.Tensor)
+                                    and t.is_floating_point() else t, (args, kwargs))
+        return func(*args, **kwargs)
 
 
 def _rounded(value, low: torch.dtype):

@@ -122,7 +122,7 @@ class Side:
         CUDA torch's TF32 flags and autocast, restored afterwards."""
         import torch
 
-        from exactness.runtimes.emulated_precision import EmulatedPrecision
+        from exactness.runtimes.emulated_precision import AutocastFunctions, EmulatedPrecision
 
         if self.runtime is not Runtime.EAGER:
             raise SideError(f"{self.spec}: only an eager side runs Python code")
@@ -130,8 +130,9 @@ class Side:
             if not self.emulated:
                 yield None
                 return
-            mode = EmulatedPrecision(tf32_ops=self.precision.tf32_ops, low_dtype=self.precision.low_dtype)
-            with mode:
+            low = self.precision.low_dtype
+            mode = EmulatedPrecision(tf32_ops=self.precision.tf32_ops, low_dtype=low)
+            with AutocastFunctions(low) if low is not None else contextlib.nullcontext(), mode:
                 yield mode
             return
         saved = (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)

@@ -75,9 +75,18 @@ def patterns(chain: pd.DataFrame) -> list[Pattern]:
     return found
 
 
+def _encoder_order(layer: str) -> tuple[int, int]:
+    """Conv1, Block0, Block1, ..., Snake1, Conv2: the encoder's order whatever order the rows came in."""
+    name = layer.rsplit(".", 1)[-1]
+    if name.startswith("Block"):
+        return 1, int(name[len("Block"):])
+    return {"Conv1": (0, 0), "Snake1": (2, 0), "Conv2": (3, 0)}.get(name, (4, 0))
+
+
 def beside_investigation(chain: pd.DataFrame) -> pd.DataFrame:
     """Each side's largest difference per main encoder layer, in columns, beside the investigation's figure."""
     wide = chain.pivot_table(index="layer", columns="side", values="max_abs_diff", sort=False)
+    wide = wide.loc[sorted(wide.index, key=_encoder_order)]
     theirs = reference.table(reference.DAC_PR).set_index("key").value
     wide["investigation"] = [float(theirs.get(layer, float("nan"))) for layer in wide.index]
     return wide.reset_index()
@@ -129,3 +138,32 @@ def pattern_sentence(found: list[Pattern], init: str) -> str:
     return (f"Init {init}, the investigation's comparison (folded in float64 against weight norm recomputed), "
             f"against its Conv1 {significant(found[0].first_ref)} and Block0 {significant(found[0].jump_ref)} "
             f"(within {AGREE_FACTOR:g}x each counts as reproduced): " + "; ".join(words) + ".")
+
+
+def answers(chain: pd.DataFrame) -> list:
+    """Per init: does a precision reproduce the investigation's growth (its first convolution at float32 size, its
+    first block at the investigation's), with the numbers that show it. A line per init that ran a chain."""
+    from exactness.workbook.answers import Answer
+    from exactness.workbook.findings import significant
+
+    found = []
+    for init, part in chain.groupby("init", sort=False):
+        pats = patterns(part)
+        yes = [p for p in pats if p.reproduces]
+        fp32 = [p for p in pats if "fp32" in p.side]
+        numbers = "; ".join(f"{p.side}: Conv1 {significant(p.first)}, Block0 {significant(p.jump)}" for p in pats)
+        ref = f"the investigation's Conv1 {significant(pats[0].first_ref)}, Block0 {significant(pats[0].jump_ref)}"
+        rate = "; ".join(f"{p.side}: Block0 {significant(p.jump)}" for p in yes) or "no precision reproduces it"
+        if yes and not any(p.reproduces for p in fp32):
+            found.append(Answer(
+                f"{init}, the investigation's growth", "TF32 rounding",
+                "the fold is not at fault: run the reference with TF32 off (torch.backends.cudnn.allow_tf32 = False) "
+                "to compare near float32 rounding, or allow TF32's size at the encoder output", rate,
+                f"{', '.join(p.side for p in yes)} reproduce{'s' if len(yes) == 1 else ''} {ref} within "
+                f"{AGREE_FACTOR:g}x, float32 does not ({numbers})"))
+        else:
+            found.append(Answer(f"{init}, the investigation's growth", "not reproduced",
+                                "with this init no precision here grows the difference as the investigation saw; "
+                                "judge by an init (or a real checkpoint) whose activations carry it", rate,
+                                f"{ref}; {numbers}"))
+    return found

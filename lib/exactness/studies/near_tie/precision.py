@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from exactness import compat
 from exactness.compare.near_tie import top_two
 from exactness.compare.rates import wilson_interval
 from exactness.models import wav2vec2_family as family
@@ -118,7 +119,7 @@ def _perplexity(model: str, codes: torch.Tensor, shape: torch.Size) -> float:
     """The quantizer's own perplexity of one-hot codes (the model's eval forward passes no time mask)."""
     quantizer = _quantizer(model)
     probs = torch.zeros(shape).scatter_(-1, codes.view(-1, 1), 1.0).view(-1, quantizer.num_groups, shape[-1])
-    return float(quantizer._compute_perplexity(probs))
+    return float(compat.perplexity_of(quantizer)(probs))
 
 
 class _PairChunk:

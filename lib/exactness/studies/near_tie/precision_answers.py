@@ -201,6 +201,8 @@ def with_pairs(ort_answers: list[Answer], pairs: Sequence[PairSummary], gpu_pair
     found += [answer(s, ort_rate.get(s.model, "")) for s in pairs]
     where = f" (GPU run: {gpu.facts.get('gpu', 'no GPU')})" if gpu is not None else ""
     for s in gpu_pairs:
+        if not Pair.parse(s.pair).needs_cuda:  # the GPU machine's own emulation: in the agreement table
+            continue
         line = answer(s, fp32_gpu.get(s.model, ""))
         found.append(replace(line, subject=line.subject + where))
     return found

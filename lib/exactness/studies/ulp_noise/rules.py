@@ -1,7 +1,7 @@
 """The ulp-noise study's parameter rules (imports no torch: the command line checks them before a run)."""
 
 from exactness.models import names, subject_names, tiny_subjects
-from exactness.workbook.parameter_rules import OneOf, RunFolder
+from exactness.workbook.parameter_rules import EachOf, OneOf, RunFolder
 from exactness.workbook.study_rules import AT_LEAST_ONE, COUNT, SEED, WORKERS, Registration
 
 # the study's own subjects first, then the registry's classes (built by transformers_tests' tester where it lists
@@ -16,4 +16,5 @@ STUDY = Registration({
     "shape_mode": OneOf(names.SHAPE_MODES, "shape mode"), "reference_draws": COUNT, "settings_draws": COUNT,
     "device": OneOf(("cpu", "cuda"), "device"), "workers": WORKERS,
     "near_tie_run": RunFolder("near_tie", ("checks",)),
+    "precisions": EachOf(OneOf(("tf32-conv", "tf32", "bf16", "fp16"), "precision"), allow_empty=True),
 })
