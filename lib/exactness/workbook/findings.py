@@ -182,7 +182,7 @@ def rate_text(k: int, n: int, what: str = "failures", per: str = "seeds") -> str
     return f"{count(k)} {what} in {count(n)} {per}{point} (95% interval {low_text} to {one_in(high)})"
 
 
-def rate_verdict(k: int, n: int, seed_k: int, seed_n: int) -> tuple[str, str]:
+def rate_verdict(k: int, n: int, seed_k: int, seed_n: int, source: str = "the investigation") -> tuple[str, str]:
     """'reproduced' when our count and the investigation's are consistent with one rate (exact test, 5% level)
     and our sample could have disagreed, i.e. finding no event at all would have been inconsistent; 'not
     comparable' when even none would have agreed (the sample is too small to say anything); else 'differs'.
@@ -190,14 +190,14 @@ def rate_verdict(k: int, n: int, seed_k: int, seed_n: int) -> tuple[str, str]:
     expected = n * seed_k / seed_n
     p = binomial_two_sided_p(k, n, seed_k, seed_n)
     consistent = p >= 0.05
-    why = (f"at the investigation's rate {significant(expected)} were expected in {count(n)} seeds, we found "
+    why = (f"at {source}'s rate {significant(expected)} were expected in {count(n)} seeds, we found "
            f"{count(k)}: {'consistent' if consistent else 'inconsistent'} with one rate (exact test p = "
            f"{significant(p)})")
     if consistent and binomial_two_sided_p(0, n, seed_k, seed_n) >= 0.05:
         needed = seeds_to_disagree(seed_k, seed_n)
         return "not comparable", (f"{why}; but none at all would agree too (P(0) = "
                                   f"{significant((1 - seed_k / seed_n) ** n)}): with about {count(needed)} seeds, "
-                                  "finding none would contradict the investigation's rate")
+                                  f"finding none would contradict {source}'s rate")
     return ("reproduced" if consistent else "differs"), why
 
 

@@ -81,10 +81,11 @@ def prediction_sentence(summaries: Sequence[PairSummary]) -> str:
     return "; ".join(parts) + "."
 
 
-def beside_reference_sentence(measured: int, seeds: int, ref_failures: int, ref_seeds: int, what: str) -> str:
+def beside_reference_sentence(measured: int, seeds: int, ref_failures: int, ref_seeds: int, what: str,
+                              source: str = "the investigation") -> str:
     from exactness.workbook.findings import rate_verdict
 
-    verdict, why = rate_verdict(measured, seeds, ref_failures, ref_seeds)
+    verdict, why = rate_verdict(measured, seeds, ref_failures, ref_seeds, source)
     return f"{what}: {verdict} ({why})."
 
 
@@ -125,9 +126,24 @@ def gpu_run_sentence(gpu) -> str:
             + (f"; not run there: {'; '.join(skipped)}" if skipped else "") + ".")
 
 
+def same_models(gpu_table, here_table) -> tuple[bool, float]:
+    """Whether a seed builds the same model there and here: the reference side's perplexity of shared seeds agrees
+    to float rounding (another transformers can draw a seed's weights in another order). Also the median relative
+    difference found."""
+    import numpy as np
+
+    there = gpu_table.drop_duplicates("seed").set_index("seed").perplexity_reference
+    here = here_table.drop_duplicates("seed").set_index("seed").perplexity_reference
+    shared = there.index.intersection(here.index)
+    if not len(shared):
+        return False, float("nan")
+    relative = float(np.median(np.abs(there[shared] - here[shared]) / np.abs(here[shared])))
+    return relative < 1e-4, relative
+
+
 def emulated_against_cuda(gpu_table, here_table):
     """Each CUDA pair of the GPU run beside the emulated pairs on the same seeds: the GPU machine's own emulation,
-    and this run's (another CPU, so another float32 reference)."""
+    and this run's where its seeds build the same models as there (`same_models`)."""
     import pandas as pd
 
     from exactness.studies.near_tie.precision import agreement
@@ -135,12 +151,27 @@ def emulated_against_cuda(gpu_table, here_table):
     cuda = gpu_table[gpu_table.pair.str.contains("cuda")]
     emulated_there = gpu_table[~gpu_table.pair.str.contains("cuda")]
     rows = [agreement(cuda, emulated_there).assign(emulated_on="the GPU machine's CPU")]
-    if len(here_table):
+    if len(here_table) and same_models(gpu_table, here_table)[0]:
         rows.append(agreement(cuda, here_table).assign(emulated_on="this machine"))
     found = pd.concat(rows, ignore_index=True)
     same_precision = [Pair.parse(c).other.precision == Pair.parse(e).other.precision
                       for c, e in zip(found.cuda_pair, found.emulated_pair, strict=True)]
     return found[same_precision].reset_index(drop=True)
+
+
+def models_sentence(gpu, here_table) -> str:
+    """Why this run's seeds are or are not compared one by one with the GPU run's."""
+    if not len(here_table):
+        return ""
+    same, relative = same_models(gpu.table, here_table)
+    if same:
+        return "This run's seeds build the same models as the GPU run's: its emulation is compared seed by seed too."
+    import transformers
+
+    return (f"This run's seeds build other models than the GPU run's (the reference perplexity of a shared seed "
+            f"differs by a median {significant(100 * relative)}%; transformers {gpu.facts.get('transformers')} there, "
+            f"{transformers.__version__} here), so only the rates compare across the two machines; "
+            "the GPU machine's own emulation is compared seed by seed.")
 
 
 def show_agreement(frame) -> None:
@@ -182,7 +213,7 @@ def prototype_sentence(summaries: Sequence[PairSummary]) -> str:
         parts.append(beside_reference_sentence(s.failures.events, s.failures.seeds, int(reference.value(key)),
                                                ref_seeds, f"{other.label}: {count(s.failures.events)} failures in "
                                                f"{count(s.failures.seeds)} seeds against {reference.GPU_PROTOTYPE}'s "
-                                               f"{count(reference.value(key))} in {count(ref_seeds)}"))
+                                               f"{count(reference.value(key))} in {count(ref_seeds)}", "the prototype"))
     return " ".join(parts)
 
 
