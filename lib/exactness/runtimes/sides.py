@@ -70,6 +70,17 @@ EMULATION_LEAVES_OUT = ("the GPU kernel's accumulation order and split-K, its al
                         "cuDNN runs in TF32), the hardware's own operand conversion, and fused kernels")
 
 
+def emulation_note(sides) -> str:
+    """One sentence for a report: which sides are emulated here and what the emulation leaves out ("" if none)."""
+    emulated = sorted({side.label for side in sides if side.emulated})
+    if not emulated:
+        return ""
+    return (f"Emulated on this CPU: {', '.join(emulated)}. The emulation rounds the multiplied operands of every "
+            "convolution (but one input channel per group, which cuDNN keeps in float32) and, for TF32 or autocast, "
+            "matrix product as the precision does, and accumulates in float32; it leaves out "
+            f"{EMULATION_LEAVES_OUT}. Its rate can match a GPU's while the seeds that fail differ.")
+
+
 @dataclass(frozen=True)
 class Side:
     runtime: Runtime = Runtime.EAGER

@@ -167,3 +167,9 @@ def answers(chain: pd.DataFrame) -> list:
                                 "judge by an init (or a real checkpoint) whose activations carry it", rate,
                                 f"{ref}; {numbers}"))
     return found
+
+
+def emulation_words(precisions: list[str]) -> str:
+    from exactness.runtimes.sides import emulation_note
+
+    return emulation_note([Side.parse(f"eager:cpu:{p}") for p in precisions])

@@ -106,15 +106,10 @@ def show_rates(rates) -> None:
 
 
 def emulation_sentence(pairs: Sequence[Pair]) -> str:
-    from exactness.runtimes.sides import EMULATION_LEAVES_OUT
+    from exactness.runtimes.sides import emulation_note
 
-    emulated = sorted({side.label for pair in pairs for side in (pair.reference, pair.other) if side.emulated})
-    if not emulated:
-        return "No side here is emulated."
-    return (f"Emulated on this CPU: {', '.join(emulated)}. The emulation rounds the multiplied operands of every "
-            "convolution (except one input channel per group, which cuDNN keeps in float32) and, for TF32 or autocast, "
-            "matrix product as the precision does, and accumulates in float32; it leaves out "
-            f"{EMULATION_LEAVES_OUT}. Its rate can match a GPU's while the seeds that fail differ.")
+    return emulation_note([side for pair in pairs for side in (pair.reference, pair.other)]) or \
+        "No side here is emulated."
 
 
 def gpu_run_sentence(gpu) -> str:

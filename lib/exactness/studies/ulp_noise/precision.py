@@ -61,7 +61,7 @@ def precision_noise(model: str, seeds, precisions: list[str], transformers_tests
 
 def per_tensor(noise: pd.DataFrame) -> pd.DataFrame:
     """Median over seeds, per precision and tensor; the named tensors first."""
-    table = noise.groupby(["side", "tensor", "label"], sort=False)[
+    table = noise.groupby(["precision", "side", "tensor", "label"], sort=False)[
         ["max_abs_diff", "max_ulp", "median_ulp", "max_ulp_of_rms", "fp32_vs_float64", "other_vs_float64"]
     ].median().reset_index()
     return table.sort_values(["side", "label"], ascending=[True, False], kind="stable").reset_index(drop=True)
@@ -78,4 +78,7 @@ def sentence(table: pd.DataFrame) -> str:
                      f"tensor's RMS in that precision (the worst tensor {significant(worst.max_ulp_of_rms)}, "
                      f"{worst.tensor}); it is farther from float64 than float32 on "
                      f"{int((group.other_vs_float64 > group.fp32_vs_float64).sum())} of {len(group)} tensors")
-    return "; ".join(parts) + "."
+    from exactness.runtimes.sides import Side, emulation_note
+
+    note = emulation_note([Side.parse(f"eager:cpu:{p}") for p in table.precision.unique()])
+    return "; ".join(parts) + ". " + note
