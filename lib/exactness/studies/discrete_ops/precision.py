@@ -194,3 +194,25 @@ def answer(c: ClassUnderPair):
     per, low, high = c.per_scale(c.failed)
     return Answer(subject, c.cause, action, rate_words(c.failed, c.seeds), proof, failures_per_40000=per,
                   failures_low=low, failures_high=high)
+
+
+def summary_table(found: list[ClassUnderPair]) -> pd.DataFrame:
+    return pd.DataFrame([{"model": c.model, "sides": Pair.parse(c.pair).label, "seeds": c.seeds, "flipped": c.flipped,
+                          "failed": c.failed, "failed_without_flip": c.failed_without_flip, "cause": c.cause,
+                          "rate": rate_words(c.failed, c.seeds) if c.seeds else ""} for c in found])
+
+
+def sentence(found: list[ClassUnderPair], pairs: list[Pair]) -> str:
+    """Which classes a precision makes fail, and the emulation's note."""
+    from exactness.runtimes.sides import emulation_note
+    from exactness.workbook.presentation import plural
+
+    parts = []
+    for pair in pairs:
+        mine = [c for c in found if c.pair == pair.spec and c.seeds]
+        failing = [c.model for c in mine if c.failed]
+        flipping = [c.model for c in mine if c.flipped and not c.failed]
+        parts.append(f"{pair.other.label}: the export test fails for {plural(len(failing), 'class', 'classes')} of "
+                     f"{len(mine)}" + (f" ({', '.join(failing)})" if failing else "")
+                     + (f"; a choice flips without failing it for {', '.join(flipping)}" if flipping else ""))
+    return "; ".join(parts) + ". " + emulation_note([s for p in pairs for s in (p.reference, p.other)])
