@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from exactness import reference
 from exactness.studies.discrete_ops import verdicts as v
-from exactness.studies.discrete_ops.sections import plural
+from exactness.studies.discrete_ops.sections import made_by, plural
 from exactness.studies.discrete_ops.study import Result
 from exactness.workbook.findings import Finding, count, rate_text, rate_verdict
 
@@ -37,7 +37,8 @@ def defects(result: Result) -> Finding | None:
     if not found:
         return None
     return Finding(f"{plural(len(found), 'defect')}, not ties or noise: "
-                   + "; ".join(f"{x.model} (starts at {x.where.split(':')[0] or 'an unlocalized place'})"
+                   + "; ".join(f"{x.model} (starts at {x.where.split(':')[0] or 'an unlocalized place'}"
+                               + (f", made by {made_by(x.stage, x.pass_name)}" if x.stage else "") + ")"
                                for x in found) + ".",
                    f"{len(found)} localized", "new", evidence="answers table, localizations table")
 

@@ -91,7 +91,9 @@ def answers(result: Result) -> list[Answer]:
         found.append(Answer(
             subject(verdict, result.verdicts), verdict.cause.value, verdict.action, rate_words(failures),
             " ".join(part for part in (flip_words(verdict), _sentence(verdict.proof),
-                                       f"Starts at {verdict.where}." if verdict.where else "") if part),
+                                       f"Starts at {verdict.where}." if verdict.where else "",
+                                       _sentence(f"the skip's stated reason does not hold: {verdict.refutation}")
+                                       if verdict.refutation else "") if part),
             verdict.compare,
             verdict.exclude, verdict.where, failures.per if failures else None, failures.low if failures else None,
             failures.high if failures else None, verdict.verification.holds))
@@ -179,13 +181,35 @@ def noise(result: Result) -> Section:
                           + (f"; beyond it: {', '.join(beyond.model)}." if len(beyond) else "."))
 
 
+def made_by(stage: str, pass_name: str) -> str:
+    """The stage and pass that make a defect, in words ("" when no stage was located)."""
+    if pass_name:
+        return f"{'onnxscript rule' if 'exporter' in stage else 'ONNX Runtime pass'} {pass_name}"
+    return stage
+
+
 def defects(result: Result) -> Section:
+    """Each defect's place, the stage and pass that make it with the errors from float64 with and without it,
+    and the reproduction the run wrote and ran (`extra["reproductions"]`: (class, pass, code, sentence))."""
     table = result.localizations
     if not len(table):
         return Section(table, "")
-    return Section(table, f"{plural(len(table), 'defect')} localized: " + "; ".join(
-        f"{r.model} at {r.module or (r.op_type + ' ' + r.node) or 'no single place'}" for r in table.itertuples())
-        + ".")
+    parts, reproductions, rows = [], [], []
+    for r in table.itertuples():
+        place = r.module or (f"{r.op_type} {r.node}" if r.node else "") or "no single place"
+        made = made_by(getattr(r, "stage", ""), getattr(r, "pass_name", ""))
+        rows.append({"model": r.model, "seed": r.seed, "place": place,
+                     "shows": r.detail + (f"; {r.missing}" if r.missing else ""), "made_by": made or "not located",
+                     "error_with": r.error_with, "error_without": r.error_without, "remedy": r.remedy})
+        errors = (f" (error from float64 {r.error_with:.3g} with it, {r.error_without:.3g} without)"
+                  if made and r.error_with == r.error_with else "")
+        parts.append(f"{r.model} at {place}" + (f", made by {made}{errors}" if made else ""))
+        if getattr(r, "reproduction", ""):
+            verdict = "reproduces" if r.reproduces else "does not reproduce"
+            reproductions.append((r.model, r.pass_name, r.reproduction,
+                                  f"Run here, this reproduction of {r.pass_name} {verdict}: {r.reproduction_output}."))
+    return Section(pd.DataFrame(rows), f"{plural(len(table), 'defect')} localized: " + "; ".join(parts) + ".",
+                   {"reproductions": reproductions})
 
 
 def flips(result: Result) -> Section:

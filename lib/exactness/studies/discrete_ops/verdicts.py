@@ -161,6 +161,9 @@ class ClassVerdict:
     seeds_needed: int = 0
     defect_seed: int | None = None  # the seed whose rows prove the defect (and where it is localized)
     defect_output: str = ""  # the output that shows it
+    stage: str = ""  # a defect's pipeline stage (`stages.Stage` value), "" when not located
+    pass_name: str = ""  # the exporter's rule or ORT's pass whose removal alone removes the defect
+    refutation: str = ""  # why the skip's stated reason does not hold, from this run's rows ("" when it holds)
 
 
 def stated_reason(model: str) -> tuple[str, reference.Claim | None]:
@@ -296,7 +299,25 @@ def changed_by_flips(outputs: pd.DataFrame) -> list[str]:
     return sorted(set(moved.output)) if len(moved) else []
 
 
-def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -> ClassVerdict:
+def refutation(claim: reference.Claim | None, cause: Cause, ops: pd.DataFrame, flipped_types: set[str],
+               pass_name: str = "") -> str:
+    """Why the skip's claim does not hold, from the run's own rows ("" when it holds or nothing was claimed)."""
+    if claim is None or reason_holds(claim, cause, flipped_types) is not False:
+        return ""
+    made = f", made by {pass_name}" if pass_name else ""
+    if claim.cause == reference.RANDOM_DRAW:
+        random = ops[ops.category == "random"] if len(ops) else ops
+        if not len(random):
+            return (f"the skip claims a random draw, but its graph has no random op (ops table: {len(ops)} discrete "
+                    f"ops, none random); measured: {cause.value}{made}")
+    if claim.cause in (reference.EXACT_TIE, reference.NEAR_TIE) and cause is Cause.DEFECT:
+        return f"the skip claims a tie ({claim}); measured: a defect, no tie{made}"
+    return f"the skip claims {claim}; measured: {cause.value}{made}"
+
+
+def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", remedy: str = "",
+            stage: str = "", pass_name: str = "") -> ClassVerdict:
+    """`where`, `remedy`, `stage`, `pass_name`: a defect's localization (`localize.Localization`)."""
     model, mode = t.graph.model, t.graph.shape_mode
     reason, claim = stated_reason(model)
     base = dict(skip_reason=reason, claim=str(claim or ""))
@@ -345,8 +366,8 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
         proof = defect.proof + (f"; the export test's rule passes on {passing} of {plural(len(seeds), 'checked seed')}"
                                 " all the same" if passing else "")
         common.update(defect_seed=defect.seed, defect_output=defect.output)
-        action = ("a bug, not a flaky comparison: keep (or restore) the value check; it starts at "
-                  f"{where or 'a place not localized'}")
+        action = ("a bug, not a flaky comparison: keep (or restore) the value check; "
+                  + (remedy or f"it starts at {where or 'a place not localized'}"))
         compare, exclude = outputs, []
     elif len(counted_ops) and (counted_ops.category == "random").any():
         cause = Cause.RANDOM_DRAW
@@ -419,6 +440,9 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
     result = ClassVerdict(model, mode, cause, proof, action, compare, exclude,
                           where if cause is Cause.DEFECT else "", **common)
     result.reason_holds = reason_holds(claim, cause, flipped_types)
+    if cause is Cause.DEFECT:
+        result.stage, result.pass_name = stage, pass_name
+    result.refutation = refutation(claim, cause, ops, flipped_types, result.pass_name)
     result.verification = verify(t.outputs, compare)
     return result
 
@@ -458,7 +482,8 @@ def table(verdicts: list[ClassVerdict]) -> pd.DataFrame:
         "verified": v.verification.holds, "verified_passes": v.verification.passes,
         "verified_seeds": v.verification.seeds, "planted_caught": v.verification.caught,
         "planted": v.verification.planted, "skip_reason": v.skip_reason, "claim": v.claim,
-        "reason_holds": v.reason_holds, "seeds_needed": v.seeds_needed} for v in verdicts])
+        "reason_holds": v.reason_holds, "refutation": v.refutation, "stage": v.stage, "pass_name": v.pass_name,
+        "seeds_needed": v.seeds_needed} for v in verdicts])
 
 
 def tie_seeds(screen: pd.DataFrame) -> set[int]:
