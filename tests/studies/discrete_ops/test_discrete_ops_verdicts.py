@@ -308,3 +308,38 @@ def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
     assert stated(counted=0, checked=8).startswith("No discrete op that can flip reaches an output")
     nothing = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, "no discrete op ...", "a")
     assert sections.flip_words(nothing) == ""  # its proof opens with it: said once
+
+
+def _planted_counts(ort: torch.Tensor, eager: torch.Tensor) -> OutputRow:
+    row = OutputRow(MODEL, "static", 0, "y", True, True)
+    check.compare_output(row, ort.numpy(), eager, None, 1e-3, 1e-3)
+    return row
+
+
+def test_graded_planted_defects_are_measured_against_the_tests_own_rule():
+    eager = torch.linspace(-1, 1, 100, dtype=torch.float32).reshape(4, 25)
+    row = _planted_counts(eager.clone(), eager)
+    # ORT equal to eager: moved by exactly the tolerance sits on its edge (the sum's rounding decides each one);
+    # by 10x none is close; one NaN is one element
+    assert 0 <= row.planted_few_1x <= 3
+    assert (row.planted_few_10x, row.planted_few_100x, row.planted_nan) == (3, 3, 1)
+    assert row.planted_shift == 100  # the neighbours differ by 0.02, beyond the tolerance
+    rows = frame([row], OutputRow)
+    # 3 or 1 of 100 elements is under the test's 5% allowance: even 100x the tolerance passes the rule
+    for column in ("planted_few_1x", "planted_few_10x", "planted_few_100x", "planted_nan"):
+        assert not verdicts.planted_defect_caught(rows, "y", column)
+    assert verdicts.planted_defect_caught(rows, "y", "planted_shift")
+    small = frame([_planted_counts(eager[:1, :20].clone(), eager[:1, :20])], OutputRow)  # 3 of 20 is 15%
+    assert verdicts.planted_defect_caught(small, "y", "planted_few_10x")
+    edge = int(small.planted_few_1x.iloc[0])
+    assert verdicts.planted_defect_caught(small, "y", "planted_few_1x") == (edge / 20 >= 0.05)
+    found = verdicts.verify(pd.concat([rows, small.assign(output="z")]), ["y", "z"])
+    assert found.planted == 2 and found.caught["planted_few_100x"] == 1 and found.smallest == ""
+    assert "3 elements off by 100x the tolerance on 1 of 2" in sections.catch_words(found)
+
+
+def test_an_integer_output_gets_no_planted_defect():
+    row = OutputRow(MODEL, "static", 0, "ids", False, True)
+    check.compare_output(row, np.array([1, 2, 3]), torch.tensor([1, 2, 3]), None, 1e-3, 1e-3)
+    assert row.planted_few_1x == row.planted_shift == -1
+    assert verdicts.verify(frame([row], OutputRow), ["ids"]).planted == 0

@@ -14,7 +14,7 @@ import pandas as pd
 from exactness.models import tiny_subjects
 from exactness.models.names import ClassTask
 from exactness.studies.discrete_ops import verdicts as v
-from exactness.studies.discrete_ops.check import NOISE_FACTOR
+from exactness.studies.discrete_ops.check import NOISE_FACTOR, PLANTS
 from exactness.studies.discrete_ops.study import Result
 from exactness.workbook.answers import Answer
 from exactness.workbook.findings import count, one_in, significant
@@ -72,6 +72,20 @@ def flip_words(verdict: v.ClassVerdict) -> str:
     return f"Flips {rate}, from {seen}{ties}{checked}."
 
 
+def catch_words(verification: v.Verification) -> str:
+    """What the compared outputs' rule still catches, measured with each defect of `check.PLANTS` planted in one
+    compared output at a time on every checked seed ("" when nothing was planted)."""
+    n = verification.planted
+    if not n:
+        return ""
+    counts = "; ".join(f"{plant.words} on {count(verification.caught.get(plant.column, 0))} of {count(n)}"
+                       for plant in PLANTS)
+    smallest = (f"the smallest few-element defect caught on every pair: {verification.smallest}"
+                if verification.smallest else "no few-element defect is caught on every pair")
+    return (f"Planted in one compared output at a time ({plural(n, 'seed-output pair')}), the export test's rule "
+            f"catches {counts}; {smallest}.")
+
+
 def _sentence(text: str) -> str:
     text = text.strip()
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".") if text else ""
@@ -91,6 +105,7 @@ def answers(result: Result) -> list[Answer]:
         found.append(Answer(
             subject(verdict, result.verdicts), verdict.cause.value, verdict.action, rate_words(failures),
             " ".join(part for part in (flip_words(verdict), _sentence(verdict.proof),
+                                       catch_words(verdict.verification) if verdict.exclude else "",
                                        f"Starts at {verdict.where}." if verdict.where else "",
                                        _sentence(f"the skip's stated reason does not hold: {verdict.refutation}")
                                        if verdict.refutation else "") if part),

@@ -28,7 +28,7 @@ from exactness import reference
 from exactness.compare.export_rule import ALLOWED_FRACTION
 from exactness.compare.rates import RatePolicy, wilson_interval
 from exactness.models import tiny_subjects
-from exactness.studies.discrete_ops.check import NOISE_FACTOR
+from exactness.studies.discrete_ops.check import NOISE_FACTOR, PLANTS
 
 PER = 40_000  # failures are stated per this many seeds: the seed investigation's scale
 
@@ -113,25 +113,37 @@ def rule_passes(rows: pd.DataFrame) -> bool:
     return True
 
 
-def planted_defect_caught(rows: pd.DataFrame, output: str) -> bool:
-    """Whether the rule over `rows` fails when `output` is wrong in every element (a planted defect)."""
+def planted_defect_caught(rows: pd.DataFrame, output: str, column: str = "") -> bool:
+    """Whether the rule over `rows` fails with a defect planted in `output`: the rule's count of not-close elements
+    there with the defect in it (`column`, one of `check.PLANTS`), or, without one, every element wrong."""
     planted = rows.copy()
-    planted.loc[planted.output == output, "rule_mismatched"] = planted.loc[planted.output == output, "numel"]
+    mine = planted.output == output
+    planted.loc[mine, "rule_mismatched"] = planted.loc[mine, column] if column else planted.loc[mine, "numel"]
     return not rule_passes(planted)
 
 
 @dataclass
 class Verification:
-    """The recommended test change, run on this run's own checked seeds."""
+    """The recommended test change, run on this run's own checked seeds: whether the rule passes over the compared
+    outputs, and which planted defects (`check.PLANTS`, one output at a time) it still catches."""
 
     seeds: int = 0
     passes: int = 0  # seeds on which the rule passes over the compared outputs
-    planted: int = 0  # (seed, compared output) pairs with a planted defect
-    caught: int = 0
+    planted: int = 0  # (seed, compared floating output) pairs, each planted with every defect in turn
+    caught: dict[str, int] = field(default_factory=dict)  # per plant (its column), the pairs where the rule fails
 
     @property
     def holds(self) -> bool:
-        return self.seeds > 0 and self.passes == self.seeds and self.caught == self.planted
+        """The change passes on every checked seed (what it catches is measured beside it, `smallest`)."""
+        return self.seeds > 0 and self.passes == self.seeds
+
+    @property
+    def smallest(self) -> str:
+        """The smallest few-element defect caught on every pair ("" when none is)."""
+        for plant in PLANTS:
+            if plant.factor and self.planted and self.caught.get(plant.column, 0) == self.planted:
+                return plant.words
+        return ""
 
 
 @dataclass
@@ -452,12 +464,16 @@ def verify(outputs: pd.DataFrame, compare: list[str]) -> Verification:
     check = Verification()
     if not len(outputs) or not compare:
         return check
+    check.caught = {plant.column: 0 for plant in PLANTS}
     for _, rows in outputs[outputs.output.isin(compare)].groupby("seed"):
         check.seeds += 1
         check.passes += rule_passes(rows)
-        for output in rows.output:
+        for row in rows.itertuples():
+            if getattr(row, PLANTS[0].column, -1) < 0:  # nothing planted (an integer output, another shape)
+                continue
             check.planted += 1
-            check.caught += planted_defect_caught(rows, output)
+            for plant in PLANTS:
+                check.caught[plant.column] += planted_defect_caught(rows, row.output, plant.column)
     return check
 
 
@@ -480,8 +496,10 @@ def table(verdicts: list[ClassVerdict]) -> pd.DataFrame:
         "failures_per_40000": num(v.failures, "per"), "failures_low": num(v.failures, "low"),
         "failures_high": num(v.failures, "high"), "reach_ulps": v.reach_ulps, "noise_ulps": v.noise_ulps,
         "verified": v.verification.holds, "verified_passes": v.verification.passes,
-        "verified_seeds": v.verification.seeds, "planted_caught": v.verification.caught,
-        "planted": v.verification.planted, "skip_reason": v.skip_reason, "claim": v.claim,
+        "verified_seeds": v.verification.seeds, "planted": v.verification.planted,
+        **{f"caught_{plant.column.removeprefix('planted_')}": v.verification.caught.get(plant.column, 0)
+           for plant in PLANTS}, "smallest_caught": v.verification.smallest, "skip_reason": v.skip_reason,
+        "claim": v.claim,
         "reason_holds": v.reason_holds, "refutation": v.refutation, "stage": v.stage, "pass_name": v.pass_name,
         "seeds_needed": v.seeds_needed} for v in verdicts])
 
