@@ -343,3 +343,18 @@ def test_an_integer_output_gets_no_planted_defect():
     check.compare_output(row, np.array([1, 2, 3]), torch.tensor([1, 2, 3]), None, 1e-3, 1e-3)
     assert row.planted_few_1x == row.planted_shift == -1
     assert verdicts.verify(frame([row], OutputRow), ["ids"]).planted == 0
+
+
+def test_a_skip_reason_is_refuted_from_the_runs_own_rows():
+    from exactness import reference
+
+    no_random = pd.DataFrame({"category": ["argmax"], "node": ["n"]})
+    words = verdicts.refutation(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.NEAR_TIE, no_random, {"ArgMax"})
+    assert "no random op" in words and "1 discrete ops, none random" in words
+    drawn = pd.DataFrame({"category": ["random"], "node": ["r"]})
+    assert "no random op" not in verdicts.refutation(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.NEAR_TIE,
+                                                     drawn, {"ArgMax"})
+    assert verdicts.refutation(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.RANDOM_DRAW, drawn, set()) == ""
+    tie = verdicts.refutation(reference.Claim(reference.EXACT_TIE, "ArgMax"), verdicts.Cause.DEFECT, no_random,
+                              set(), "no_op[2] Add(x, 0)")
+    assert "no tie" in tie and "made by no_op[2] Add(x, 0)" in tie

@@ -123,3 +123,33 @@ def test_a_model_without_the_defect_names_no_stage(tmp_path):
     x = 1 + torch.rand(1, 2, 8, 8, generator=torch.Generator().manual_seed(0))  # positive: a zero pad never wins
     proof = stages.locate(_measure(_PadPool(), {"x": x}, ExportCache(tmp_path)))
     assert proof.stage is stages.Stage.NOT_SHOWN and not proof.pass_name and proof.action() == ""
+
+
+@pytest.fixture(scope="module")
+def registry_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("exports")
+
+
+def _localized(model: str, seed: int, output: str, cache_folder):
+    from exactness.studies.discrete_ops import localize, study
+    from exactness.studies.discrete_ops.rows import ClassTask
+
+    cg = study.prepare(ClassTask(model, "static"), [0, 1], study.Settings(cache=str(cache_folder)))
+    made = study._fresh(model, "")(seed)
+    return localize.localize(cg, seed, made.model, made.inputs, ExportCache(cache_folder), output)
+
+
+def test_tapas_nan_is_named_as_the_exporters_add_zero_rule_deleting_its_guard(registry_cache):
+    found = _localized("TapasForQuestionAnswering", 0, "", registry_cache)
+    assert found.op_type == "Div" and "no longer computes add_" in found.missing and "1e-10" in found.missing
+    assert found.stage == stages.Stage.EXPORT_OPTIMIZER.value
+    assert found.pass_name.startswith("no_op[") and "Add(" in found.pass_name
+    assert found.error_with > 1 and found.error_without < 1e-6  # the -10000 mask on another column; none
+    assert found.reproduces and "optimize=False" in found.remedy
+
+
+def test_bitmodel_is_named_as_ort_pad_fusion_with_its_workaround(registry_cache):
+    found = _localized("BitModel", 1, "last_hidden_state", registry_cache)
+    assert found.stage == stages.Stage.ORT_OPTIMIZER.value and found.pass_name == "Pad_Fusion"
+    assert found.error_with > 1e-4 > 1e-6 > found.error_without
+    assert 'disabled_optimizers=["Pad_Fusion"]' in found.remedy and found.reproduces
