@@ -49,7 +49,10 @@ def _tables(outputs, seeds, margins, ops=OPS, screened=0):
 
 def test_an_output_beyond_the_float64_bound_is_a_defect_and_within_it_is_noise():
     quiet = _tables([_output(0, output="idx")], [_seed(0)], [_margin(0)], ops=OPS.iloc[:0])
-    assert verdicts.verdict(quiet, verdicts.RatePolicy(), 16.0).cause is verdicts.Cause.NOTHING_REACHES
+    found = verdicts.verdict(quiet, verdicts.RatePolicy(), 16.0)
+    assert found.cause is verdicts.Cause.NOTHING_REACHES
+    # "remove the skip" rests on what supports it, not on a rate from a handful of seeds
+    assert "remove the skip" in found.action and "no seed can flip" in found.action and "0.12 of the" in found.action
     failing = _tables([_output(0, output="idx")], [_seed(0, passed=False)], [], ops=OPS.iloc[:0])
     assert verdicts.verdict(failing, verdicts.RatePolicy(), 16.0).cause is verdicts.Cause.FLOAT_NOISE
     drifted = _tables([_output(0, ort_f64_err=1e-3, within_noise=False)], [_seed(0)], [], ops=OPS.iloc[:0])
@@ -112,6 +115,10 @@ def test_the_rate_is_wilsons_when_every_candidate_is_checked_and_bounded_by_the_
     capped = verdicts.estimate(2, 10, 40, 2000)
     assert (capped.low, capped.high) == pytest.approx((2 / 2000 * 40000, 32 / 2000 * 40000))
     assert capped.per == pytest.approx(8 / 2000 * 40000)
+    # its upper end counts every unchecked candidate as failing: said to be a worst case, never "95%"
+    assert capped.worst_case and not whole.worst_case
+    assert "worst case" in sections.rate_words(capped) and "95%" not in sections.rate_words(capped)
+    assert "95%" in sections.rate_words(whole) and "worst case" not in sections.rate_words(whole)
     # failures beyond reach only from their own sample (calibration seeds there)
     beyond = verdicts.estimate(0, 10, 10, 2000, outside=(1, 8), size_out=1990)
     assert beyond.per == pytest.approx(1990 / 8 / 2000 * 40000) and beyond.high > beyond.per > beyond.low > 0

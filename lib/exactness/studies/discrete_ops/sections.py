@@ -45,8 +45,17 @@ def rate_words(estimate: v.Estimate | None) -> str:
         if estimate.exact:
             return f"none in {plural(estimate.seeds, 'seed')} (at most {at_most})"
         return f"none on {count(estimate.checked)} checked of {plural(estimate.seeds, 'seed')} (at most {at_most})"
-    return (f"{one_in(estimate.per / v.PER)} (95% {one_in(estimate.low / v.PER) if estimate.low else '0'} to "
-            f"{one_in(estimate.high / v.PER)})")
+    return f"{one_in(estimate.per / v.PER)} ({interval_words(estimate)})"
+
+
+def interval_words(estimate: v.Estimate) -> str:
+    """An estimate's range, named by how it was made: Wilson's 95% interval, or, where seeds within reach were
+    left unchecked, from the events found to those plus every unchecked one (a worst case, not a 95% bound)."""
+    low = one_in(estimate.low / v.PER) if estimate.low else "0"
+    if estimate.worst_case:
+        return (f"from {low} to {one_in(estimate.high / v.PER)}, the upper end a worst case: every seed within reach "
+                "left unchecked counted as failing")
+    return f"95% {low} to {one_in(estimate.high / v.PER)}"
 
 
 def flip_words(verdict: v.ClassVerdict) -> str:
@@ -67,8 +76,7 @@ def flip_words(verdict: v.ClassVerdict) -> str:
     if e.per >= v.PER * 0.999:
         rate = "on every seed"
     else:
-        rate = (f"{one_in(e.per / v.PER)} (95% {one_in(e.low / v.PER) if e.low else '0'} to "
-                f"{one_in(e.high / v.PER)})")
+        rate = f"{one_in(e.per / v.PER)} ({interval_words(e)})"
     return f"Flips {rate}, from {seen}{ties}{checked}."
 
 

@@ -61,9 +61,13 @@ class Estimate:
     checked: int
     seeds: int  # the seeds the rate is over: every screened seed (or, unscreened, every checked one)
     exact: bool  # every seed where an event can happen was checked: the count is the seeds', not a sample's
+    # seeds within reach were left unchecked: the upper end counts every one of them as an event (a worst case,
+    # not a confidence bound)
+    worst_case: bool = False
 
     def __str__(self) -> str:
-        return f"{self.per:.3g} per {PER:,} (95% {self.low:.3g} to {self.high:.3g})"
+        span = "from" if self.worst_case else "95%"
+        return f"{self.per:.3g} per {PER:,} ({span} {self.low:.3g} to {self.high:.3g})"
 
 
 def estimate(k_in: int, checked_in: int, size_in: int, total: int,
@@ -99,7 +103,8 @@ def estimate(k_in: int, checked_in: int, size_in: int, total: int,
         w_low, w_high = wilson_interval(k, n)
         point, low, high = point + size_out * k / n, low + size_out * w_low, high + size_out * w_high
     return Estimate(PER * point / total, PER * low / total, PER * min(high / total, 1.0),
-                    k_in + k_s + (outside or (0, 0))[0], checked_in + n_s + (outside or (0, 0))[1], total, False)
+                    k_in + k_s + (outside or (0, 0))[0], checked_in + n_s + (outside or (0, 0))[1], total, False,
+                    unchecked > 0)
 
 
 def rule_passes(rows: pd.DataFrame) -> bool:
@@ -426,6 +431,9 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
             action = ("compare every output" + (f" at a tolerance the noise needs: the export test's fails on "
                                                 f"{len(failing)} of {checked} seeds" if failing else
                                                 " at the test's tolerance (remove the skip)"))
+            if not failing and not len(counted_ops):  # what the removal rests on: no flip can happen at all
+                action += (": no discrete op that can flip reaches an output, so no seed can flip, and "
+                           + words.replace("on every output of", "on every output of the"))
         else:
             # unchecked candidates add to the count's range, never take from the rate's own bound
             bound = max(flips.high / PER, policy.upper_bound(total)) if unchecked else policy.upper_bound(total)
