@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from exactness.studies.dac_batching.findings import ROUNDING_FLOOR
+from exactness.studies.dac_batching.findings import ROUNDING_FLOOR, any_tail, threshold_words
 from exactness.workbook.answers import Answer, Columns
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
@@ -20,7 +20,9 @@ def _rows(table: pd.DataFrame, clip: int, cause: str) -> pd.DataFrame:
 
 def _changes(rows: pd.DataFrame, code_frames: int) -> str:
     latent, audio = rows.loc["latent"], rows.loc["audio"]
-    return (f"last {count(int(latent.first_diff_from_end))} of {plural(int(latent.length), 'latent frame')}, "
+    moved, above = any_tail(rows), int(latent.first_diff_from_end)
+    split = f" ({count(above)} above {threshold_words(rows)})" if moved != above else ""
+    return (f"last {count(moved)} of {plural(int(latent.length), 'latent frame')}{split}, "
             f"{plural(code_frames, 'code frame')}, last {plural(int(audio.first_diff_from_end), 'audio sample')}")
 
 
