@@ -66,10 +66,15 @@ def test_the_padding_claim_counts_every_changed_frame_and_states_the_threshold_i
     table.loc[pad & (table.stage == "latent"), ["any_diff_from_end", "threshold", "threshold_ulps"]] = [3, 1e-5, 840.2]
     curves = _curves(lengths)
     curves[(1, "latent", "padding")][-3:] = torch.tensor([2.9e-6, 1e-3, 1e-3])
-    claim = found.padding_finding(table, 1, 3).claim
+    claim = found.padding_finding(table, 1, 3, curves=curves).claim
     # frames below the threshold that still changed are counted, and the threshold is no "rounding floor"
     assert "changes the last 3 latent frames" in claim and "the last 2 by more than 0.0001 of the latent's RMS, 840 "\
-        "float32 ulps of it, the 1 before them by up to 2.9e-06" in claim and "rounding" not in claim
+        "float32 ulps of it; the 1 before those by up to 2.9e-06" in claim and "rounding" not in claim
+    # a frame below the threshold inside the tail: the count above it is said, not the tail's length
+    gap = {**curves, (1, "latent", "padding"): torch.cat([torch.zeros(57), torch.tensor([1e-3, 1e-6, 1e-3])])}
+    table.loc[pad & (table.stage == "latent"), ["first_diff_from_end", "any_diff_from_end"]] = [3, 3]
+    assert "2 by more than 0.0001 of the latent's RMS, 840 float32 ulps of it, all within the last 3" in \
+        found.padding_finding(table, 1, 3, curves=gap).claim
     regions = found.reach_regions(table, curves, 1, 3)
     latent = regions[regions.stage == "latent"].set_index("region")
     assert (latent.loc["outside the reach", "differing"], latent.loc["within the reach", "differing"]) == (0, 3)

@@ -30,6 +30,22 @@ def threshold_words(rows: pd.DataFrame, stage: str = "latent") -> str:
                                                           if ulps == ulps else "")
 
 
+def above_threshold(rows: pd.DataFrame, curve, stage: str = "latent") -> int | None:
+    """How many positions differ by more than the threshold (None where the table or the curve lacks it): fewer
+    than the tail from the first such position, which may hold positions below it."""
+    if curve is None or "threshold" not in rows.columns:
+        return None
+    return int((curve.double() > float(rows.loc[stage, "threshold"])).sum())
+
+
+def split_words(rows: pd.DataFrame, curve, stage: str = "latent") -> str:
+    """The changed tail split at the threshold: how many exceed it, within how many from the end."""
+    tail, above = int(rows.loc[stage, "first_diff_from_end"]), above_threshold(rows, curve, stage)
+    if above is None or above == tail:
+        return f"the last {count(tail)} by more than {threshold_words(rows, stage)}"
+    return f"{count(above)} by more than {threshold_words(rows, stage)}, all within the last {count(tail)}"
+
+
 def any_tail(rows: pd.DataFrame, stage: str = "latent") -> int:
     """How many positions at the end differ at all (by any amount); the threshold's tail where not measured."""
     column = "any_diff_from_end" if "any_diff_from_end" in rows.columns else "first_diff_from_end"
@@ -45,7 +61,8 @@ def _outside_reach(curve, one_side_frames: int) -> float:
     return float(curve[: len(curve) - one_side_frames].max()) if len(curve) > one_side_frames else 0.0
 
 
-def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, repair_measured: bool = False) -> Finding:
+def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, repair_measured: bool = False,
+                    curves: dict | None = None) -> Finding:
     """The reviewers' question: does padding change the shorter clip, and is that explained by the receptive
     field? (A frame whose receptive field reaches past the clip's end reads, there, the padded run's layer
     outputs: computed from the zeros appended and, near the end, from the clip's own last samples, plus biases;
@@ -54,16 +71,17 @@ def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, re
     tail, frames = int(pad.loc["latent", "first_diff_from_end"]), int(pad.loc["latent", "length"])
     moved = any_tail(pad)
     largest = significant(pad.loc["latent", "max_diff_in_tail"])
-    ours = (f"last {count(moved)} of {count(frames)} latent frames differ, the last {count(tail)} by more than "
-            f"{threshold_words(pad)} (largest {largest}); receptive field reaches {count(one_side_frames)} frames")
+    curve = (curves or {}).get((shortest, "latent", "padding"))
+    ours = (f"last {count(moved)} of {count(frames)} latent frames differ, {split_words(pad, curve)} (largest "
+            f"{largest}); receptive field reaches {count(one_side_frames)} frames")
     if tail == 0 and moved == 0:
         return Finding(claim="Padding changes no latent frame of the shorter clip here: batching matches the clip run "
                        "alone.", ours=ours, verdict="differs", source=REVIEW,
                        why="no frame changed at these lengths; the reviewers' clips and model differ")
     if max(tail, moved) <= one_side_frames + 1:
         below = moved - tail
-        split = (f"the last {count(tail)} by more than {threshold_words(pad)}"
-                 + (f", the {count(below)} before them by up to {significant(pad.loc['latent', 'max_diff_before'])}"
+        split = (split_words(pad, curve)
+                 + (f"; the {count(below)} before those by up to {significant(pad.loc['latent', 'max_diff_before'])}"
                     if below > 0 else ""))
         claim = (f"Batching is not broken, it is padding: zero-padding changes the last {count(moved)} latent "
                  f"frames of the shorter clip ({split}), all within the {count(one_side_frames)} whose receptive "
@@ -295,7 +313,7 @@ def findings(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: 
                      if stage == "codes" and cause == "batch size")
     if equal_lengths(table):
         return [no_padding_finding(table), batch_size_finding(table, size_codes), hop_finding(dropped)]
-    return [padding_finding(table, shortest, one_side_frames, repaired is not None),
+    return [padding_finding(table, shortest, one_side_frames, repaired is not None, curves),
             before_tail_finding(table, curves, shortest, one_side_frames, padding_codes),
             batch_size_finding(table, size_codes),
             audio_finding(table, curves, shortest, hop, one_side_frames, decoder_left, windows_from, exact),
