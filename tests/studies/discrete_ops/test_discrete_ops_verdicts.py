@@ -362,6 +362,12 @@ def test_a_skip_reason_is_refuted_from_the_runs_own_rows():
     assert "no random op" not in verdicts.refutation(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.NEAR_TIE,
                                                      drawn, {"ArgMax"})
     assert verdicts.refutation(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.RANDOM_DRAW, drawn, set()) == ""
+    # the ops table refutes a random draw even where the flips leave the cause undecided
+    assert verdicts.reason_holds(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.UNDECIDED, set(),
+                                 no_random) is False
+    assert verdicts.reason_holds(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.UNDECIDED, set(), drawn) is None
+    assert "no random op" in verdicts.refutation(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.UNDECIDED,
+                                                 no_random, set())
     tie = verdicts.refutation(reference.Claim(reference.EXACT_TIE, "ArgMax"), verdicts.Cause.DEFECT, no_random,
                               set(), "no_op[2] Add(x, 0)")
     assert "no tie" in tie and "made by no_op[2] Add(x, 0)" in tie

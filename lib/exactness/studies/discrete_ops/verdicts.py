@@ -192,10 +192,22 @@ def stated_reason(model: str) -> tuple[str, reference.Claim | None]:
     return reason, claim
 
 
-def reason_holds(claim: reference.Claim | None, cause: Cause, flipped_ops: set[str]) -> bool | None:
+def no_random_op(claim: reference.Claim | None, ops: pd.DataFrame | None) -> bool:
+    """A random-draw claim against a graph the scan found no random op in: refuted by the ops table alone,
+    whatever the flips decide."""
+    return (claim is not None and claim.cause == reference.RANDOM_DRAW and ops is not None
+            and not (len(ops) and (ops.category == "random").any()))
+
+
+def reason_holds(claim: reference.Claim | None, cause: Cause, flipped_ops: set[str],
+                 ops: pd.DataFrame | None = None) -> bool | None:
     """Whether the measured cause bears out the reason's claim; None when the class is not skipped or the
-    cause is undecided."""
-    if claim is None or cause in (Cause.UNDECIDED, Cause.NO_EXPORT):
+    cause is undecided (a random draw claimed where `ops`, the class's scanned graph, has none: False)."""
+    if claim is None or cause is Cause.NO_EXPORT:
+        return None
+    if no_random_op(claim, ops):
+        return False
+    if cause is Cause.UNDECIDED:
         return None
     if CLAIMED.get(cause) != claim.cause:
         return False
@@ -319,14 +331,12 @@ def changed_by_flips(outputs: pd.DataFrame) -> list[str]:
 def refutation(claim: reference.Claim | None, cause: Cause, ops: pd.DataFrame, flipped_types: set[str],
                pass_name: str = "") -> str:
     """Why the skip's claim does not hold, from the run's own rows ("" when it holds or nothing was claimed)."""
-    if claim is None or reason_holds(claim, cause, flipped_types) is not False:
+    if claim is None or reason_holds(claim, cause, flipped_types, ops) is not False:
         return ""
     made = f", made by {pass_name}" if pass_name else ""
-    if claim.cause == reference.RANDOM_DRAW:
-        random = ops[ops.category == "random"] if len(ops) else ops
-        if not len(random):
-            return (f"the skip claims a random draw, but its graph has no random op (ops table: {len(ops)} discrete "
-                    f"ops, none random); measured: {cause.value}{made}")
+    if no_random_op(claim, ops):
+        return (f"the skip claims a random draw, but its graph has no random op (ops table: {len(ops)} discrete "
+                f"ops, none random); measured: {cause.value}{made}")
     if claim.cause in (reference.EXACT_TIE, reference.NEAR_TIE) and cause is Cause.DEFECT:
         return f"the skip claims a tie ({claim}); measured: a defect, no tie{made}"
     return f"the skip claims {claim}; measured: {cause.value}{made}"
@@ -459,7 +469,7 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
                     common["seeds_needed"] = needed
     result = ClassVerdict(model, mode, cause, proof, action, compare, exclude,
                           where if cause is Cause.DEFECT else "", **common)
-    result.reason_holds = reason_holds(claim, cause, flipped_types)
+    result.reason_holds = reason_holds(claim, cause, flipped_types, ops)
     if cause is Cause.DEFECT:
         result.stage, result.pass_name = stage, pass_name
     result.refutation = refutation(claim, cause, ops, flipped_types, result.pass_name)
