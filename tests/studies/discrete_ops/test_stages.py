@@ -153,3 +153,33 @@ def test_bitmodel_is_named_as_ort_pad_fusion_with_its_workaround(registry_cache)
     assert found.stage == stages.Stage.ORT_OPTIMIZER.value and found.pass_name == "Pad_Fusion"
     assert found.error_with > 1e-4 > 1e-6 > found.error_without
     assert 'disabled_optimizers=["Pad_Fusion"]' in found.remedy and found.reproduces
+
+
+class _Scripted:
+    """A measure whose symptom is scripted per configuration: the stage logic on its own."""
+
+    def __init__(self, present_in_reference: bool | None):
+        self.trials, self.reference = [], present_in_reference
+
+    def __call__(self, config, what=""):
+        if config.runtime == stages.REFERENCE:
+            if self.reference is None:
+                raise NotImplementedError("no kernel for op Foo")
+            present = self.reference
+        else:
+            present = True  # every optimizer off and it still shows
+        symptom = stages.Symptom(1.0 if present else 1e-9, 10.0 if present else 0.01, 0, "y")
+        self.trials.append(stages.Trial(config, symptom, what))
+        return symptom
+
+
+def test_with_no_optimizer_to_blame_the_reference_evaluator_tells_the_graph_from_ort_kernels():
+    translation = stages.locate(_Scripted(present_in_reference=True))
+    assert translation.stage is stages.Stage.TRANSLATION and "shows it too" in translation.words()
+    kernels = stages.locate(_Scripted(present_in_reference=False))
+    assert kernels.stage is stages.Stage.ORT_KERNELS and "does not" in kernels.words()
+    assert "report it to ONNX Runtime" in kernels.action()
+    unseparated = stages.locate(_Scripted(present_in_reference=None))
+    assert unseparated.stage is stages.Stage.UNSEPARATED and "no kernel for op Foo" in unseparated.words()
+    # optimize=False with ORT's optimizations off was measured before the evaluator was asked
+    assert [t.config.export.optimize for t in kernels.trials][:3] == [True, True, False]

@@ -2,7 +2,11 @@
 
 The pipeline, in order: the exporter's translation (torch.onnx), the exporter's optimizer (onnxscript: constant
 folding and a set of rewrite rules, `onnx_graph.optimizer_rules`), ONNX Runtime's graph optimizations (a level,
-and at each level named passes, `onnx_graph.ort_passes`), and ONNX Runtime's kernels on its execution provider.
+and at each level named passes, `onnx_graph.ort_passes`), and ONNX Runtime's kernels on its execution provider
+(the only one here, the CPU's). Where no optimizer makes it, onnx's reference evaluator runs the unoptimized
+graph: a second implementation of the same graph, which tells the graph's own computation (the translation) from
+ONNX Runtime's kernels.
+
 A symptom is measured on one seed for each pipeline configuration: every output's error from the float64
 reference against its noise bound (`check.NOISE_FACTOR` times eager float32's own error), and the values ORT
 makes non-finite where the reference is finite. The first stage whose removal removes the symptom is the
@@ -27,7 +31,9 @@ from exactness.studies.discrete_ops import check
 
 
 class Stage(Enum):
-    TRANSLATION = "the exporter's translation or ONNX Runtime's kernels"  # one provider here: not told apart
+    TRANSLATION = "the exporter's translation (torch.onnx)"  # onnx's reference evaluator shows it too
+    ORT_KERNELS = "ONNX Runtime's kernels"  # the same unoptimized graph is right in onnx's reference evaluator
+    UNSEPARATED = "the exporter's translation or ONNX Runtime's kernels"  # the reference evaluator could not run it
     EXPORT_OPTIMIZER = "the exporter's optimizer (onnxscript)"
     ORT_OPTIMIZER = "ONNX Runtime's graph optimizations"
     NOT_SHOWN = "no stage: the symptom does not show in the full pipeline on this seed"
@@ -40,10 +46,16 @@ class Config:
     export: onnx_graph.ExportOptions = onnx_graph.DEFAULT_EXPORT
     level: str = "all"
     disabled: tuple[str, ...] = ()  # ONNX Runtime's `disabled_optimizers`
+    runtime: str = onnx_graph.PROVIDER  # or REFERENCE: onnx's own evaluator, a second implementation of the graph
 
     def __str__(self) -> str:
+        if self.runtime == REFERENCE:
+            return f"export {self.export}, run in {REFERENCE}"
         ort = f"ORT level '{self.level}'" + (f" with {', '.join(self.disabled)} disabled" if self.disabled else "")
         return f"export {self.export}, {ort}"
+
+
+REFERENCE = "onnx's reference evaluator"
 
 
 @dataclass(frozen=True)
@@ -97,6 +109,8 @@ class StageProof:
     candidates: int = 0  # rules or passes bisected
     provider: str = onnx_graph.PROVIDER
     reproduction: Reproduction | None = None
+    reference: Symptom | None = None  # the unoptimized graph in onnx's reference evaluator
+    reference_error: str = ""
 
     @property
     def exports(self) -> int:
@@ -108,10 +122,13 @@ class StageProof:
             return self.stage.value
         base = f"with it {self.with_pass}"
         without = self.without_pass.at(self.with_pass.output) if self.without_pass is not None else None
-        if self.stage is Stage.TRANSLATION:
-            return (f"the graph carries it before any optimizer: exported with optimize=False and run with ORT's "
-                    f"optimizations off it still shows ({without}); {self.provider} is the only execution "
-                    "provider here")
+        if self.stage in (Stage.TRANSLATION, Stage.ORT_KERNELS, Stage.UNSEPARATED):
+            bare = (f"exported with optimize=False and run with ORT's optimizations off ({self.provider}, the only "
+                    f"execution provider here) it still shows: {self.without_pass}")
+            if self.stage is Stage.UNSEPARATED:
+                return f"{self.stage.value}: {bare}; {REFERENCE} could not run the graph ({self.reference_error})"
+            seen = "shows it too" if self.stage is Stage.TRANSLATION else "does not"
+            return f"{self.stage.value}: {bare}; the same graph in {REFERENCE} {seen}: {self.reference}"
         kind, kinds = ("rule", "rules") if self.stage is Stage.EXPORT_OPTIMIZER else ("pass", "passes")
         searched = f"bisected over {self.candidates} {kinds} in {len(self.trials)} trials"
         if not self.pass_name:
@@ -138,6 +155,11 @@ class StageProof:
             return f"run ONNX Runtime below its '{self.without.level if self.without else 'basic'}' level{repro}"
         if self.stage is Stage.TRANSLATION:
             return "fix the model's code or the exporter's translation of it: no optimizer makes it"
+        if self.stage is Stage.ORT_KERNELS:
+            return (f"report it to ONNX Runtime ({self.provider}'s kernels) with the graph exported with "
+                    "optimize=False: no optimizer makes it, and onnx's reference evaluator computes the graph right")
+        if self.stage is Stage.UNSEPARATED:
+            return "export with optimize=False and compare the graph in another runtime: no optimizer makes it"
         return ""
 
 
@@ -165,9 +187,16 @@ class Measure:
 
     def __call__(self, config: Config, what: str = "") -> Symptom:
         model = self.graph(config.export)
-        graph = onnx_graph.ExportedGraph(model, [o.name for o in model.graph.output])
-        got = onnx_graph.OrtRunner(graph, None, optimization=config.level, intra_op_threads=1,
-                                   disabled_optimizers=config.disabled).run(_names(model, self.inputs))
+        if config.runtime == REFERENCE:
+            from onnx.reference import ReferenceEvaluator
+
+            feed = {k: v.numpy() for k, v in _names(model, self.inputs).items()}
+            names = [o.name for o in model.graph.output]
+            got = dict(zip(names, ReferenceEvaluator(model).run(names, feed), strict=True))
+        else:
+            graph = onnx_graph.ExportedGraph(model, [o.name for o in model.graph.output])
+            got = onnx_graph.OrtRunner(graph, None, optimization=config.level, intra_op_threads=1,
+                                       disabled_optimizers=config.disabled).run(_names(model, self.inputs))
         worst = (0.0, 0.0, 0, "")
         nonfinite, errors = 0, []
         for graph_name, value in got.items():
@@ -223,8 +252,15 @@ def locate(measure: Measure) -> StageProof:
         return proof
     plain = onnx_graph.ExportOptions(optimize=False)
     bare = measure(Config(plain, level="disabled"), "optimize=False, ORT's optimizations off")
-    if bare.present:
-        return StageProof(Stage.TRANSLATION, "", full, bare, Config(plain, level="disabled"), measure.trials)
+    if bare.present:  # no optimizer makes it: the graph itself, or ORT's kernels running it
+        proof = StageProof(Stage.UNSEPARATED, "", full, bare, Config(plain, level="disabled"))
+        try:
+            proof.reference = measure(Config(plain, runtime=REFERENCE), REFERENCE)
+            proof.stage = Stage.TRANSLATION if proof.reference.present else Stage.ORT_KERNELS
+        except Exception as error:  # an op the evaluator lacks: the two stay unseparated, and the proof says so
+            proof.reference_error = f"{type(error).__name__}: {' '.join(str(error).split())[:200]}"
+        proof.trials = measure.trials
+        return proof
     rules = [name for name, _ in onnx_graph.optimizer_rules()]
     name = bisect(rules, lambda off: not measure(Config(onnx_graph.ExportOptions(rules_off=off)),
                                                  f"{len(off)} optimizer rules left out").present)
