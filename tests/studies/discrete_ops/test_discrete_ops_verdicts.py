@@ -79,6 +79,12 @@ def test_flips_at_exact_ties_and_within_reach_are_ties_and_beyond_reach_a_defect
     assert exact.cause is verdicts.Cause.EXACT_TIE and near.cause is verdicts.Cause.NEAR_TIE
     assert far.cause is verdicts.Cause.DEFECT and "beyond the 16 noise can reach" in far.proof
     assert exact.exclude == ["idx"] and exact.compare == ["y"]  # only the output the flip moved is left out
+    # a near-tie class whose flips include an exact tie says which seed, not "every failure a near-tie"
+    both = verdicts.verdict(_tables(reached * 2, [_seed(0, flipped=True), _seed(181, flipped=True)],
+                                    [_margin(0, 1, 3.0), _margin(181, 1, 0.0)]), verdicts.RatePolicy(), 16.0)
+    assert both.cause is verdicts.Cause.NEAR_TIE and "1 of the 2 flipped seeds on exact ties (0 ulps: seed 181)" in \
+        both.proof
+    assert "exact ties (0 ulps" not in near.proof
 
 
 def test_flips_that_move_no_output_beyond_the_tolerance_leave_every_output_compared():

@@ -412,11 +412,17 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
         exact = bool((flipped_rows.flipped_margin_ulps == 0).all())
         cause = Cause.EXACT_TIE if exact else Cause.NEAR_TIE
         largest = float(flipped_rows.flipped_margin_ulps.max())
+        # a seed whose every flip sat on an exact tie is one, even in a near-tie class: said, not folded in
+        tied = flipped_rows.groupby("seed").flipped_margin_ulps.max()
+        tied_seeds = sorted(int(seed) for seed in tied.index[tied == 0])
+        ties_words = (f"; {len(tied_seeds)} of the {len(flipped_seeds)} flipped seeds on exact ties (0 ulps: seed"
+                      f"{'s' if len(tied_seeds) > 1 else ''} {', '.join(map(str, tied_seeds[:5]))}"
+                      f"{', ...' if len(tied_seeds) > 5 else ''})" if tied_seeds and not exact else "")
         proof = (f"{len(flipped_seeds)} of {plural(checked, 'checked seed')} flipped at "
                  f"{', '.join(sorted(flipped_types))}; "
                  "every flipped input finite on both sides, eager's margin there "
                  + ("0 (exact ties)" if exact else f"at most {largest:.3g} ulps, within the noise's reach of "
-                    f"{reach:.3g}") + "; forcing ORT's choices explains every output they reach")
+                    f"{reach:.3g}{ties_words}") + "; forcing ORT's choices explains every output they reach")
         exclude = changed_by_flips(t.outputs)
         compare = [o for o in outputs if o not in exclude]
         if exclude:
