@@ -217,7 +217,7 @@ def test_answers_and_findings_read_the_verdicts():
                                    [_margin(0, 1, 0.0)]), verdicts.RatePolicy(), 16.0)
     (answer,) = sections.answers(_result([tie]))
     assert answer.cause == "exact tie" and answer.exclude == ["idx"]
-    assert answer.rate.startswith("none in 1 seed (at most")
+    assert answer.rate.startswith("none in 1 seed (one-sided 95%: at most")
     found = findings.findings(_result([tie]))
     assert "1 exact tie" in found[0].claim
     assert np.isnan(verdicts.reach_ulps(float("nan"), 16.0, 4.0, float("nan")))
@@ -230,7 +230,7 @@ def test_a_screen_with_no_seed_in_reach_states_its_rate_over_every_screened_seed
                              verdicts.RatePolicy(), 16.0)
     (answer,) = sections.answers(_result([quiet]))
     assert quiet.failures.checked == 0 and quiet.failures.seeds == 2000
-    assert answer.rate == "none in 2,000 seeds (at most 1 in 522)", answer.rate
+    assert answer.rate == "none in 2,000 seeds (one-sided 95%: at most 1 in 668)", answer.rate
     shown = figures.failure_rates([quiet])
     assert [t.get_text() for t in shown.axes[0].get_yticklabels()] == [MODEL]
     plt.close(shown)
@@ -243,7 +243,8 @@ def test_none_is_said_of_the_checked_seeds_alone_where_seeds_that_could_fail_wer
     sampled = verdicts.estimate(0, 0, 0, 2000, sampled=(0, 40, 248))  # 40 of 248 exact ties checked
     assert sections.rate_words(sampled).startswith("none on 40 checked of 2,000 seeds (at most 1 in ")
     whole = verdicts.estimate(0, 100, 100, 2000)  # every seed within reach checked
-    assert sections.rate_words(whole) == "none in 2,000 seeds (at most 1 in 522)"
+    # the one bound the verdict itself uses (one-sided exact), not a second method for the same 0 of 2,000
+    assert sections.rate_words(whole) == "none in 2,000 seeds (one-sided 95%: at most 1 in 668)"
 
 
 def test_a_run_of_two_shape_modes_names_each_line_by_its_mode():

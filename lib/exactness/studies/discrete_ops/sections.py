@@ -32,19 +32,23 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 
 def rate_words(estimate: v.Estimate | None) -> str:
-    """'on every seed', 'none in 2,000 seeds (at most 1 in 522)', 'none on 150 checked of 2,000 seeds (at most
-    1 in 1.8)', '1 in 2,700 (95% 1 in 9,000 to 1 in 800)'. The rate is over every seed it counts, the screened
-    ones where a screen ran (one with no seed within reach of a flip checks none of them); where seeds that
-    could fail were left unchecked, "none" is said of the checked ones alone."""
+    """'on every seed', 'none in 2,000 seeds (one-sided 95%: at most 1 in 668)', 'none on 150 checked of
+    2,000 seeds (at most 1 in 1.8, a worst case)', '1 in 2,700 (95% 1 in 9,000 to 1 in 800)'. The rate is over
+    every seed it counts, the screened ones where a screen ran (one with no seed within reach of a flip checks
+    none of them); where seeds that could fail were left unchecked, "none" is said of the checked ones alone.
+    A count of none is bounded as the rate verdicts bound it (`RatePolicy`), so one 0 of N has one bound."""
     if estimate is None or not estimate.seeds:
         return "not measured"
     if estimate.per >= v.PER * 0.999:
         return "on every seed"
     if estimate.per == 0:
+        if estimate.exact:  # the one-sided exact bound a rate verdict uses (`RatePolicy`): one method per answer
+            at_most = one_in(v.RatePolicy().upper_bound(estimate.seeds))
+            return f"none in {plural(estimate.seeds, 'seed')} (one-sided 95%: at most {at_most})"
         at_most = one_in(estimate.high / v.PER)
-        if estimate.exact:
-            return f"none in {plural(estimate.seeds, 'seed')} (at most {at_most})"
-        return f"none on {count(estimate.checked)} checked of {plural(estimate.seeds, 'seed')} (at most {at_most})"
+        worst = ", a worst case" if estimate.worst_case else ""
+        return (f"none on {count(estimate.checked)} checked of {plural(estimate.seeds, 'seed')} (at most "
+                f"{at_most}{worst})")
     return f"{one_in(estimate.per / v.PER)} ({interval_words(estimate)})"
 
 
