@@ -62,11 +62,11 @@ class Localization:
         place = self.module or "the model's own forward"
         node = f", {self.op_type} {self.node}" if self.node else ""
         missing = f"; {self.missing}" if self.missing else ""
-        made = f"; made by {self.stage_proof}" if self.stage_proof else ""
+        made = f"; made by {self.stage_proof}" if self.stage else (f"; {self.stage_proof}" if self.stage_proof else "")
         return f"{place}{node}: {self.detail}{missing}{made}"
 
     def add_stage(self, proof: stages.StageProof) -> None:
-        self.stage = proof.stage.value
+        self.stage = proof.stage.value if proof.stage is not stages.Stage.NOT_SHOWN else ""
         self.pass_name, self.stage_proof, self.remedy = proof.pass_name, proof.words(), proof.action()
         self.trials, self.exports = len(proof.trials), proof.exports
         if proof.with_pass is not None:
@@ -150,17 +150,27 @@ def localize(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: di
     found = place(cg, seed, built, inputs, cache, output)
     dynamic = cg.task.shape_mode == "dynamic"
     if found.node:
-        unoptimized = cache.export(built, inputs, dynamic, onnx_graph.ExportOptions(optimize=False)).graph.model
+        try:  # the unoptimized graph only says how the missing value was computed: without it, the rest stands
+            unoptimized = cache.export(built, inputs, dynamic, onnx_graph.ExportOptions(optimize=False)).graph.model
+        except Exception:
+            unoptimized = None
         missing = stages.missing_inputs(cg.bare, found.node, unoptimized)
         found.missing = str(missing) if missing else ""
     raw, records = discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED)
-    eager = {k: v.detach().double().numpy() for k, v in check.flatten_outputs(raw).items()}
+    eager = {k: v.detach().double().numpy() for k, v in check.flatten_outputs(raw).items() if v.is_floating_point()}
     reference, _ = check._float64_reference(built, inputs, records)
-    if reference is not None:
-        wide = {k: v.detach().double().numpy() for k, v in reference.items() if v.is_floating_point()}
+    if reference is None:
+        found.stage_proof = "no stage located: no float64 reference to measure each configuration against"
+        return found
+    wide = {k: v.detach().double().numpy() for k, v in reference.items() if v.is_floating_point()}
+    try:
         proof = stages.locate(stages.Measure(built, inputs, dynamic, cache, eager, wide))
-        proof.reproduction = reproductions.run(proof.stage, proof.pass_name)
-        found.add_stage(proof)
+    except Exception as error:  # the place found above stands; only the stage is not named, and that is said
+        found.stage_proof = (f"no stage located: switching the pipeline failed ({type(error).__name__}: "
+                             f"{' '.join(str(error).split())[:200]})")
+        return found
+    proof.reproduction = reproductions.run(proof.stage, proof.pass_name)
+    found.add_stage(proof)
     return found
 
 
