@@ -377,4 +377,4 @@ def test_a_skip_reason_is_refuted_from_the_runs_own_rows():
                                                  no_random, set())
     tie = verdicts.refutation(reference.Claim(reference.EXACT_TIE, "ArgMax"), verdicts.Cause.DEFECT, no_random,
                               set(), "no_op[2] Add(x, 0)")
-    assert "no tie" in tie and "made by no_op[2] Add(x, 0)" in tie
+    assert "not a tie broken differently" in tie and "made by no_op[2] Add(x, 0)" in tie

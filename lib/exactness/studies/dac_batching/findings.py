@@ -409,5 +409,6 @@ def summary_values(table: pd.DataFrame, curves: dict, shortest: int, one_side_fr
     size_codes = int((curves[(shortest, "codes", "batch size")] > 0).sum())
     return {"receptive_field_frames": one_side_frames,
             "padding_tail_latent_frames": padding_tail(table, shortest, "latent"),
+            "padding_changed_latent_frames": any_tail(_rows(table, shortest, "padding")),
             "padding_tail_code_frames": padding_tail(table, shortest, "codes"),
             "batch_size_code_frames": size_codes, "max_dropped_samples": int(dropped.dropped_samples.max())}

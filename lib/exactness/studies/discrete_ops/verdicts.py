@@ -338,7 +338,8 @@ def refutation(claim: reference.Claim | None, cause: Cause, ops: pd.DataFrame, f
         return (f"the skip claims a random draw, but its graph has no random op (ops table: {len(ops)} discrete "
                 f"ops, none random); measured: {cause.value}{made}")
     if claim.cause in (reference.EXACT_TIE, reference.NEAR_TIE) and cause is Cause.DEFECT:
-        return f"the skip claims a tie ({claim}); measured: a defect, no tie{made}"
+        return (f"the skip claims {claim} that ORT breaks another way, but what ORT computes there is a defect, not a "
+                f"tie broken differently{made}")
     return f"the skip claims {claim}; measured: {cause.value}{made}"
 
 
