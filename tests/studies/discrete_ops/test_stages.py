@@ -183,3 +183,24 @@ def test_with_no_optimizer_to_blame_the_reference_evaluator_tells_the_graph_from
     assert unseparated.stage is stages.Stage.UNSEPARATED and "no kernel for op Foo" in unseparated.words()
     # optimize=False with ORT's optimizations off was measured before the evaluator was asked
     assert [t.config.export.optimize for t in kernels.trials][:3] == [True, True, False]
+
+
+class _OrtOnly(_Scripted):
+    """ORT's 'extended' level makes it, and no single pass disabled removes it."""
+
+    def __call__(self, config, what=""):
+        present = config.level in ("extended", "all")
+        symptom = stages.Symptom(1.0 if present else 1e-9, 10.0 if present else 0.01, 0, "y")
+        self.trials.append(stages.Trial(config, symptom, what))
+        return symptom
+
+    def graph(self, options):
+        return None
+
+
+def test_an_ort_level_no_single_pass_explains_is_named_with_the_level_below_it(monkeypatch):
+    monkeypatch.setattr(onnx_graph, "ort_passes", lambda model, level: ["A", "B", "C"])
+    proof = stages.locate(_OrtOnly(None))
+    assert proof.stage is stages.Stage.ORT_OPTIMIZER and proof.pass_name == "" and proof.level == "extended"
+    assert proof.without.level == "basic" and not proof.without_pass.present
+    assert "graph optimization level 'basic', below the 'extended' level" in proof.action()

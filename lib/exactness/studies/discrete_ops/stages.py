@@ -56,6 +56,7 @@ class Config:
 
 
 REFERENCE = "onnx's reference evaluator"
+LEVEL_BELOW = {"basic": "disabled", "extended": "basic", "all": "extended"}  # ORT's optimization levels, in order
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,7 @@ class StageProof:
     reproduction: Reproduction | None = None
     reference: Symptom | None = None  # the unoptimized graph in onnx's reference evaluator
     reference_error: str = ""
+    level: str = ""  # ORT's lowest optimization level that shows it (ORT's stage only)
 
     @property
     def exports(self) -> int:
@@ -152,7 +154,9 @@ class StageProof:
         if self.stage is Stage.ORT_OPTIMIZER:
             if self.pass_name:
                 return (f'run ONNX Runtime with disabled_optimizers=["{self.pass_name}"], which removes it{repro}')
-            return f"run ONNX Runtime below its '{self.without.level if self.without else 'basic'}' level{repro}"
+            below = LEVEL_BELOW.get(self.level, "disabled")
+            return (f"run ONNX Runtime at graph optimization level '{below}', below the '{self.level}' level that "
+                    f"makes it (no single pass removes it){repro}")
         if self.stage is Stage.TRANSLATION:
             return "fix the model's code or the exporter's translation of it: no optimizer makes it"
         if self.stage is Stage.ORT_KERNELS:
@@ -245,9 +249,10 @@ def locate(measure: Measure) -> StageProof:
                       if level == "all" or measure(Config(level=level), f"ORT level '{level}'").present)
         passes = onnx_graph.ort_passes(measure.graph(onnx_graph.DEFAULT_EXPORT), lowest)
         name = bisect(passes, lambda off: not measure(Config(disabled=off), f"{len(off)} passes disabled").present)
-        proof = StageProof(Stage.ORT_OPTIMIZER, name, full, candidates=len(passes))
-        proof.without = Config(disabled=(name,)) if name else Config(level="disabled")
-        proof.without_pass = measure(proof.without, "the named pass disabled") if name else unoptimized
+        proof = StageProof(Stage.ORT_OPTIMIZER, name, full, candidates=len(passes), level=lowest)
+        below = LEVEL_BELOW[lowest]
+        proof.without = Config(disabled=(name,)) if name else Config(level=below)
+        proof.without_pass = measure(proof.without, "the named pass disabled" if name else f"ORT level '{below}'")
         proof.trials = measure.trials
         return proof
     plain = onnx_graph.ExportOptions(optimize=False)
