@@ -284,13 +284,14 @@ class MissingInput:
     op_type: str
     call: str  # the traced call, `div(view_39, add_34)`
     missing: str  # the value it names that the graph does not compute
-    reads: str  # what the node reads in its place
+    reads: str  # what the node reads in its place ("" where arguments and inputs differ in number)
     was: str = ""  # how the unoptimized graph computes the missing value (`Add(sum_12, 1e-10)`), where known
 
     def __str__(self) -> str:
         was = f" (in the graph exported with optimize=False, {self.missing} = {self.was})" if self.was else ""
+        reads = f": the node reads {self.reads} in its place" if self.reads else ""
         return (f"{self.op_type} {self.node} was traced from {self.call}, but the graph no longer computes "
-                f"{self.missing}{was}: the node reads {self.reads} in its place")
+                f"{self.missing}{was}{reads}")
 
 
 _CALL = re.compile(r"target=torch\.ops\.([\w.]+)\]\(args = \((.*)\), kwargs")
@@ -339,7 +340,8 @@ def missing_inputs(model: onnx.ModelProto, node_name: str, unoptimized: onnx.Mod
     for position, arg in enumerate(args):
         if arg in computed:
             continue
-        reads = node.input[position] if position < len(node.input) else "nothing"
+        # the traced call's arguments line up with the node's inputs only when they are as many
+        reads = node.input[position] if len(args) == len(node.input) else ""
         was = _producer(unoptimized, arg) if unoptimized is not None else ""
         call = f"{op.split('.')[1] if '.' in op else op}({', '.join(args)})"
         return MissingInput(node.name, node.op_type, call, arg, reads, was)
