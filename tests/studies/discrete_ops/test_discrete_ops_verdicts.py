@@ -378,3 +378,17 @@ def test_a_skip_reason_is_refuted_from_the_runs_own_rows():
     tie = verdicts.refutation(reference.Claim(reference.EXACT_TIE, "ArgMax"), verdicts.Cause.DEFECT, no_random,
                               set(), "no_op[2] Add(x, 0)")
     assert "not a tie broken differently" in tie and "made by no_op[2] Add(x, 0)" in tie
+
+
+def test_the_summary_carries_each_defects_stage_pass_and_errors():
+    from exactness.studies.discrete_ops.localize import Localization
+
+    spot = Localization("BitModel", "static", 1, "embedder.pad", "optimization", stage="ORT", pass_name="Pad_Fusion",
+                        error_with=1.4e-3, error_without=1.1e-7, reproduces=True)
+    result = _result([])
+    result.localizations = pd.DataFrame([vars(spot)])
+    (defect,) = sections.summary(result, 3)["defects"].values()
+    assert defect == {"seed": 1, "stage": "ORT", "pass": "Pad_Fusion", "error_with": 1.4e-3, "error_without": 1.1e-7,
+                      "reproduces": True}
+    shown = sections.defects(result)
+    assert "made by ONNX Runtime pass Pad_Fusion (error from float64 0.0014 with it, 1.1e-07 without)" in shown.sentence
