@@ -82,9 +82,11 @@ def optimizer_rules() -> list[tuple[str, object]]:
     """The rewrite rules onnxscript's optimizer applies (`onnxscript.rewriter._DEFAULT_REWRITE_RULES`), each
     with a name that stays the same across processes: the rule module it comes from, its place in that module's
     rule set, and its own name or, for an anonymous rule, the pattern it matches (`no_op[2] Add(x, 0)`)."""
-    from onnxscript import rewriter
     from onnxscript.rewriter.rules import common
 
+    from exactness.compat import onnxscript_rewriter
+
+    rewriter = onnxscript_rewriter()
     owners: dict[int, tuple[str, int]] = {}
     for info in pkgutil.iter_modules(common.__path__):
         module = importlib.import_module(f"{common.__name__}.{info.name}")
@@ -99,7 +101,9 @@ def optimizer_rules() -> list[tuple[str, object]]:
 
 def _pattern_words(rule) -> str:
     """An anonymous rule's pattern: `Add(x, 0)` for one node, else its op types in order."""
-    lines = [line.strip() for line in str(getattr(rule, "_target_pattern", "")).splitlines()]
+    from exactness.compat import rule_pattern
+
+    lines = [line.strip() for line in rule_pattern(rule).splitlines()]
     nodes = [re.sub(r"^\S+ = ", "", line) for line in lines if " = " in line]
     nodes = [re.sub(r"anonymous:\d+", "_", node).replace(" (", "(") for node in nodes]
     if len(nodes) == 1:
@@ -128,8 +132,9 @@ def _rules(options: ExportOptions):
     if not options.optimize or not options.rules_off:
         yield
         return
-    from onnxscript import rewriter
+    from exactness.compat import onnxscript_rewriter
 
+    rewriter = onnxscript_rewriter()
     named = optimizer_rules()
     unknown = set(options.rules_off) - {name for name, _ in named}
     if unknown:

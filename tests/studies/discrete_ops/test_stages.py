@@ -204,3 +204,13 @@ def test_an_ort_level_no_single_pass_explains_is_named_with_the_level_below_it(m
     assert proof.stage is stages.Stage.ORT_OPTIMIZER and proof.pass_name == "" and proof.level == "extended"
     assert proof.without.level == "basic" and not proof.without_pass.present
     assert "graph optimization level 'basic', below the 'extended' level" in proof.action()
+
+
+def test_a_moved_rule_set_is_named_by_package_and_version(monkeypatch):
+    from onnxscript import rewriter
+
+    from exactness import compat
+
+    monkeypatch.delattr(rewriter, "_DEFAULT_REWRITE_RULES")
+    with pytest.raises(compat.CompatError, match="onnxscript .* has no onnxscript.rewriter._DEFAULT_REWRITE_RULES"):
+        onnx_graph.optimizer_rules()
