@@ -392,3 +392,12 @@ def test_the_summary_carries_each_defects_stage_pass_and_errors():
                       "reproduces": True}
     shown = sections.defects(result)
     assert "made by ONNX Runtime pass Pad_Fusion (error from float64 0.0014 with it, 1.1e-07 without)" in shown.sentence
+
+
+def test_the_skip_reason_finding_says_why_each_refuted_reason_does_not_hold():
+    tapas = verdicts.ClassVerdict("TapasForQuestionAnswering", "static", verdicts.Cause.DEFECT, "p", "a",
+                                  skip_reason="tied", reason_holds=False, refutation="a defect, not a tie")
+    held = verdicts.ClassVerdict(MODEL, "static", verdicts.Cause.EXACT_TIE, "p", "a", skip_reason="tied",
+                                 reason_holds=True)
+    claim = findings.skip_reasons(_result([tapas, held])).claim
+    assert "holds for 1 of 2" in claim and "not for TapasForQuestionAnswering (a defect, not a tie)" in claim

@@ -51,8 +51,12 @@ def skip_reasons(result: Result) -> Finding | None:
     wrong = [x for x in skipped if x.reason_holds is False]
     holds = [x for x in skipped if x.reason_holds]
     return Finding(f"The export test's stated reason holds for {count(len(holds))} of {count(len(skipped))} skipped "
-                   "classes" + (f"; not for {', '.join(x.model for x in wrong)}" if wrong else "") + ".",
+                   "classes" + (f"; not for {'; '.join(_refuted(x) for x in wrong)}" if wrong else "") + ".",
                    f"{len(holds)} of {len(skipped)}", "new", evidence="verdicts table, reason beside cause")
+
+
+def _refuted(verdict: v.ClassVerdict) -> str:
+    return verdict.model + (f" ({verdict.refutation})" if verdict.refutation else "")
 
 
 def verification(result: Result) -> Finding | None:
