@@ -14,7 +14,8 @@ import importlib.metadata
 from typing import Any
 
 # The versions every private API below was read and verified against (pinned in pyproject.toml).
-VERIFIED = {"torch": "2.13.0", "transformers": "5.23.0", "jupyter_client": "8.10.0", "ipykernel": "7.4.0"}
+VERIFIED = {"torch": "2.13.0", "transformers": "5.23.0", "jupyter_client": "8.10.0", "ipykernel": "7.4.0",
+            "onnxscript": "0.7.2"}
 
 
 class CompatError(RuntimeError):
@@ -43,6 +44,21 @@ def private(package: str, module: str, name: str, fix: str) -> Any:
 
 
 _PIN = "install the verified version (`make install`) or update exactness.compat"
+
+
+def onnxscript_rewriter():
+    """onnxscript's rewriter module, whose `_DEFAULT_REWRITE_RULES` its optimizer reads when it runs (and builds
+    its `RewritePass` from): replaced for an export without some rules, to name the rule that makes a defect."""
+    module = importlib.import_module("onnxscript.rewriter")
+    for name in ("_DEFAULT_REWRITE_RULES", "RewritePass"):
+        if not hasattr(module, name):
+            raise moved("onnxscript", f"onnxscript.rewriter.{name}", _PIN)
+    return module
+
+
+def rule_pattern(rule) -> str:
+    """The pattern an onnxscript rewrite rule matches, as onnxscript prints it ("" where the rule keeps none)."""
+    return str(getattr(rule, "_target_pattern", "") or "")
 
 
 def torch_dispatch_mode() -> type:

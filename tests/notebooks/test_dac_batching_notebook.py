@@ -16,7 +16,10 @@ def test_dac_batching_smoke_run(smoke_batch):
     assert 0 < summary["padding_tail_latent_frames"] <= summary["receptive_field_frames"] + 1
     claims = [f["claim"] for f in summary["findings"]]
     assert 3 <= len(claims) <= 7 and "not broken" in claims[0]
-    assert f"last {summary['padding_tail_latent_frames']} latent frames" in claims[0]
+    # every changed frame counted, those above the threshold within them
+    assert summary["padding_tail_latent_frames"] <= summary["padding_changed_latent_frames"]
+    assert f"changes the last {summary['padding_changed_latent_frames']} latent frames" in claims[0]
+    assert "float32 ulps of it" in claims[0] and "rounding" not in claims[0]
     repair = pd.read_parquet(folder / "tables" / "repair.parquet").iloc[0]  # the recommended fix, measured
     assert repair.code_frames_after == 0 and "measured below" in claims[0] and "recompute its last" in claims[-1]
     assert isinstance(summary["batch_size_code_frames"], int)  # frames that differ, counted

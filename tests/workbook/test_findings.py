@@ -79,3 +79,11 @@ def test_span_prints_one_value_when_both_ends_print_the_same():
     from exactness.workbook.findings import span
     assert span(2.1e-6, 2.14e-6) == "2.1e-06"
     assert span(0.19, 0.95) == "0.19 to 0.95" and span(1, 2, "..") == "1.0..2.0"
+
+
+def test_a_script_is_written_whole_under_a_safe_name(tmp_path):
+    from exactness.workbook.artifacts import RunArtifacts
+
+    path = RunArtifacts(tmp_path).script("reproduce_/abs/my_model.py:build", "print('x')\n")
+    assert path.parent == tmp_path / "scripts" and path.name == "reproduce__abs_my_model.py_build.py"
+    assert path.read_text() == "print('x')\n"

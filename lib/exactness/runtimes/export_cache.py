@@ -2,9 +2,10 @@
 
 An export of a tiny model costs 10-100 s; the same model, weights, inputs, shape mode and package versions
 always give the same graph, so a second run exports nothing. The key is a SHA-256 over the class, its config,
-every parameter and buffer (bytes, shapes, dtypes), every input, the shape mode, the exporter's options and
-the versions of torch, transformers, onnx, onnxscript and onnxruntime: a changed weight or version is a
-different entry, never a stale one.
+every parameter and buffer (bytes, shapes, dtypes), every input, the shape mode, the exporter's options
+(`onnx_graph.ExportOptions`: the optimizer on or off, the rules left out) and the versions of torch,
+transformers, onnx, onnxscript and onnxruntime: a changed weight, option or version is a different entry, never
+a stale one.
 
 An entry is two files written under temporary names and renamed into place, the graph first and its record
 (`<key>.json`: the graph's SHA-256, its outputs and exposed intermediates, the export's duration) last: a
@@ -30,8 +31,6 @@ from exactness.runtimes import onnx_graph
 
 # Set it to keep the cache elsewhere (a shared disk, a scratch folder).
 CACHE_VARIABLE = "EXACTNESS_EXPORT_CACHE"
-# What the exporter is asked for (`onnx_graph.export`): part of the key, so a change of options is a new entry.
-EXPORTER_OPTIONS = {"exporter": "transformers OnnxExporter", "optimize": True}
 VERSIONED = ("torch", "transformers", "onnx", "onnxscript", "onnxruntime")
 
 
@@ -63,14 +62,17 @@ def _feed_value(hasher, name: str, value) -> None:
         hasher.update(f"{name}={value!r}".encode())
 
 
-def export_key(model: torch.nn.Module, inputs: dict[str, torch.Tensor], dynamic: bool) -> str:
+def export_key(model: torch.nn.Module, inputs: dict[str, torch.Tensor], dynamic: bool,
+               options: onnx_graph.ExportOptions = onnx_graph.DEFAULT_EXPORT) -> str:
+    """What the exporter is asked for (`options`: the optimizer on or off, the rules left out) is part of the key:
+    a graph exported without a rule is another entry, never the default graph."""
     hasher = hashlib.sha256()
     config = getattr(model, "config", None)
     header = {"class": f"{type(model).__module__}.{type(model).__qualname__}", "dynamic": bool(dynamic),
               "config": config.to_json_string(use_diff=False) if hasattr(config, "to_json_string") else "",
               # not in the config's JSON, yet it picks the attention code the exporter traces
               "attention": str(getattr(config, "_attn_implementation", "")), "training": bool(model.training),
-              "options": EXPORTER_OPTIONS, "versions": _versions(), "code": _our_export_code()}
+              "options": options.as_key(), "versions": _versions(), "code": _our_export_code()}
     hasher.update(json.dumps(header, sort_keys=True).encode())
     for name, tensor in sorted({**dict(model.named_parameters()), **dict(model.named_buffers())}.items()):
         _feed(hasher, f"state.{name}", tensor)
@@ -137,12 +139,13 @@ class ExportCache:
                   "intermediates": graph.intermediates, "export_seconds": graph.export_seconds}
         self._write(record_path, json.dumps(record).encode())
 
-    def export(self, model: torch.nn.Module, inputs: dict[str, torch.Tensor], dynamic: bool) -> Lookup:
-        key = export_key(model, inputs, dynamic)
+    def export(self, model: torch.nn.Module, inputs: dict[str, torch.Tensor], dynamic: bool,
+               options: onnx_graph.ExportOptions = onnx_graph.DEFAULT_EXPORT) -> Lookup:
+        key = export_key(model, inputs, dynamic, options)
         graph, rebuilt = self.read(key)
         if graph is not None:
             return Lookup(graph, True)
-        graph = onnx_graph.export(model, inputs, dynamic=dynamic)
+        graph = onnx_graph.export(model, inputs, dynamic=dynamic, options=options)
         try:
             self.store(key, graph)
         except OSError:

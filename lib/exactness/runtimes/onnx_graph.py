@@ -10,8 +10,13 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import importlib
 import io
 import logging
+import os
+import pkgutil
+import re
+import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -23,6 +28,8 @@ import onnxruntime as ort
 import torch
 
 SCOPES_KEY = "pkg.torch.onnx.name_scopes"
+FX_NODE_KEY = "pkg.torch.onnx.fx_node"  # the traced call a node was translated from: `%div_8 : ... (args = (%a, %b))`
+PROVIDER = "CPUExecutionProvider"
 # Quantizer internals that are not module outputs: (label, op type) of the node inside `quantizer`.
 QUANTIZER_OPS = {"quantizer.argmax": "ArgMax", "quantizer.one_hot": "ScatterElements"}
 
@@ -52,12 +59,107 @@ class ExportedGraph:
         return ExportedGraph(model, self.outputs, kept, self.export_seconds)
 
 
-def export(model: torch.nn.Module, inputs: dict[str, torch.Tensor], dynamic: bool, quiet: bool = True) -> ExportedGraph:
+@dataclass(frozen=True)
+class ExportOptions:
+    """What the exporter is asked for: its optimizer on or off, and which of the optimizer's rewrite rules
+    (`optimizer_rules` names them) are left out. The default is what the export test asks for."""
+
+    optimize: bool = True
+    rules_off: tuple[str, ...] = ()
+
+    def as_key(self) -> dict:
+        return {"exporter": "transformers OnnxExporter", "optimize": self.optimize, "rules_off": list(self.rules_off)}
+
+    def __str__(self) -> str:
+        if not self.optimize:
+            return "optimize=False"
+        if not self.rules_off:
+            return "optimize=True"
+        return f"optimize=True without rule{'s' if len(self.rules_off) > 1 else ''} {', '.join(self.rules_off)}"
+
+
+def optimizer_rules() -> list[tuple[str, object]]:
+    """The rewrite rules onnxscript's optimizer applies (`onnxscript.rewriter._DEFAULT_REWRITE_RULES`), each
+    with a name that stays the same across processes: the rule module it comes from, its place in that module's
+    rule set, and its own name or, for an anonymous rule, the pattern it matches (`no_op[2] Add(x, 0)`)."""
+    from onnxscript.rewriter.rules import common
+
+    from exactness.compat import onnxscript_rewriter
+
+    rewriter = onnxscript_rewriter()
+    owners: dict[int, tuple[str, int]] = {}
+    for info in pkgutil.iter_modules(common.__path__):
+        module = importlib.import_module(f"{common.__name__}.{info.name}")
+        for index, rule in enumerate(getattr(getattr(module, "rules", None), "rules", ()) or ()):
+            owners.setdefault(id(rule), (info.name.lstrip("_"), index))
+    named = []
+    for position, rule in enumerate(rewriter._DEFAULT_REWRITE_RULES):
+        module, index = owners.get(id(rule), ("rule", position))
+        named.append((f"{module}[{index}] {rule.name or _pattern_words(rule)}", rule))
+    return named
+
+
+def _pattern_words(rule) -> str:
+    """An anonymous rule's pattern: `Add(x, 0)` for one node, else its op types in order."""
+    from exactness.compat import rule_pattern
+
+    lines = [line.strip() for line in rule_pattern(rule).splitlines()]
+    nodes = [re.sub(r"^\S+ = ", "", line) for line in lines if " = " in line]
+    nodes = [re.sub(r"anonymous:\d+", "_", node).replace(" (", "(") for node in nodes]
+    if len(nodes) == 1:
+        return nodes[0]
+    return " -> ".join(node.split("(")[0] for node in nodes) or "pattern"
+
+
+class _NoRewrite:
+    """Stands in for onnxscript's `RewritePass` when every rule is left out (it refuses an empty rule set)."""
+
+    in_place = True
+
+    def __init__(self, rules):
+        pass
+
+    def __call__(self, model):
+        import onnx_ir.passes as passes
+
+        return passes.PassResult(model, modified=False)
+
+
+@contextlib.contextmanager
+def _rules(options: ExportOptions):
+    """onnxscript's optimizer without the rules `options` leaves out (the optimizer reads its rule set, and the
+    pass it builds from it, from the module when it runs)."""
+    if not options.optimize or not options.rules_off:
+        yield
+        return
+    from exactness.compat import onnxscript_rewriter
+
+    rewriter = onnxscript_rewriter()
+    named = optimizer_rules()
+    unknown = set(options.rules_off) - {name for name, _ in named}
+    if unknown:
+        raise ValueError(f"no such optimizer rule: {', '.join(sorted(unknown))} (this onnxscript has {len(named)})")
+    kept = tuple(rule for name, rule in named if name not in options.rules_off)
+    saved = rewriter._DEFAULT_REWRITE_RULES, rewriter.RewritePass
+    rewriter._DEFAULT_REWRITE_RULES = kept
+    if not kept:
+        rewriter.RewritePass = _NoRewrite
+    try:
+        yield
+    finally:
+        rewriter._DEFAULT_REWRITE_RULES, rewriter.RewritePass = saved
+
+
+DEFAULT_EXPORT = ExportOptions()
+
+
+def export(model: torch.nn.Module, inputs: dict[str, torch.Tensor], dynamic: bool, quiet: bool = True,
+           options: ExportOptions = DEFAULT_EXPORT) -> ExportedGraph:
     from transformers.exporters.exporter_onnx import OnnxConfig, OnnxExporter
 
     began = time.monotonic()
-    with _quiet() if quiet else contextlib.nullcontext():
-        exported = OnnxExporter().export(model, inputs, config=OnnxConfig(dynamic=dynamic, optimize=True))
+    with _quiet() if quiet else contextlib.nullcontext(), _rules(options):
+        exported = OnnxExporter().export(model, inputs, config=OnnxConfig(dynamic=dynamic, optimize=options.optimize))
     program: ir.Model = exported.program
     outputs = [v.name for v in program.graph.outputs]
     intermediates = expose_intermediates(program)
@@ -115,7 +217,8 @@ class OrtRunner:
     """An ONNX Runtime CPU session over an exported graph, returning every exposed value by name."""
 
     def __init__(self, graph: ExportedGraph, initializers: dict[str, np.ndarray] | None = None,
-                 optimization: str = "all", intra_op_threads: int = 0, defect: dict | None = None):
+                 optimization: str = "all", intra_op_threads: int = 0, defect: dict | None = None,
+                 disabled_optimizers: tuple[str, ...] = ()):
         model = graph.model
         if initializers or defect:
             model = with_initializers(model, initializers or {})
@@ -124,8 +227,10 @@ class OrtRunner:
 
             self.defect = inject(model, **defect)
         self.graph = graph
+        # ONNX Runtime ignores a name it does not know: a disabled pass is shown to matter only by what changes
+        extra = {"disabled_optimizers": list(disabled_optimizers)} if disabled_optimizers else {}
         self.session = ort.InferenceSession(model.SerializeToString(), session_options(optimization, intra_op_threads),
-                                            providers=["CPUExecutionProvider"])
+                                            providers=[PROVIDER], **extra)
         self.names = [o.name for o in self.session.get_outputs()]
 
     def run(self, inputs: dict[str, torch.Tensor]) -> dict[str, np.ndarray]:
@@ -154,3 +259,40 @@ def with_initializers(model: onnx.ModelProto, arrays: dict[str, np.ndarray]) -> 
             # np.ascontiguousarray would turn a 0-d array into shape (1,)
             tensor.CopyFrom(onnx.numpy_helper.from_array(np.array(arrays[tensor.name], order="C"), tensor.name))
     return swapped
+
+
+# The rules inside ONNX Runtime's level-1 rule-based transformer (`GenerateRewriteRules`, onnxruntime
+# core/optimizer/graph_transformer_utils.cc, 1.31): the session's log names the transformer, never its rules.
+# Each is a name `disabled_optimizers` takes; a name ORT does not know is ignored, so a pass is named only where
+# disabling it alone is measured to remove a difference.
+LEVEL1_RULES = ("EliminateIdentity", "EliminateSlice", "UnsqueezeElimination", "EliminateDropout",
+                "ExpandElimination", "CastElimination", "PreShapeNodeElimination", "NoopElimination", "DivMulFusion",
+                "FuseReluClip", "GemmSumFusion", "GemmTransposeFusion", "NotWhereFusion", "ConvAddFusion",
+                "ConvMulFusion", "ConvBNFusion", "Pad_Fusion", "LabelEncoderFusion")
+_MODIFIED = re.compile(r"GraphTransformer (\S+) modified: (\d+)")
+
+
+def ort_passes(model: onnx.ModelProto, optimization: str) -> list[str]:
+    """The named passes ONNX Runtime applies to `model` at `optimization` and that change it, from the session's
+    verbose log (written to the process's stderr, read back from a temporary file); a rule-based transformer
+    stands for its rules (`LEVEL1_RULES`)."""
+    options = session_options(optimization, 1)
+    options.log_severity_level, options.log_verbosity_level = 0, 1
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            ort.InferenceSession(model.SerializeToString(), options, providers=[PROVIDER])
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        log.seek(0)
+        text = log.read().decode(errors="replace")
+    found: list[str] = []
+    for name, modified in _MODIFIED.findall(text):
+        if int(modified) and name not in found:
+            found.append(name)
+    passes: list[str] = []
+    for name in found:
+        passes.extend(LEVEL1_RULES if name == "Level1_RuleBasedTransformer" else (name,))
+    return list(dict.fromkeys(passes))

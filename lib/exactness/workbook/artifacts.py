@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -70,6 +71,13 @@ class RunArtifacts:
         path = self._path("figures", name, ".png")
         with atomic_output(path) as temporary:
             figure.savefig(temporary, format="png", dpi=110, bbox_inches="tight")
+        return path
+
+    def script(self, name: str, code: str) -> Path:
+        """A Python script of the run's own (a reproduction to report upstream) under scripts/, its name made safe
+        for a file name (a builder's `module:function` included)."""
+        path = self._path("scripts", re.sub(r"[^\w.-]", "_", name), ".py")
+        write_atomically(path, code)
         return path
 
     def summary(self, **figures: Any) -> Path:

@@ -16,7 +16,9 @@ from typing import Any
 
 from exactness.compare.rates import binomial_two_sided_p, wilson_interval
 
-VERDICTS = ("reproduced", "differs", "not comparable", "new")
+# "fact": arithmetic any conforming machine gives (an IEEE 754 spacing): checked, never a reproduction, since no
+# measurement could have disagreed with it short of a broken float unit
+VERDICTS = ("reproduced", "differs", "not comparable", "new", "fact")
 DISPLAY_ID = "exactness-findings"
 SUMMARY_KEY = "findings"
 
@@ -80,6 +82,7 @@ STYLE = """
 .verdict-differs { background: #ffcdd2; color: #b71c1c; }
 .verdict-not-comparable { background: #e0e0e0; color: #424242; }
 .verdict-new { background: #bbdefb; color: #0d47a1; }
+.verdict-fact { background: #f5f5f5; color: #424242; border: 1px solid #bdbdbd; }
 """
 
 

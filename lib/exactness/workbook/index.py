@@ -104,6 +104,8 @@ VERDICT_MEANINGS = {
     "not comparable": "the investigation measured something else (another model, export, scale or threshold), or "
                       "too few seeds to tell: no verdict either way",
     "new": "the investigation measured nothing like it: ours alone",
+    "fact": "arithmetic (an IEEE 754 spacing) checked on this machine: it agrees with any figure that states it, so it "
+            "reproduces nothing",
 }
 
 

@@ -124,7 +124,7 @@ def test_batch_size_finding_says_nothing_changes_only_when_nothing_does():
     assert "changes nothing" in found.batch_size_finding(_table(5), 0).claim
     moved = found.batch_size_finding(_table(5, size_diff=1e-6), 2)
     assert "changes nothing" not in moved.claim and "2 code frames" in moved.claim and "rounding" not in moved.claim
-    assert "rounding only" in found.batch_size_finding(_table(5, size_diff=1e-6), 0).claim
+    assert "below the threshold at every position" in found.batch_size_finding(_table(5, size_diff=1e-6), 0).claim
 
 
 def test_audio_finding_explains_the_tail_by_the_decoders_reach_or_says_it_cannot():
@@ -240,8 +240,8 @@ def test_repair_finding_says_when_the_fix_does_not_restore_the_codes():
              "max_latent_diff_after": 2e-7, "latent_rms": 0.5}
     claim = found.repair_finding(fixed).claim
     assert "recompute its last 10 frames" in claim and "every frame (3 differed before)" in claim
-    assert "RMS: rounding" in claim
-    assert "above the rounding floor" in found.repair_finding({**fixed, "latent_rms": 1e-4}).claim
+    assert "below the threshold, 0.0001 of their RMS" in claim and "float32 ulps of it" in claim
+    assert "above the threshold" in found.repair_finding({**fixed, "latent_rms": 1e-4}).claim
     exact = found.repair_finding({**fixed, "max_latent_diff_after": 0.0}).claim
     assert exact.endswith("the latents bit-identical.") and "within 0" not in exact
     broken = found.repair_finding({**fixed, "code_frames_after": 2}).claim

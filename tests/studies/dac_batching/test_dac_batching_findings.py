@@ -55,3 +55,31 @@ def test_code_frames_are_counted_not_differenced():
 
 def test_odd_lengths_sit_the_given_samples_past_a_hop_multiple():
     assert found.odd_lengths(0.5, 1000, 64, [0, 1, 7]) == [448, 449, 455]
+
+
+def test_the_padding_claim_counts_every_changed_frame_and_states_the_threshold_in_ulps():
+    lengths = [800, 480]
+    table = _table(lengths)
+    pad = (table["clip"] == 1) & (table.cause == "padding")
+    table.loc[pad & (table.stage == "latent"), ["first_diff_from_end", "max_diff_before"]] = [2, 2.9e-6]
+    table = table.assign(any_diff_from_end=0, threshold=0.0, threshold_ulps=float("nan"))
+    table.loc[pad & (table.stage == "latent"), ["any_diff_from_end", "threshold", "threshold_ulps"]] = [3, 1e-5, 840.2]
+    curves = _curves(lengths)
+    curves[(1, "latent", "padding")][-3:] = torch.tensor([2.9e-6, 1e-3, 1e-3])
+    claim = found.padding_finding(table, 1, 3, curves=curves).claim
+    # frames below the threshold that still changed are counted, and the threshold is no "rounding floor"
+    assert "changes the last 3 latent frames" in claim and "the last 2 by more than 0.0001 of the latent's RMS, 840 "\
+        "float32 ulps of it; the 1 before those by up to 2.9e-06" in claim and "rounding" not in claim
+    # a frame below the threshold inside the tail: the count above it is said, not the tail's length
+    gap = {**curves, (1, "latent", "padding"): torch.cat([torch.zeros(57), torch.tensor([1e-3, 1e-6, 1e-3])])}
+    table.loc[pad & (table.stage == "latent"), ["first_diff_from_end", "any_diff_from_end"]] = [3, 3]
+    assert "2 by more than 0.0001 of the latent's RMS, 840 float32 ulps of it, all within the last 3" in \
+        found.padding_finding(table, 1, 3, curves=gap).claim
+    regions = found.reach_regions(table, curves, 1, 3)
+    latent = regions[regions.stage == "latent"].set_index("region")
+    assert (latent.loc["outside the reach", "differing"], latent.loc["within the reach", "differing"]) == (0, 3)
+    assert latent.loc["within the reach", "above_threshold"] == 2
+    assert "none differs of 57" in found.reach_regions_sentence(regions, 3)
+    curves[(1, "latent", "padding")][5] = 1e-7  # a frame the padding cannot reach: the table says so
+    regions = found.reach_regions(table, curves, 1, 3)
+    assert "1 differ, by up to 1.0e-07" in found.reach_regions_sentence(regions, 3)

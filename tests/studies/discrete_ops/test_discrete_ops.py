@@ -117,7 +117,13 @@ def test_a_planted_tie_flips_every_row_and_forcing_explains_every_output():
     assert by_output["scaled"].within_noise and not by_output["scaled"].reached_by_flip
     found = verdicts.verdict(_tables([result], cg), verdicts.RatePolicy(), reach=16.0)
     assert found.cause is verdicts.Cause.EXACT_TIE and found.exclude == ["picked"] and found.compare == ["scaled"]
-    assert found.verification.holds and found.verification.caught == found.verification.planted == 1
+    check_ = found.verification
+    assert check_.holds and check_.planted == 1  # `scaled`, 30 elements, on one seed
+    # 3 of 30 elements is 10%, over the test's 5% allowance: caught once moved clear of the tolerance; one NaN (1 of
+    # 30) is forgiven by that allowance: the count is a measurement, not all-or-nothing by construction
+    assert check_.caught["planted_few_10x"] == check_.caught["planted_few_100x"] == 1
+    assert check_.caught["planted_nan"] == 0 and check_.caught["planted_shift"] == 1
+    assert check_.smallest in ("3 elements off by 1x the tolerance", "3 elements off by 10x the tolerance")
 
 
 def test_a_planted_bug_is_a_defect_not_the_flip():

@@ -49,7 +49,10 @@ def _tables(outputs, seeds, margins, ops=OPS, screened=0):
 
 def test_an_output_beyond_the_float64_bound_is_a_defect_and_within_it_is_noise():
     quiet = _tables([_output(0, output="idx")], [_seed(0)], [_margin(0)], ops=OPS.iloc[:0])
-    assert verdicts.verdict(quiet, verdicts.RatePolicy(), 16.0).cause is verdicts.Cause.NOTHING_REACHES
+    found = verdicts.verdict(quiet, verdicts.RatePolicy(), 16.0)
+    assert found.cause is verdicts.Cause.NOTHING_REACHES
+    # "remove the skip" rests on what supports it, not on a rate from a handful of seeds
+    assert "remove the skip" in found.action and "no seed can flip" in found.action and "0.12 of the" in found.action
     failing = _tables([_output(0, output="idx")], [_seed(0, passed=False)], [], ops=OPS.iloc[:0])
     assert verdicts.verdict(failing, verdicts.RatePolicy(), 16.0).cause is verdicts.Cause.FLOAT_NOISE
     drifted = _tables([_output(0, ort_f64_err=1e-3, within_noise=False)], [_seed(0)], [], ops=OPS.iloc[:0])
@@ -76,6 +79,12 @@ def test_flips_at_exact_ties_and_within_reach_are_ties_and_beyond_reach_a_defect
     assert exact.cause is verdicts.Cause.EXACT_TIE and near.cause is verdicts.Cause.NEAR_TIE
     assert far.cause is verdicts.Cause.DEFECT and "beyond the 16 noise can reach" in far.proof
     assert exact.exclude == ["idx"] and exact.compare == ["y"]  # only the output the flip moved is left out
+    # a near-tie class whose flips include an exact tie says which seed, not "every failure a near-tie"
+    both = verdicts.verdict(_tables(reached * 2, [_seed(0, flipped=True), _seed(181, flipped=True)],
+                                    [_margin(0, 1, 3.0), _margin(181, 1, 0.0)]), verdicts.RatePolicy(), 16.0)
+    assert both.cause is verdicts.Cause.NEAR_TIE and "1 of the 2 flipped seeds on exact ties (0 ulps: seed 181)" in \
+        both.proof
+    assert "exact ties (0 ulps" not in near.proof
 
 
 def test_flips_that_move_no_output_beyond_the_tolerance_leave_every_output_compared():
@@ -112,6 +121,10 @@ def test_the_rate_is_wilsons_when_every_candidate_is_checked_and_bounded_by_the_
     capped = verdicts.estimate(2, 10, 40, 2000)
     assert (capped.low, capped.high) == pytest.approx((2 / 2000 * 40000, 32 / 2000 * 40000))
     assert capped.per == pytest.approx(8 / 2000 * 40000)
+    # its upper end counts every unchecked candidate as failing: said to be a worst case, never "95%"
+    assert capped.worst_case and not whole.worst_case
+    assert "worst case" in sections.rate_words(capped) and "95%" not in sections.rate_words(capped)
+    assert "95%" in sections.rate_words(whole) and "worst case" not in sections.rate_words(whole)
     # failures beyond reach only from their own sample (calibration seeds there)
     beyond = verdicts.estimate(0, 10, 10, 2000, outside=(1, 8), size_out=1990)
     assert beyond.per == pytest.approx(1990 / 8 / 2000 * 40000) and beyond.high > beyond.per > beyond.low > 0
@@ -204,7 +217,7 @@ def test_answers_and_findings_read_the_verdicts():
                                    [_margin(0, 1, 0.0)]), verdicts.RatePolicy(), 16.0)
     (answer,) = sections.answers(_result([tie]))
     assert answer.cause == "exact tie" and answer.exclude == ["idx"]
-    assert answer.rate.startswith("none in 1 seed (at most")
+    assert answer.rate.startswith("none in 1 seed (one-sided 95%: at most")
     found = findings.findings(_result([tie]))
     assert "1 exact tie" in found[0].claim
     assert np.isnan(verdicts.reach_ulps(float("nan"), 16.0, 4.0, float("nan")))
@@ -217,7 +230,7 @@ def test_a_screen_with_no_seed_in_reach_states_its_rate_over_every_screened_seed
                              verdicts.RatePolicy(), 16.0)
     (answer,) = sections.answers(_result([quiet]))
     assert quiet.failures.checked == 0 and quiet.failures.seeds == 2000
-    assert answer.rate == "none in 2,000 seeds (at most 1 in 522)", answer.rate
+    assert answer.rate == "none in 2,000 seeds (one-sided 95%: at most 1 in 668)", answer.rate
     shown = figures.failure_rates([quiet])
     assert [t.get_text() for t in shown.axes[0].get_yticklabels()] == [MODEL]
     plt.close(shown)
@@ -230,7 +243,8 @@ def test_none_is_said_of_the_checked_seeds_alone_where_seeds_that_could_fail_wer
     sampled = verdicts.estimate(0, 0, 0, 2000, sampled=(0, 40, 248))  # 40 of 248 exact ties checked
     assert sections.rate_words(sampled).startswith("none on 40 checked of 2,000 seeds (at most 1 in ")
     whole = verdicts.estimate(0, 100, 100, 2000)  # every seed within reach checked
-    assert sections.rate_words(whole) == "none in 2,000 seeds (at most 1 in 522)"
+    # the one bound the verdict itself uses (one-sided exact), not a second method for the same 0 of 2,000
+    assert sections.rate_words(whole) == "none in 2,000 seeds (one-sided 95%: at most 1 in 668)"
 
 
 def test_a_run_of_two_shape_modes_names_each_line_by_its_mode():
@@ -308,3 +322,82 @@ def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
     assert stated(counted=0, checked=8).startswith("No discrete op that can flip reaches an output")
     nothing = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, "no discrete op ...", "a")
     assert sections.flip_words(nothing) == ""  # its proof opens with it: said once
+
+
+def _planted_counts(ort: torch.Tensor, eager: torch.Tensor) -> OutputRow:
+    row = OutputRow(MODEL, "static", 0, "y", True, True)
+    check.compare_output(row, ort.numpy(), eager, None, 1e-3, 1e-3)
+    return row
+
+
+def test_graded_planted_defects_are_measured_against_the_tests_own_rule():
+    eager = torch.linspace(-1, 1, 100, dtype=torch.float32).reshape(4, 25)
+    row = _planted_counts(eager.clone(), eager)
+    # ORT equal to eager: moved by exactly the tolerance sits on its edge (the sum's rounding decides each one);
+    # by 10x none is close; one NaN is one element
+    assert 0 <= row.planted_few_1x <= 3
+    assert (row.planted_few_10x, row.planted_few_100x, row.planted_nan) == (3, 3, 1)
+    assert row.planted_shift == 100  # the neighbours differ by 0.02, beyond the tolerance
+    rows = frame([row], OutputRow)
+    # 3 or 1 of 100 elements is under the test's 5% allowance: even 100x the tolerance passes the rule
+    for column in ("planted_few_1x", "planted_few_10x", "planted_few_100x", "planted_nan"):
+        assert not verdicts.planted_defect_caught(rows, "y", column)
+    assert verdicts.planted_defect_caught(rows, "y", "planted_shift")
+    small = frame([_planted_counts(eager[:1, :20].clone(), eager[:1, :20])], OutputRow)  # 3 of 20 is 15%
+    assert verdicts.planted_defect_caught(small, "y", "planted_few_10x")
+    edge = int(small.planted_few_1x.iloc[0])
+    assert verdicts.planted_defect_caught(small, "y", "planted_few_1x") == (edge / 20 >= 0.05)
+    found = verdicts.verify(pd.concat([rows, small.assign(output="z")]), ["y", "z"])
+    assert found.planted == 2 and found.caught["planted_few_100x"] == 1 and found.smallest == ""
+    assert "3 elements off by 100x the tolerance on 1 of 2" in sections.catch_words(found)
+
+
+def test_an_integer_output_gets_no_planted_defect():
+    row = OutputRow(MODEL, "static", 0, "ids", False, True)
+    check.compare_output(row, np.array([1, 2, 3]), torch.tensor([1, 2, 3]), None, 1e-3, 1e-3)
+    assert row.planted_few_1x == row.planted_shift == -1
+    assert verdicts.verify(frame([row], OutputRow), ["ids"]).planted == 0
+
+
+def test_a_skip_reason_is_refuted_from_the_runs_own_rows():
+    from exactness import reference
+
+    no_random = pd.DataFrame({"category": ["argmax"], "node": ["n"]})
+    words = verdicts.refutation(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.NEAR_TIE, no_random, {"ArgMax"})
+    assert "no random op" in words and "1 discrete ops, none random" in words
+    drawn = pd.DataFrame({"category": ["random"], "node": ["r"]})
+    assert "no random op" not in verdicts.refutation(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.NEAR_TIE,
+                                                     drawn, {"ArgMax"})
+    assert verdicts.refutation(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.RANDOM_DRAW, drawn, set()) == ""
+    # the ops table refutes a random draw even where the flips leave the cause undecided
+    assert verdicts.reason_holds(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.UNDECIDED, set(),
+                                 no_random) is False
+    assert verdicts.reason_holds(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.UNDECIDED, set(), drawn) is None
+    assert "no random op" in verdicts.refutation(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.UNDECIDED,
+                                                 no_random, set())
+    tie = verdicts.refutation(reference.Claim(reference.EXACT_TIE, "ArgMax"), verdicts.Cause.DEFECT, no_random,
+                              set(), "no_op[2] Add(x, 0)")
+    assert "not a tie broken differently" in tie and "made by no_op[2] Add(x, 0)" in tie
+
+
+def test_the_summary_carries_each_defects_stage_pass_and_errors():
+    from exactness.studies.discrete_ops.localize import Localization
+
+    spot = Localization("BitModel", "static", 1, "embedder.pad", "optimization", stage="ORT", pass_name="Pad_Fusion",
+                        error_with=1.4e-3, error_without=1.1e-7, reproduces=True)
+    result = _result([])
+    result.localizations = pd.DataFrame([vars(spot)])
+    (defect,) = sections.summary(result, 3)["defects"].values()
+    assert defect == {"seed": 1, "stage": "ORT", "pass": "Pad_Fusion", "error_with": 1.4e-3, "error_without": 1.1e-7,
+                      "reproduces": True}
+    shown = sections.defects(result)
+    assert "made by ONNX Runtime pass Pad_Fusion (error from float64 0.0014 with it, 1.1e-07 without)" in shown.sentence
+
+
+def test_the_skip_reason_finding_says_why_each_refuted_reason_does_not_hold():
+    tapas = verdicts.ClassVerdict("TapasForQuestionAnswering", "static", verdicts.Cause.DEFECT, "p", "a",
+                                  skip_reason="tied", reason_holds=False, refutation="a defect, not a tie")
+    held = verdicts.ClassVerdict(MODEL, "static", verdicts.Cause.EXACT_TIE, "p", "a", skip_reason="tied",
+                                 reason_holds=True)
+    claim = findings.skip_reasons(_result([tapas, held])).claim
+    assert "holds for 1 of 2" in claim and "not for TapasForQuestionAnswering (a defect, not a tie)" in claim

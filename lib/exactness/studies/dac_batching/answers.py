@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from exactness.studies.dac_batching.findings import ROUNDING_FLOOR
+from exactness.studies.dac_batching.findings import ROUNDING_FLOOR, above_threshold, any_tail, split_words
 from exactness.workbook.answers import Answer, Columns
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
@@ -18,9 +18,11 @@ def _rows(table: pd.DataFrame, clip: int, cause: str) -> pd.DataFrame:
     return table[(table["clip"] == clip) & (table["cause"] == cause)].set_index("stage")
 
 
-def _changes(rows: pd.DataFrame, code_frames: int) -> str:
+def _changes(rows: pd.DataFrame, code_frames: int, curve=None) -> str:
     latent, audio = rows.loc["latent"], rows.loc["audio"]
-    return (f"last {count(int(latent.first_diff_from_end))} of {plural(int(latent.length), 'latent frame')}, "
+    moved, tail = any_tail(rows), int(latent.first_diff_from_end)
+    split = f" ({split_words(rows, curve)})" if moved != tail or (above_threshold(rows, curve) or tail) != tail else ""
+    return (f"last {count(moved)} of {plural(int(latent.length), 'latent frame')}{split}, "
             f"{plural(code_frames, 'code frame')}, last {plural(int(audio.first_diff_from_end), 'audio sample')}")
 
 
@@ -30,18 +32,19 @@ def answers(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: i
     pad = _rows(table, shortest, "padding")
     pad_codes = int((curves[(shortest, "codes", "padding")] > 0).sum())
     tail = int(pad.loc["latent", "first_diff_from_end"])
+    curve = curves.get((shortest, "latent", "padding"))
     if int(pad.loc["latent", "padded_by"]) == 0:
         found.append(Answer("alone against zero-padded", "exact", "nothing: the clips have one length, no padding",
                             "nothing", "every clip as long as the batch"))
     elif tail == 0 and not pad_codes:
         found.append(Answer("alone against zero-padded", "within rounding", "nothing: padding reaches no frame here",
-                            _changes(pad, pad_codes), f"below {ROUNDING_FLOOR:g} of the RMS everywhere"))
+                            _changes(pad, pad_codes, curve), f"below {ROUNDING_FLOOR:g} of the RMS everywhere"))
     else:
         repair = (f"recompute the last {count(repaired['tail_frames'])} frames from the clip alone: then "
                   f"{count(repaired['code_frames_after'])} code frames differ" if repaired is not None else
                   "recompute the last frames from the clip alone")
         found.append(Answer("alone against zero-padded", "padding", f"{repair} (or batch clips of equal length)",
-                            _changes(pad, pad_codes),
+                            _changes(pad, pad_codes, curve),
                             f"the changed frames lie within the last {count(one_side_frames)}, whose receptive field "
                             "reaches past the clip's end", verified=(repaired is not None
                                                                      and repaired["code_frames_after"] == 0)))

@@ -12,12 +12,44 @@ from __future__ import annotations
 
 import pandas as pd
 
+from exactness.compare.scale import float32_ulp
 from exactness.workbook.findings import Finding, count, significant
 
 REVIEW = ("the shorter clip of a two-clip batch did not match the clip run alone (the DAC integration-test fix, "
           "review by vasqu; "
           "DAC as used in Dia, no figure given)")
-ROUNDING_FLOOR = 1e-4  # the floor dac_batching._tail applies: below this fraction of the RMS is rounding
+# the threshold dac_batching._tail counts a position as changed above, a fraction of the RMS: hundreds of float32
+# ulps of it (`threshold_ulps`), so below it is small, not proven rounding
+ROUNDING_FLOOR = 1e-4
+
+
+def threshold_words(rows: pd.DataFrame, stage: str = "latent") -> str:
+    """The threshold in words, with its size in ulps where the table measured it."""
+    ulps = rows.loc[stage, "threshold_ulps"] if "threshold_ulps" in rows.columns else float("nan")
+    return f"{ROUNDING_FLOOR:g} of the {stage}'s RMS" + (f", {count(round(float(ulps)))} float32 ulps of it"
+                                                          if ulps == ulps else "")
+
+
+def above_threshold(rows: pd.DataFrame, curve, stage: str = "latent") -> int | None:
+    """How many positions differ by more than the threshold (None where the table or the curve lacks it): fewer
+    than the tail from the first such position, which may hold positions below it."""
+    if curve is None or "threshold" not in rows.columns:
+        return None
+    return int((curve.double() > float(rows.loc[stage, "threshold"])).sum())
+
+
+def split_words(rows: pd.DataFrame, curve, stage: str = "latent") -> str:
+    """The changed tail split at the threshold: how many exceed it, within how many from the end."""
+    tail, above = int(rows.loc[stage, "first_diff_from_end"]), above_threshold(rows, curve, stage)
+    if above is None or above == tail:
+        return f"the last {count(tail)} by more than {threshold_words(rows, stage)}"
+    return f"{count(above)} by more than {threshold_words(rows, stage)}, all within the last {count(tail)}"
+
+
+def any_tail(rows: pd.DataFrame, stage: str = "latent") -> int:
+    """How many positions at the end differ at all (by any amount); the threshold's tail where not measured."""
+    column = "any_diff_from_end" if "any_diff_from_end" in rows.columns else "first_diff_from_end"
+    return int(rows.loc[stage, column])
 
 
 def _rows(table: pd.DataFrame, clip: int, cause: str) -> pd.DataFrame:
@@ -29,31 +61,39 @@ def _outside_reach(curve, one_side_frames: int) -> float:
     return float(curve[: len(curve) - one_side_frames].max()) if len(curve) > one_side_frames else 0.0
 
 
-def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, repair_measured: bool = False) -> Finding:
+def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, repair_measured: bool = False,
+                    curves: dict | None = None) -> Finding:
     """The reviewers' question: does padding change the shorter clip, and is that explained by the receptive
     field? (A frame whose receptive field reaches past the clip's end reads, there, the padded run's layer
     outputs: computed from the zeros appended and, near the end, from the clip's own last samples, plus biases;
     the clip alone reads its layers' zero padding there instead. A network without biases differs too.)"""
     pad = _rows(table, shortest, "padding")
     tail, frames = int(pad.loc["latent", "first_diff_from_end"]), int(pad.loc["latent", "length"])
+    moved = any_tail(pad)
     largest = significant(pad.loc["latent", "max_diff_in_tail"])
-    ours = (f"last {count(tail)} of {count(frames)} latent frames differ (largest {largest}); "
-            f"receptive field reaches {count(one_side_frames)} frames")
-    if tail == 0:
+    curve = (curves or {}).get((shortest, "latent", "padding"))
+    ours = (f"last {count(moved)} of {count(frames)} latent frames differ, {split_words(pad, curve)} (largest "
+            f"{largest}); receptive field reaches {count(one_side_frames)} frames")
+    if tail == 0 and moved == 0:
         return Finding(claim="Padding changes no latent frame of the shorter clip here: batching matches the clip run "
                        "alone.", ours=ours, verdict="differs", source=REVIEW,
                        why="no frame changed at these lengths; the reviewers' clips and model differ")
-    if tail <= one_side_frames + 1:
-        claim = (f"Batching is not broken, it is padding: zero-padding changes only the last {count(tail)} latent "
-                 f"frames of the shorter clip, within the {count(one_side_frames)} whose receptive field reaches "
-                 "past its end; recompute those from the clip alone" + (" (measured below)" if repair_measured else "")
-                 + ", or run clips of unequal length alone.")
+    if max(tail, moved) <= one_side_frames + 1:
+        below = moved - tail
+        split = (split_words(pad, curve)
+                 + (f"; the {count(below)} before those by up to {significant(pad.loc['latent', 'max_diff_before'])}"
+                    if below > 0 else ""))
+        claim = (f"Batching is not broken, it is padding: zero-padding changes the last {count(moved)} latent "
+                 f"frames of the shorter clip ({split}), all within the {count(one_side_frames)} whose receptive "
+                 "field reaches past its end; recompute those from the clip alone"
+                 + (" (measured below)" if repair_measured else "") + ", or run clips of unequal length alone.")
         # why those frames: there the padded run's layers read the clip's last samples and the appended zeros
         # where the clip alone reads its layers' zero padding (biases add to it; without them it differs too)
         ours += "; there the padded run reads the appended zeros where the clip alone reads zero padding"
         return Finding(claim=claim, ours=ours, verdict="reproduced", source=REVIEW, evidence="tables/batching.parquet")
-    return Finding(claim=f"Padding changes the last {count(tail)} latent frames of the shorter clip, more than the "
-                   f"{count(one_side_frames)} frames the receptive field explains.", ours=ours, verdict="differs",
+    return Finding(claim=f"Padding changes the last {count(max(tail, moved))} latent frames of the shorter clip, more "
+                   f"than the {count(one_side_frames)} frames the receptive field explains.", ours=ours,
+                   verdict="differs",
                    source=REVIEW, why="unexplained: the tail is longer than the encoder's receptive field",
                    evidence="tables/batching.parquet")
 
@@ -70,7 +110,7 @@ def before_tail_finding(table: pd.DataFrame, curves: dict, shortest: int, one_si
     if unreached == 0:
         before = (f"are bit-identical outside the last {count(one_side_frames)} frames the padding can reach; inside "
                   "them but before the tail, they differ by at most "
-                  f"{significant(pad.loc['latent', 'max_diff_before'])} (below {ROUNDING_FLOOR:g} of the latent's RMS)")
+                  f"{significant(pad.loc['latent', 'max_diff_before'])} (below the threshold, {threshold_words(pad)})")
     else:
         before = (f"differ by at most {significant(unreached)} even outside the last {count(one_side_frames)} frames "
                   "the padding can reach (rounding: the padded input is longer, and its convolutions may sum in "
@@ -97,8 +137,11 @@ def batch_size_finding(table: pd.DataFrame, changed_code_frames: int) -> Finding
     else:
         # no position above the rounding floor (first_diff_from_end == 0) and no code changed: rounding only
         below_floor = bool((size.first_diff_from_end == 0).all())
-        rounding_only = below_floor and not changed_code_frames
-        rounding = f" (rounding only: below {ROUNDING_FLOOR:g} of the RMS)" if rounding_only else ""
+        small_only = below_floor and not changed_code_frames
+        ulps = latent.threshold_ulps.max() if "threshold_ulps" in latent.columns else float("nan")
+        rounding = (f" (below the threshold at every position: {ROUNDING_FLOOR:g} of the RMS"
+                    + (f", up to {count(round(float(ulps)))} float32 ulps of it" if ulps == ulps else "") + ")"
+                    if small_only else "")
         claim = (f"The batch size alone moves latents by up to {significant(moved)}{rounding} and changes "
                  f"{count(changed_code_frames)} code frames.")
     return Finding(claim=claim, ours=f"largest latent difference {significant(moved)}, "
@@ -224,6 +267,10 @@ def repair_finding(repaired: dict) -> Finding:
     before, after = repaired["code_frames_before"], repaired["code_frames_after"]
     largest = significant(repaired["max_latent_diff_after"])
     rounding = repaired["max_latent_diff_after"] < ROUNDING_FLOOR * repaired["latent_rms"]
+    rms = float(repaired["latent_rms"])
+    ulps = ROUNDING_FLOOR * rms / float(float32_ulp(rms)) if rms > 0 else float("nan")
+    threshold = f"{ROUNDING_FLOOR:g} of their RMS" + (f", {count(round(ulps))} float32 ulps of it" if ulps == ulps
+                                                        else "")
     ours = (f"{count(before)} code frames differ from the clip alone before, {count(after)} after recomputing the "
             f"last {tail} frames from {rerun} samples; latents after within {largest}")
     if after == 0:
@@ -231,9 +278,9 @@ def repair_finding(repaired: dict) -> Finding:
                  f"alone (its last {rerun} samples, the encoder's context included) and keep the batch's other "
                  f"frames: measured, the codes then equal the clip run alone in every frame ({count(before)} differed "
                  f"before), " + ("the latents bit-identical." if repaired["max_latent_diff_after"] == 0 else
-                                 f"the latents within {largest}" + (f" (below {ROUNDING_FLOOR:g} of their RMS: "
-                                                                    "rounding)." if rounding
-                                                                    else " (above the rounding floor).")))
+                                 f"the latents within {largest}" + (f" (below the threshold, {threshold})."
+                                                                    if rounding else
+                                                                    f" (above the threshold, {threshold}).")))
     else:
         claim = (f"Recomputing the last {tail} frames from the clip alone does NOT restore the clip's own codes: "
                  f"{count(after)} code frames still differ ({count(before)} before).")
@@ -266,7 +313,7 @@ def findings(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: 
                      if stage == "codes" and cause == "batch size")
     if equal_lengths(table):
         return [no_padding_finding(table), batch_size_finding(table, size_codes), hop_finding(dropped)]
-    return [padding_finding(table, shortest, one_side_frames, repaired is not None),
+    return [padding_finding(table, shortest, one_side_frames, repaired is not None, curves),
             before_tail_finding(table, curves, shortest, one_side_frames, padding_codes),
             batch_size_finding(table, size_codes),
             audio_finding(table, curves, shortest, hop, one_side_frames, decoder_left, windows_from, exact),
@@ -294,6 +341,34 @@ def reach_sentence(field: dict, measured: dict) -> str:
             f"{count(measured['left_samples'])} and {count(measured['right_samples'])} by float64 gradient"
             f"{' (the same)' if same else ''}: the padding after a clip reaches its last "
             f"{count(field['one_side_frames'])} frames of {count(field['hop'])} samples.")
+
+
+def reach_regions(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: int) -> pd.DataFrame:
+    """The shorter clip's latent and code frames by where they lie: outside the padding's reach (before the last
+    `one_side_frames`) and inside it, each with how many differ at all, how many above the threshold, and the
+    largest difference: the table a sentence about "outside the reach" reads."""
+    pad = _rows(table, shortest, "padding")
+    rows = []
+    for stage in ("latent", "codes"):
+        curve = curves[(shortest, stage, "padding")].double()
+        n = len(curve)
+        floor = float(pad.loc[stage, "threshold"]) if "threshold" in pad.columns else 0.0
+        for region, part in (("outside the reach", curve[: max(n - one_side_frames, 0)]),
+                             ("within the reach", curve[max(n - one_side_frames, 0):])):
+            rows.append({"stage": stage, "region": region, "frames": int(part.numel()),
+                         "differing": int((part > 0).sum()), "above_threshold": int((part > floor).sum()),
+                         "largest": float(part.max()) if part.numel() else 0.0})
+    return pd.DataFrame(rows)
+
+
+def reach_regions_sentence(regions: pd.DataFrame, one_side_frames: int) -> str:
+    latent = regions[regions.stage == "latent"].set_index("region")
+    out, inside = latent.loc["outside the reach"], latent.loc["within the reach"]
+    outside = ("none differs" if not out.differing else
+               f"{count(int(out.differing))} differ, by up to {significant(float(out.largest))}")
+    return (f"Outside the last {count(one_side_frames)} latent frames, which the padding reaches: {outside} of "
+            f"{count(int(out.frames))}; within them {count(int(inside.differing))} differ, "
+            f"{count(int(inside.above_threshold))} above the threshold.")
 
 
 def shortest_clip(clips) -> int:
@@ -334,5 +409,6 @@ def summary_values(table: pd.DataFrame, curves: dict, shortest: int, one_side_fr
     size_codes = int((curves[(shortest, "codes", "batch size")] > 0).sum())
     return {"receptive_field_frames": one_side_frames,
             "padding_tail_latent_frames": padding_tail(table, shortest, "latent"),
+            "padding_changed_latent_frames": any_tail(_rows(table, shortest, "padding")),
             "padding_tail_code_frames": padding_tail(table, shortest, "codes"),
             "batch_size_code_frames": size_codes, "max_dropped_samples": int(dropped.dropped_samples.max())}

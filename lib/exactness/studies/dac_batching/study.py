@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from exactness.compare.scale import float32_ulp
 from exactness.models import dac_chunks
 from exactness.models.dac_chunks import CHUNK_FRAMES
 
@@ -77,10 +78,16 @@ def _tail(a: torch.Tensor, b: torch.Tensor, relative_floor: float = 1e-4) -> dic
     `a`; exact inequality for codes), whether everything before that tail is bit-identical, and the largest
     difference before and inside the tail."""
     diff = (a.double() - b.double()).abs().reshape(-1, a.shape[-1]).max(dim=0).values
-    floor = 0.0 if not a.is_floating_point() else relative_floor * float(a.double().square().mean().sqrt())
+    rms = float(a.double().square().mean().sqrt()) if a.is_floating_point() else 0.0
+    floor = relative_floor * rms
     above = (diff > floor).nonzero().flatten()
     first = int(above.min()) if above.numel() else a.shape[-1]
+    moved = (diff > 0).nonzero().flatten()
+    # the threshold in float32 ulps of the RMS it is a fraction of: 1e-4 of it is hundreds of ulps, not rounding
+    ulps = floor / float(float32_ulp(rms)) if a.is_floating_point() and rms > 0 else math.nan
     return {"first_diff_from_end": a.shape[-1] - first,
+            "any_diff_from_end": a.shape[-1] - int(moved.min()) if moved.numel() else 0,
+            "threshold": floor, "threshold_ulps": ulps,
             "bit_identical_before": bool((diff[:first] == 0).all()),
             "max_diff_before": float(diff[:first].max()) if first else 0.0,
             "max_diff_in_tail": float(diff[first:].max()) if first < a.shape[-1] else 0.0}

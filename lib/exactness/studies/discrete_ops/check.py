@@ -300,6 +300,42 @@ def nonfinite_mismatch(a: np.ndarray, b: np.ndarray) -> int:
     return int(differ.sum())
 
 
+@dataclass(frozen=True)
+class Plant:
+    """A defect planted in ORT's values of one output, to measure what a comparison still catches."""
+
+    column: str  # the OutputRow field holding the rule's count of not-close elements with it planted
+    words: str
+    factor: float = 0.0  # for a few elements moved: by this many times the test's tolerance at each
+
+
+FEW = 3  # elements moved by a "few elements" defect, spread evenly over the flattened output
+# smallest first: a comparison's "smallest defect caught" is the first of these it catches on every checked pair
+PLANTS = (Plant("planted_few_1x", f"{FEW} elements off by 1x the tolerance", 1.0),
+          Plant("planted_few_10x", f"{FEW} elements off by 10x the tolerance", 10.0),
+          Plant("planted_few_100x", f"{FEW} elements off by 100x the tolerance", 100.0),
+          Plant("planted_nan", "one element NaN"),
+          Plant("planted_shift", "every element shifted by one index along the last axis"))
+
+
+def planted(plant: Plant, got: np.ndarray, wanted: np.ndarray, atol: float, rtol: float) -> np.ndarray:
+    """ORT's values (float64) with `plant` in them. A moved element goes away from eager's value by `factor`
+    times the tolerance there (atol + rtol * |eager|), beyond the distance it already has."""
+    values = np.array(got, dtype=np.float64, copy=True).reshape(wanted.shape)
+    flat, reference = values.reshape(-1), wanted.reshape(-1)
+    if not flat.size:
+        return values
+    if plant.factor:
+        at = np.unique(np.linspace(0, flat.size - 1, min(FEW, flat.size)).astype(int))
+        away = np.where(flat[at] >= reference[at], 1.0, -1.0)
+        flat[at] = flat[at] + away * plant.factor * (atol + rtol * np.abs(reference[at]))
+    elif plant.column == "planted_nan":
+        flat[0] = np.nan
+    else:
+        values = np.roll(values, 1, axis=-1) if values.ndim else values
+    return values
+
+
 def compare_output(row: OutputRow, produced: np.ndarray, eager: torch.Tensor, reference: torch.Tensor | None,
                    atol: float, rtol: float) -> None:
     """Fill `row`: eager against ORT, and both against the float64 reference with the noise bound."""
@@ -315,6 +351,12 @@ def compare_output(row: OutputRow, produced: np.ndarray, eager: torch.Tensor, re
     # `assert_close` applies the test's atol and rtol to integers too, and counts NaN against NaN as a mismatch
     close = torch.isclose(actual, eager.detach().to(torch.float64), rtol=rtol, atol=atol, equal_nan=False)
     row.rule_mismatched = int((~close).sum()) if row.same_dtype else int(wanted.size)
+    if row.same_dtype and row.floating:
+        expected = eager.detach().to(torch.float64)
+        for plant in PLANTS:
+            moved = torch.from_numpy(planted(plant, actual.numpy(), wanted, atol, rtol))
+            setattr(row, plant.column, int((~torch.isclose(moved, expected, rtol=rtol, atol=atol,
+                                                           equal_nan=False)).sum()))
     got = got.astype(np.float64)
     row.nonfinite_mismatch = nonfinite_mismatch(got, wanted)
     diff = np.abs(got - wanted)

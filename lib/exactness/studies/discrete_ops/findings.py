@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from exactness import reference
 from exactness.studies.discrete_ops import verdicts as v
-from exactness.studies.discrete_ops.sections import plural
+from exactness.studies.discrete_ops.check import PLANTS
+from exactness.studies.discrete_ops.sections import catch_words, made_by, plural
 from exactness.studies.discrete_ops.study import Result
 from exactness.workbook.findings import Finding, count, rate_text, rate_verdict
 
@@ -37,7 +38,8 @@ def defects(result: Result) -> Finding | None:
     if not found:
         return None
     return Finding(f"{plural(len(found), 'defect')}, not ties or noise: "
-                   + "; ".join(f"{x.model} (starts at {x.where.split(':')[0] or 'an unlocalized place'})"
+                   + "; ".join(f"{x.model} (starts at {x.where.split(':')[0] or 'an unlocalized place'}"
+                               + (f", made by {made_by(x.stage, x.pass_name)}" if x.stage else "") + ")"
                                for x in found) + ".",
                    f"{len(found)} localized", "new", evidence="answers table, localizations table")
 
@@ -49,8 +51,12 @@ def skip_reasons(result: Result) -> Finding | None:
     wrong = [x for x in skipped if x.reason_holds is False]
     holds = [x for x in skipped if x.reason_holds]
     return Finding(f"The export test's stated reason holds for {count(len(holds))} of {count(len(skipped))} skipped "
-                   "classes" + (f"; not for {', '.join(x.model for x in wrong)}" if wrong else "") + ".",
+                   "classes" + (f"; not for {'; '.join(_refuted(x) for x in wrong)}" if wrong else "") + ".",
                    f"{len(holds)} of {len(skipped)}", "new", evidence="verdicts table, reason beside cause")
+
+
+def _refuted(verdict: v.ClassVerdict) -> str:
+    return verdict.model + (f" ({verdict.refutation})" if verdict.refutation else "")
 
 
 def verification(result: Result) -> Finding | None:
@@ -58,12 +64,15 @@ def verification(result: Result) -> Finding | None:
     if not changed:
         return None
     held = [x for x in changed if x.verification.holds]
-    caught = sum(x.verification.caught for x in changed)
-    planted = sum(x.verification.planted for x in changed)
+    total = v.Verification(planted=sum(x.verification.planted for x in changed),
+                           caught={p.column: sum(x.verification.caught.get(p.column, 0) for x in changed)
+                                   for p in PLANTS})
+    smallest = "; ".join(f"{x.model}: {x.verification.smallest or 'none of them'}" for x in changed
+                         if x.verification.planted)
     return Finding(f"Comparing only the outputs no flip moves passes the export test's rule on every checked seed in "
-                   f"{len(held)} of {plural(len(changed), 'tie class', 'tie classes')}, and catches {count(caught)} of "
-                   f"{plural(planted, 'planted defect')}.", f"{len(held)} of {len(changed)} verified", "new",
-                   evidence="verdicts table, columns verified and planted")
+                   f"{len(held)} of {plural(len(changed), 'tie class', 'tie classes')}. {catch_words(total)}"
+                   + (f" By class: {smallest}." if smallest else ""), f"{len(held)} of {len(changed)} verified", "new",
+                   evidence="verdicts table, columns verified, planted, caught_*")
 
 
 def seed_class_rate(result: Result) -> Finding | None:

@@ -5,7 +5,11 @@ Both sides run with every module's output exposed (ORT: the graph exporting ever
 choices forced. Walking the modules in the graph's order, the first one where ORT's output holds a non-finite
 value that eager's does not, or errs from the float64 reference by more than `check.NOISE_FACTOR` times eager's
 own error there, is where the defect starts. For a non-finite value, the graph is run once more exposing every
-node's output, and the first node that makes one from finite inputs is named with its inputs' ranges.
+node's output, and the first node that makes one from finite inputs is named with its inputs' ranges; where
+that node's traced call (its metadata) reads a value the graph no longer computes, the missing value is named
+(`stages.missing_inputs`). Then the pipeline's stages are switched in turn (`stages.locate`): the first stage
+whose removal removes the defect, and within it the exporter's rule or ONNX Runtime's pass, with the error
+from float64 with and without it and, for a known pass, a plain reproduction run here (`reproductions`).
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import torch
 from exactness.runtimes import discrete_recorder, onnx_graph
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED, _tensors
 from exactness.runtimes.export_cache import ExportCache
-from exactness.studies.discrete_ops import check
+from exactness.studies.discrete_ops import check, reproductions, stages
 
 
 @dataclass
@@ -37,13 +41,42 @@ class Localization:
     eager_err: float = float("nan")  # at that module: max |eager - float64|
     ort_err: float = float("nan")  # max |ORT - float64| (finite elements)
     bound: float = float("nan")  # NOISE_FACTOR x max(eager's error, one ulp of the output's scale)
+    missing: str = ""  # the value the node's traced call reads that the graph no longer computes, in words
+    stage: str = ""  # the pipeline stage that makes it (`stages.Stage` value), "" when not located
+    pass_name: str = ""  # the exporter's rule or ORT's pass whose removal alone removes it
+    error_with: float = float("nan")  # the error from float64 of the worst output, full pipeline
+    error_without: float = float("nan")  # the same without the named pass (or the stage)
+    nonfinite_with: int = 0
+    nonfinite_without: int = 0
+    stage_proof: str = ""  # the stage's proof in words
+    remedy: str = ""  # what to do about the stage
+    trials: int = 0  # pipeline configurations measured
+    exports: int = 0  # of them, distinct exports
+    reproduction: str = ""  # plain torch/ONNX code that shows the pass alone
+    reproduces: bool | None = None  # whether running it here showed the pass's effect (None: no reproduction)
+    reproduction_output: str = ""
 
     @property
     def where(self) -> str:
         """Where it starts, in words: the module (or the model's own forward), the node, and what shows it."""
         place = self.module or "the model's own forward"
         node = f", {self.op_type} {self.node}" if self.node else ""
-        return f"{place}{node}: {self.detail}"
+        missing = f"; {self.missing}" if self.missing else ""
+        made = f"; made by {self.stage_proof}" if self.stage else (f"; {self.stage_proof}" if self.stage_proof else "")
+        return f"{place}{node}: {self.detail}{missing}{made}"
+
+    def add_stage(self, proof: stages.StageProof) -> None:
+        self.stage = proof.stage.value if proof.stage is not stages.Stage.NOT_SHOWN else ""
+        self.pass_name, self.stage_proof, self.remedy = proof.pass_name, proof.words(), proof.action()
+        self.trials, self.exports = len(proof.trials), proof.exports
+        if proof.with_pass is not None:
+            self.error_with, self.nonfinite_with = proof.with_pass.error, proof.with_pass.nonfinite
+        if proof.without_pass is not None:
+            without = proof.without_pass.at(proof.with_pass.output) if proof.with_pass else proof.without_pass
+            self.error_without, self.nonfinite_without = without.error, without.nonfinite
+        if proof.reproduction is not None:
+            self.reproduction, self.reproduces = proof.reproduction.code, proof.reproduction.reproduces
+            self.reproduction_output = proof.reproduction.detail
 
 
 def module_outputs(model: torch.nn.Module, inputs: dict, force: dict | None = None) -> dict[str, np.ndarray]:
@@ -112,6 +145,37 @@ def first_nonfinite_node(graph: onnx.ModelProto, initializers: dict | None, inpu
 
 def localize(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, cache: ExportCache,
              output: str = "") -> Localization:
+    """The first module where ORT departs from the float64 reference on `seed`, the stage of the pipeline that
+    makes it, and a missing value the first non-finite node's traced call reads."""
+    found = place(cg, seed, built, inputs, cache, output)
+    dynamic = cg.task.shape_mode == "dynamic"
+    if found.node:
+        try:  # the unoptimized graph only says how the missing value was computed: without it, the rest stands
+            unoptimized = cache.export(built, inputs, dynamic, onnx_graph.ExportOptions(optimize=False)).graph.model
+        except Exception:
+            unoptimized = None
+        missing = stages.missing_inputs(cg.bare, found.node, unoptimized)
+        found.missing = str(missing) if missing else ""
+    raw, records = discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED)
+    eager = {k: v.detach().double().numpy() for k, v in check.flatten_outputs(raw).items() if v.is_floating_point()}
+    reference, _ = check._float64_reference(built, inputs, records)
+    if reference is None:
+        found.stage_proof = "no stage located: no float64 reference to measure each configuration against"
+        return found
+    wide = {k: v.detach().double().numpy() for k, v in reference.items() if v.is_floating_point()}
+    try:
+        proof = stages.locate(stages.Measure(built, inputs, dynamic, cache, eager, wide))
+    except Exception as error:  # the place found above stands; only the stage is not named, and that is said
+        found.stage_proof = (f"no stage located: switching the pipeline failed ({type(error).__name__}: "
+                             f"{' '.join(str(error).split())[:200]})")
+        return found
+    proof.reproduction = reproductions.run(proof.stage, proof.pass_name)
+    found.add_stage(proof)
+    return found
+
+
+def place(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, cache: ExportCache,
+          output: str = "") -> Localization:
     """The first module where ORT departs from the float64 reference on `seed`."""
     task = cg.task
     graph, bare, initializers = cg.full, cg.bare, None

@@ -14,7 +14,7 @@ import pandas as pd
 from exactness.models import tiny_subjects
 from exactness.models.names import ClassTask
 from exactness.studies.discrete_ops import verdicts as v
-from exactness.studies.discrete_ops.check import NOISE_FACTOR
+from exactness.studies.discrete_ops.check import NOISE_FACTOR, PLANTS
 from exactness.studies.discrete_ops.study import Result
 from exactness.workbook.answers import Answer
 from exactness.workbook.findings import count, one_in, significant
@@ -32,21 +32,34 @@ def plural(n: int, word: str, many: str | None = None) -> str:
 
 
 def rate_words(estimate: v.Estimate | None) -> str:
-    """'on every seed', 'none in 2,000 seeds (at most 1 in 522)', 'none on 150 checked of 2,000 seeds (at most
-    1 in 1.8)', '1 in 2,700 (95% 1 in 9,000 to 1 in 800)'. The rate is over every seed it counts, the screened
-    ones where a screen ran (one with no seed within reach of a flip checks none of them); where seeds that
-    could fail were left unchecked, "none" is said of the checked ones alone."""
+    """'on every seed', 'none in 2,000 seeds (one-sided 95%: at most 1 in 668)', 'none on 150 checked of
+    2,000 seeds (at most 1 in 1.8, a worst case)', '1 in 2,700 (95% 1 in 9,000 to 1 in 800)'. The rate is over
+    every seed it counts, the screened ones where a screen ran (one with no seed within reach of a flip checks
+    none of them); where seeds that could fail were left unchecked, "none" is said of the checked ones alone.
+    A count of none is bounded as the rate verdicts bound it (`RatePolicy`), so one 0 of N has one bound."""
     if estimate is None or not estimate.seeds:
         return "not measured"
     if estimate.per >= v.PER * 0.999:
         return "on every seed"
     if estimate.per == 0:
+        if estimate.exact:  # the one-sided exact bound a rate verdict uses (`RatePolicy`): one method per answer
+            at_most = one_in(v.RatePolicy().upper_bound(estimate.seeds))
+            return f"none in {plural(estimate.seeds, 'seed')} (one-sided 95%: at most {at_most})"
         at_most = one_in(estimate.high / v.PER)
-        if estimate.exact:
-            return f"none in {plural(estimate.seeds, 'seed')} (at most {at_most})"
-        return f"none on {count(estimate.checked)} checked of {plural(estimate.seeds, 'seed')} (at most {at_most})"
-    return (f"{one_in(estimate.per / v.PER)} (95% {one_in(estimate.low / v.PER) if estimate.low else '0'} to "
-            f"{one_in(estimate.high / v.PER)})")
+        worst = ", a worst case" if estimate.worst_case else ""
+        return (f"none on {count(estimate.checked)} checked of {plural(estimate.seeds, 'seed')} (at most "
+                f"{at_most}{worst})")
+    return f"{one_in(estimate.per / v.PER)} ({interval_words(estimate)})"
+
+
+def interval_words(estimate: v.Estimate) -> str:
+    """An estimate's range, named by how it was made: Wilson's 95% interval, or, where seeds within reach were
+    left unchecked, from the events found to those plus every unchecked one (a worst case, not a 95% bound)."""
+    low = one_in(estimate.low / v.PER) if estimate.low else "0"
+    if estimate.worst_case:
+        return (f"from {low} to {one_in(estimate.high / v.PER)}, the upper end a worst case: every seed within reach "
+                "left unchecked counted as failing")
+    return f"95% {low} to {one_in(estimate.high / v.PER)}"
 
 
 def flip_words(verdict: v.ClassVerdict) -> str:
@@ -67,9 +80,22 @@ def flip_words(verdict: v.ClassVerdict) -> str:
     if e.per >= v.PER * 0.999:
         rate = "on every seed"
     else:
-        rate = (f"{one_in(e.per / v.PER)} (95% {one_in(e.low / v.PER) if e.low else '0'} to "
-                f"{one_in(e.high / v.PER)})")
+        rate = f"{one_in(e.per / v.PER)} ({interval_words(e)})"
     return f"Flips {rate}, from {seen}{ties}{checked}."
+
+
+def catch_words(verification: v.Verification) -> str:
+    """What the compared outputs' rule still catches, measured with each defect of `check.PLANTS` planted in one
+    compared output at a time on every checked seed ("" when nothing was planted)."""
+    n = verification.planted
+    if not n:
+        return ""
+    counts = "; ".join(f"{plant.words} on {count(verification.caught.get(plant.column, 0))} of {count(n)}"
+                       for plant in PLANTS)
+    smallest = (f"the smallest few-element defect caught on every pair: {verification.smallest}"
+                if verification.smallest else "no few-element defect is caught on every pair")
+    return (f"Planted in one compared output at a time ({plural(n, 'seed-output pair')}), the export test's rule "
+            f"catches {counts}; {smallest}.")
 
 
 def _sentence(text: str) -> str:
@@ -91,7 +117,10 @@ def answers(result: Result) -> list[Answer]:
         found.append(Answer(
             subject(verdict, result.verdicts), verdict.cause.value, verdict.action, rate_words(failures),
             " ".join(part for part in (flip_words(verdict), _sentence(verdict.proof),
-                                       f"Starts at {verdict.where}." if verdict.where else "") if part),
+                                       catch_words(verdict.verification) if verdict.exclude else "",
+                                       f"Starts at {verdict.where}." if verdict.where else "",
+                                       _sentence(f"the skip's stated reason does not hold: {verdict.refutation}")
+                                       if verdict.refutation else "") if part),
             verdict.compare,
             verdict.exclude, verdict.where, failures.per if failures else None, failures.low if failures else None,
             failures.high if failures else None, verdict.verification.holds))
@@ -179,13 +208,35 @@ def noise(result: Result) -> Section:
                           + (f"; beyond it: {', '.join(beyond.model)}." if len(beyond) else "."))
 
 
+def made_by(stage: str, pass_name: str) -> str:
+    """The stage and pass that make a defect, in words ("" when no stage was located)."""
+    if pass_name:
+        return f"{'onnxscript rule' if 'exporter' in stage else 'ONNX Runtime pass'} {pass_name}"
+    return stage
+
+
 def defects(result: Result) -> Section:
+    """Each defect's place, the stage and pass that make it with the errors from float64 with and without it,
+    and the reproduction the run wrote and ran (`extra["reproductions"]`: (class, pass, code, sentence))."""
     table = result.localizations
     if not len(table):
         return Section(table, "")
-    return Section(table, f"{plural(len(table), 'defect')} localized: " + "; ".join(
-        f"{r.model} at {r.module or (r.op_type + ' ' + r.node) or 'no single place'}" for r in table.itertuples())
-        + ".")
+    parts, reproductions, rows = [], [], []
+    for r in table.itertuples():
+        place = r.module or (f"{r.op_type} {r.node}" if r.node else "") or "no single place"
+        made = made_by(getattr(r, "stage", ""), getattr(r, "pass_name", ""))
+        rows.append({"model": r.model, "seed": r.seed, "place": place,
+                     "shows": r.detail + (f"; {r.missing}" if r.missing else ""), "made_by": made or "not located",
+                     "error_with": r.error_with, "error_without": r.error_without, "remedy": r.remedy})
+        errors = (f" (error from float64 {r.error_with:.3g} with it, {r.error_without:.3g} without)"
+                  if made and r.error_with == r.error_with else "")
+        parts.append(f"{r.model} at {place}" + (f", made by {made}{errors}" if made else ""))
+        if getattr(r, "reproduction", ""):
+            verdict = "reproduces" if r.reproduces else "does not reproduce"
+            reproductions.append((r.model, r.pass_name, r.reproduction,
+                                  f"Run here, this reproduction of {r.pass_name} {verdict}: {r.reproduction_output}."))
+    return Section(pd.DataFrame(rows), f"{plural(len(table), 'defect')} localized: " + "; ".join(parts) + ".",
+                   {"reproductions": reproductions})
 
 
 def flips(result: Result) -> Section:
@@ -211,5 +262,11 @@ def verdicts(result: Result) -> Section:
 
 def summary(result: Result, n_seeds: int) -> dict:
     """summary.json's discrete-ops entries beside the answers: the classes, seeds asked, each class's cause."""
+    table = result.localizations
+    defects = {r.model: {"seed": int(r.seed), "stage": r.stage, "pass": r.pass_name,
+                         "error_with": float(r.error_with), "error_without": float(r.error_without),
+                         "reproduces": None if r.reproduces is None or r.reproduces != r.reproduces
+                         else bool(r.reproduces)}
+               for r in table.itertuples()} if len(table) and "stage" in table else {}
     return {"classes": len(result.verdicts), "seeds": int(n_seeds),
-            "causes": {x.model: x.cause.value for x in result.verdicts}}
+            "causes": {x.model: x.cause.value for x in result.verdicts}, "defects": defects}

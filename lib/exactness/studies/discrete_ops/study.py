@@ -593,8 +593,8 @@ def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graph
                 spot = localize.Localization(task.model, task.shape_mode, seed, "", "not localized",
                                              detail=f"{type(error).__name__}: {' '.join(str(error).split())[:300]}")
             localizations.append(spot)
-            where = spot.where
-            first = verdicts_of.verdict(mine, settings.policy, reach, where)
+            first = verdicts_of.verdict(mine, settings.policy, reach, spot.where, spot.remedy, spot.stage,
+                                        spot.pass_name)
         found.append(_as_stated(first, mine, settings.transformers_tests))
     return found, pd.DataFrame([vars(s) for s in localizations])
 
@@ -615,5 +615,6 @@ def _as_stated(found: verdicts_of.ClassVerdict, tables: verdicts_of.ClassTables,
     found.skip_reason = stated.reason
     found.claim = " ".join(part for part in (str(stated.claim or ""), f"(scope {stated.scope})" if stated.scope else "")
                            if part)
-    found.reason_holds = verdicts_of.reason_holds(stated.claim, found.cause, flipped)
+    found.reason_holds = verdicts_of.reason_holds(stated.claim, found.cause, flipped, ops)
+    found.refutation = verdicts_of.refutation(stated.claim, found.cause, ops, flipped, found.pass_name)
     return found

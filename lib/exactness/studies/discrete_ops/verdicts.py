@@ -28,7 +28,7 @@ from exactness import reference
 from exactness.compare.export_rule import ALLOWED_FRACTION
 from exactness.compare.rates import RatePolicy, wilson_interval
 from exactness.models import tiny_subjects
-from exactness.studies.discrete_ops.check import NOISE_FACTOR
+from exactness.studies.discrete_ops.check import NOISE_FACTOR, PLANTS
 
 PER = 40_000  # failures are stated per this many seeds: the seed investigation's scale
 
@@ -61,9 +61,13 @@ class Estimate:
     checked: int
     seeds: int  # the seeds the rate is over: every screened seed (or, unscreened, every checked one)
     exact: bool  # every seed where an event can happen was checked: the count is the seeds', not a sample's
+    # seeds within reach were left unchecked: the upper end counts every one of them as an event (a worst case,
+    # not a confidence bound)
+    worst_case: bool = False
 
     def __str__(self) -> str:
-        return f"{self.per:.3g} per {PER:,} (95% {self.low:.3g} to {self.high:.3g})"
+        span = "from" if self.worst_case else "95%"
+        return f"{self.per:.3g} per {PER:,} ({span} {self.low:.3g} to {self.high:.3g})"
 
 
 def estimate(k_in: int, checked_in: int, size_in: int, total: int,
@@ -99,7 +103,8 @@ def estimate(k_in: int, checked_in: int, size_in: int, total: int,
         w_low, w_high = wilson_interval(k, n)
         point, low, high = point + size_out * k / n, low + size_out * w_low, high + size_out * w_high
     return Estimate(PER * point / total, PER * low / total, PER * min(high / total, 1.0),
-                    k_in + k_s + (outside or (0, 0))[0], checked_in + n_s + (outside or (0, 0))[1], total, False)
+                    k_in + k_s + (outside or (0, 0))[0], checked_in + n_s + (outside or (0, 0))[1], total, False,
+                    unchecked > 0)
 
 
 def rule_passes(rows: pd.DataFrame) -> bool:
@@ -113,25 +118,37 @@ def rule_passes(rows: pd.DataFrame) -> bool:
     return True
 
 
-def planted_defect_caught(rows: pd.DataFrame, output: str) -> bool:
-    """Whether the rule over `rows` fails when `output` is wrong in every element (a planted defect)."""
+def planted_defect_caught(rows: pd.DataFrame, output: str, column: str = "") -> bool:
+    """Whether the rule over `rows` fails with a defect planted in `output`: the rule's count of not-close elements
+    there with the defect in it (`column`, one of `check.PLANTS`), or, without one, every element wrong."""
     planted = rows.copy()
-    planted.loc[planted.output == output, "rule_mismatched"] = planted.loc[planted.output == output, "numel"]
+    mine = planted.output == output
+    planted.loc[mine, "rule_mismatched"] = planted.loc[mine, column] if column else planted.loc[mine, "numel"]
     return not rule_passes(planted)
 
 
 @dataclass
 class Verification:
-    """The recommended test change, run on this run's own checked seeds."""
+    """The recommended test change, run on this run's own checked seeds: whether the rule passes over the compared
+    outputs, and which planted defects (`check.PLANTS`, one output at a time) it still catches."""
 
     seeds: int = 0
     passes: int = 0  # seeds on which the rule passes over the compared outputs
-    planted: int = 0  # (seed, compared output) pairs with a planted defect
-    caught: int = 0
+    planted: int = 0  # (seed, compared floating output) pairs, each planted with every defect in turn
+    caught: dict[str, int] = field(default_factory=dict)  # per plant (its column), the pairs where the rule fails
 
     @property
     def holds(self) -> bool:
-        return self.seeds > 0 and self.passes == self.seeds and self.caught == self.planted
+        """The change passes on every checked seed (what it catches is measured beside it, `smallest`)."""
+        return self.seeds > 0 and self.passes == self.seeds
+
+    @property
+    def smallest(self) -> str:
+        """The smallest few-element defect caught on every pair ("" when none is)."""
+        for plant in PLANTS:
+            if plant.factor and self.planted and self.caught.get(plant.column, 0) == self.planted:
+                return plant.words
+        return ""
 
 
 @dataclass
@@ -161,6 +178,9 @@ class ClassVerdict:
     seeds_needed: int = 0
     defect_seed: int | None = None  # the seed whose rows prove the defect (and where it is localized)
     defect_output: str = ""  # the output that shows it
+    stage: str = ""  # a defect's pipeline stage (`stages.Stage` value), "" when not located
+    pass_name: str = ""  # the exporter's rule or ORT's pass whose removal alone removes the defect
+    refutation: str = ""  # why the skip's stated reason does not hold, from this run's rows ("" when it holds)
 
 
 def stated_reason(model: str) -> tuple[str, reference.Claim | None]:
@@ -172,10 +192,22 @@ def stated_reason(model: str) -> tuple[str, reference.Claim | None]:
     return reason, claim
 
 
-def reason_holds(claim: reference.Claim | None, cause: Cause, flipped_ops: set[str]) -> bool | None:
+def no_random_op(claim: reference.Claim | None, ops: pd.DataFrame | None) -> bool:
+    """A random-draw claim against a graph the scan found no random op in: refuted by the ops table alone,
+    whatever the flips decide."""
+    return (claim is not None and claim.cause == reference.RANDOM_DRAW and ops is not None
+            and not (len(ops) and (ops.category == "random").any()))
+
+
+def reason_holds(claim: reference.Claim | None, cause: Cause, flipped_ops: set[str],
+                 ops: pd.DataFrame | None = None) -> bool | None:
     """Whether the measured cause bears out the reason's claim; None when the class is not skipped or the
-    cause is undecided."""
-    if claim is None or cause in (Cause.UNDECIDED, Cause.NO_EXPORT):
+    cause is undecided (a random draw claimed where `ops`, the class's scanned graph, has none: False)."""
+    if claim is None or cause is Cause.NO_EXPORT:
+        return None
+    if no_random_op(claim, ops):
+        return False
+    if cause is Cause.UNDECIDED:
         return None
     if CLAIMED.get(cause) != claim.cause:
         return False
@@ -296,7 +328,24 @@ def changed_by_flips(outputs: pd.DataFrame) -> list[str]:
     return sorted(set(moved.output)) if len(moved) else []
 
 
-def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -> ClassVerdict:
+def refutation(claim: reference.Claim | None, cause: Cause, ops: pd.DataFrame, flipped_types: set[str],
+               pass_name: str = "") -> str:
+    """Why the skip's claim does not hold, from the run's own rows ("" when it holds or nothing was claimed)."""
+    if claim is None or reason_holds(claim, cause, flipped_types, ops) is not False:
+        return ""
+    made = f", made by {pass_name}" if pass_name else ""
+    if no_random_op(claim, ops):
+        return (f"the skip claims a random draw, but its graph has no random op (ops table: {len(ops)} discrete "
+                f"ops, none random); measured: {cause.value}{made}")
+    if claim.cause in (reference.EXACT_TIE, reference.NEAR_TIE) and cause is Cause.DEFECT:
+        return (f"the skip claims {claim} that ORT breaks another way, but what ORT computes there is a defect, not a "
+                f"tie broken differently{made}")
+    return f"the skip claims {claim}; measured: {cause.value}{made}"
+
+
+def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", remedy: str = "",
+            stage: str = "", pass_name: str = "") -> ClassVerdict:
+    """`where`, `remedy`, `stage`, `pass_name`: a defect's localization (`localize.Localization`)."""
     model, mode = t.graph.model, t.graph.shape_mode
     reason, claim = stated_reason(model)
     base = dict(skip_reason=reason, claim=str(claim or ""))
@@ -345,8 +394,8 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
         proof = defect.proof + (f"; the export test's rule passes on {passing} of {plural(len(seeds), 'checked seed')}"
                                 " all the same" if passing else "")
         common.update(defect_seed=defect.seed, defect_output=defect.output)
-        action = ("a bug, not a flaky comparison: keep (or restore) the value check; it starts at "
-                  f"{where or 'a place not localized'}")
+        action = ("a bug, not a flaky comparison: keep (or restore) the value check; "
+                  + (remedy or f"it starts at {where or 'a place not localized'}"))
         compare, exclude = outputs, []
     elif len(counted_ops) and (counted_ops.category == "random").any():
         cause = Cause.RANDOM_DRAW
@@ -364,11 +413,17 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
         exact = bool((flipped_rows.flipped_margin_ulps == 0).all())
         cause = Cause.EXACT_TIE if exact else Cause.NEAR_TIE
         largest = float(flipped_rows.flipped_margin_ulps.max())
+        # a seed whose every flip sat on an exact tie is one, even in a near-tie class: said, not folded in
+        tied = flipped_rows.groupby("seed").flipped_margin_ulps.max()
+        tied_seeds = sorted(int(seed) for seed in tied.index[tied == 0])
+        ties_words = (f"; {len(tied_seeds)} of the {len(flipped_seeds)} flipped seeds on exact ties (0 ulps: seed"
+                      f"{'s' if len(tied_seeds) > 1 else ''} {', '.join(map(str, tied_seeds[:5]))}"
+                      f"{', ...' if len(tied_seeds) > 5 else ''})" if tied_seeds and not exact else "")
         proof = (f"{len(flipped_seeds)} of {plural(checked, 'checked seed')} flipped at "
                  f"{', '.join(sorted(flipped_types))}; "
                  "every flipped input finite on both sides, eager's margin there "
                  + ("0 (exact ties)" if exact else f"at most {largest:.3g} ulps, within the noise's reach of "
-                    f"{reach:.3g}") + "; forcing ORT's choices explains every output they reach")
+                    f"{reach:.3g}{ties_words}") + "; forcing ORT's choices explains every output they reach")
         exclude = changed_by_flips(t.outputs)
         compare = [o for o in outputs if o not in exclude]
         if exclude:
@@ -393,6 +448,9 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
             action = ("compare every output" + (f" at a tolerance the noise needs: the export test's fails on "
                                                 f"{len(failing)} of {checked} seeds" if failing else
                                                 " at the test's tolerance (remove the skip)"))
+            if not failing and not len(counted_ops):  # what the removal rests on: no flip can happen at all
+                action += (": no discrete op that can flip reaches an output, so no seed can flip, and "
+                           + words.replace("on every output of", "on every output of the"))
         else:
             # unchecked candidates add to the count's range, never take from the rate's own bound
             bound = max(flips.high / PER, policy.upper_bound(total)) if unchecked else policy.upper_bound(total)
@@ -418,7 +476,10 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "") -
                     common["seeds_needed"] = needed
     result = ClassVerdict(model, mode, cause, proof, action, compare, exclude,
                           where if cause is Cause.DEFECT else "", **common)
-    result.reason_holds = reason_holds(claim, cause, flipped_types)
+    result.reason_holds = reason_holds(claim, cause, flipped_types, ops)
+    if cause is Cause.DEFECT:
+        result.stage, result.pass_name = stage, pass_name
+    result.refutation = refutation(claim, cause, ops, flipped_types, result.pass_name)
     result.verification = verify(t.outputs, compare)
     return result
 
@@ -428,12 +489,16 @@ def verify(outputs: pd.DataFrame, compare: list[str]) -> Verification:
     check = Verification()
     if not len(outputs) or not compare:
         return check
+    check.caught = {plant.column: 0 for plant in PLANTS}
     for _, rows in outputs[outputs.output.isin(compare)].groupby("seed"):
         check.seeds += 1
         check.passes += rule_passes(rows)
-        for output in rows.output:
+        for row in rows.itertuples():
+            if getattr(row, PLANTS[0].column, -1) < 0:  # nothing planted (an integer output, another shape)
+                continue
             check.planted += 1
-            check.caught += planted_defect_caught(rows, output)
+            for plant in PLANTS:
+                check.caught[plant.column] += planted_defect_caught(rows, row.output, plant.column)
     return check
 
 
@@ -456,9 +521,12 @@ def table(verdicts: list[ClassVerdict]) -> pd.DataFrame:
         "failures_per_40000": num(v.failures, "per"), "failures_low": num(v.failures, "low"),
         "failures_high": num(v.failures, "high"), "reach_ulps": v.reach_ulps, "noise_ulps": v.noise_ulps,
         "verified": v.verification.holds, "verified_passes": v.verification.passes,
-        "verified_seeds": v.verification.seeds, "planted_caught": v.verification.caught,
-        "planted": v.verification.planted, "skip_reason": v.skip_reason, "claim": v.claim,
-        "reason_holds": v.reason_holds, "seeds_needed": v.seeds_needed} for v in verdicts])
+        "verified_seeds": v.verification.seeds, "planted": v.verification.planted,
+        **{f"caught_{plant.column.removeprefix('planted_')}": v.verification.caught.get(plant.column, 0)
+           for plant in PLANTS}, "smallest_caught": v.verification.smallest, "skip_reason": v.skip_reason,
+        "claim": v.claim,
+        "reason_holds": v.reason_holds, "refutation": v.refutation, "stage": v.stage, "pass_name": v.pass_name,
+        "seeds_needed": v.seeds_needed} for v in verdicts])
 
 
 def tie_seeds(screen: pd.DataFrame) -> set[int]:

@@ -1,0 +1,348 @@
+"""Which stage of the export-and-run pipeline makes a defect, and which of its passes: each stage switched in turn.
+
+The pipeline, in order: the exporter's translation (torch.onnx), the exporter's optimizer (onnxscript: constant
+folding and a set of rewrite rules, `onnx_graph.optimizer_rules`), ONNX Runtime's graph optimizations (a level,
+and at each level named passes, `onnx_graph.ort_passes`), and ONNX Runtime's kernels on its execution provider
+(the only one here, the CPU's). Where no optimizer makes it, onnx's reference evaluator runs the unoptimized
+graph: a second implementation of the same graph, which tells the graph's own computation (the translation) from
+ONNX Runtime's kernels.
+
+A symptom is measured on one seed for each pipeline configuration: every output's error from the float64
+reference against its noise bound (`check.NOISE_FACTOR` times eager float32's own error), and the values ORT
+makes non-finite where the reference is finite. The first stage whose removal removes the symptom is the
+stage; within it the rules (or passes) are bisected, and a rule is named only where leaving it out alone is
+measured to remove the symptom: the proof is that measurement, with the error from float64 with and without it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+
+import numpy as np
+import onnx
+import torch
+
+from exactness.runtimes import onnx_graph
+from exactness.runtimes.export_cache import ExportCache
+from exactness.studies.discrete_ops import check
+
+
+class Stage(Enum):
+    TRANSLATION = "the exporter's translation (torch.onnx)"  # onnx's reference evaluator shows it too
+    ORT_KERNELS = "ONNX Runtime's kernels"  # the same unoptimized graph is right in onnx's reference evaluator
+    UNSEPARATED = "the exporter's translation or ONNX Runtime's kernels"  # the reference evaluator could not run it
+    EXPORT_OPTIMIZER = "the exporter's optimizer (onnxscript)"
+    ORT_OPTIMIZER = "ONNX Runtime's graph optimizations"
+    NOT_SHOWN = "no stage: the symptom does not show in the full pipeline on this seed"
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration of the pipeline."""
+
+    export: onnx_graph.ExportOptions = onnx_graph.DEFAULT_EXPORT
+    level: str = "all"
+    disabled: tuple[str, ...] = ()  # ONNX Runtime's `disabled_optimizers`
+    runtime: str = onnx_graph.PROVIDER  # or REFERENCE: onnx's own evaluator, a second implementation of the graph
+
+    def __str__(self) -> str:
+        if self.runtime == REFERENCE:
+            return f"export {self.export}, run in {REFERENCE}"
+        ort = f"ORT level '{self.level}'" + (f" with {', '.join(self.disabled)} disabled" if self.disabled else "")
+        return f"export {self.export}, {ort}"
+
+
+REFERENCE = "onnx's reference evaluator"
+LEVEL_BELOW = {"basic": "disabled", "extended": "basic", "all": "extended"}  # ORT's optimization levels, in order
+
+
+@dataclass(frozen=True)
+class Symptom:
+    error: float  # the largest error from float64 over the outputs (finite elements)
+    over: float  # the largest error over its output's noise bound
+    nonfinite: int  # values ORT makes non-finite where the float64 reference is finite
+    output: str  # the output with the largest error over its bound
+    errors: tuple[tuple[str, float, float], ...] = ()  # every output's (name, error, error over its bound)
+
+    @property
+    def present(self) -> bool:
+        return self.nonfinite > 0 or self.over > 1
+
+    def at(self, output: str) -> Symptom:
+        """The same measurement read at `output` (to set with and without a pass side by side)."""
+        for name, error, over in self.errors:
+            if name == output:
+                return Symptom(error, over, self.nonfinite, name, self.errors)
+        return self
+
+    def __str__(self) -> str:
+        nonfinite = f", {self.nonfinite:,} values non-finite where float64's are finite" if self.nonfinite else ""
+        return f"{self.output} errs {self.error:.3g} from float64 ({self.over:.3g} times its bound){nonfinite}"
+
+
+@dataclass(frozen=True)
+class Trial:
+    config: Config
+    symptom: Symptom
+    what: str  # what the trial switched, in words
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """A few lines of plain torch/ONNX code that show the named pass on its own, and what running them gave."""
+
+    code: str
+    reproduces: bool
+    detail: str  # the numbers it printed
+
+
+@dataclass
+class StageProof:
+    stage: Stage
+    pass_name: str = ""  # the rule or pass whose removal alone removes the symptom ("" when none alone does)
+    with_pass: Symptom | None = None  # the full pipeline
+    without_pass: Symptom | None = None  # the same without the named rule or pass (or the stage)
+    without: Config | None = None
+    trials: list[Trial] = field(default_factory=list)
+    candidates: int = 0  # rules or passes bisected
+    provider: str = onnx_graph.PROVIDER
+    reproduction: Reproduction | None = None
+    reference: Symptom | None = None  # the unoptimized graph in onnx's reference evaluator
+    reference_error: str = ""
+    level: str = ""  # ORT's lowest optimization level that shows it (ORT's stage only)
+
+    @property
+    def exports(self) -> int:
+        return len({t.config.export for t in self.trials})
+
+    def words(self) -> str:
+        """The proof in words: the stage, the pass, the errors with and without it, how it was found."""
+        if self.stage is Stage.NOT_SHOWN or self.with_pass is None:
+            return self.stage.value
+        base = f"with it {self.with_pass}"
+        without = self.without_pass.at(self.with_pass.output) if self.without_pass is not None else None
+        if self.stage in (Stage.TRANSLATION, Stage.ORT_KERNELS, Stage.UNSEPARATED):
+            bare = (f"exported with optimize=False and run with ORT's optimizations off ({self.provider}, the only "
+                    f"execution provider here) it still shows: {self.without_pass}")
+            if self.stage is Stage.UNSEPARATED:
+                return f"{self.stage.value}: {bare}; {REFERENCE} could not run the graph ({self.reference_error})"
+            seen = "shows it too" if self.stage is Stage.TRANSLATION else "does not"
+            return f"{self.stage.value}: {bare}; the same graph in {REFERENCE} {seen}: {self.reference}"
+        kind, kinds = ("rule", "rules") if self.stage is Stage.EXPORT_OPTIMIZER else ("pass", "passes")
+        searched = f"bisected over {self.candidates} {kinds} in {len(self.trials)} trials"
+        if not self.pass_name:
+            return (f"{self.stage.value}: {self.with_pass}; without the stage ({self.without}), {without}; no "
+                    f"single {kind} removes it ({searched})")
+        return (f"{self.stage.value}, {kind} {self.pass_name}: {base}; without it alone ({self.without}), "
+                f"{without} ({searched})")
+
+    def action(self) -> str:
+        """What to do about the stage, in words ("" when no stage was named)."""
+        repro = ""
+        if self.reproduction is not None:
+            repro = ("; report it upstream with the reproduction below (it reproduces here)"
+                     if self.reproduction.reproduces else
+                     "; the reproduction below does not reproduce here: report the class's graph instead")
+        if self.stage is Stage.EXPORT_OPTIMIZER:
+            if self.pass_name:
+                return (f"export without onnxscript's rule {self.pass_name} (or with optimize=False), which removes "
+                        f"it{repro}")
+            return f"export with optimize=False, which removes it{repro}"
+        if self.stage is Stage.ORT_OPTIMIZER:
+            if self.pass_name:
+                return (f'run ONNX Runtime with disabled_optimizers=["{self.pass_name}"], which removes it{repro}')
+            below = LEVEL_BELOW.get(self.level, "disabled")
+            return (f"run ONNX Runtime at graph optimization level '{below}', below the '{self.level}' level that "
+                    f"makes it (no single pass removes it){repro}")
+        if self.stage is Stage.TRANSLATION:
+            return "fix the model's code or the exporter's translation of it: no optimizer makes it"
+        if self.stage is Stage.ORT_KERNELS:
+            return (f"report it to ONNX Runtime ({self.provider}'s kernels) with the graph exported with "
+                    "optimize=False: no optimizer makes it, and onnx's reference evaluator computes the graph right")
+        if self.stage is Stage.UNSEPARATED:
+            return "export with optimize=False and compare the graph in another runtime: no optimizer makes it"
+        return ""
+
+
+def _names(model: onnx.ModelProto, inputs: dict) -> dict:
+    return check.graph_named(model, inputs)
+
+
+class Measure:
+    """The symptom of one seed under a configuration; exports go through the cache (keyed by their options)."""
+
+    def __init__(self, built: torch.nn.Module, inputs: dict, dynamic: bool, cache: ExportCache,
+                 eager: dict[str, np.ndarray], reference: dict[str, np.ndarray]):
+        self.built, self.inputs, self.dynamic, self.cache = built, inputs, dynamic, cache
+        self.eager, self.reference = eager, reference
+        self.bounds = {name: check.NOISE_FACTOR * max(check._max_abs(eager[name], wide), check._scale_ulp(wide))
+                       for name, wide in reference.items() if name in eager}
+        self._graphs: dict[onnx_graph.ExportOptions, onnx.ModelProto] = {}
+        self.trials: list[Trial] = []
+
+    def graph(self, options: onnx_graph.ExportOptions) -> onnx.ModelProto:
+        if options not in self._graphs:
+            self._graphs[options] = self.cache.export(self.built, self.inputs, self.dynamic, options).graph \
+                .exposing(()).model
+        return self._graphs[options]
+
+    def __call__(self, config: Config, what: str = "") -> Symptom:
+        model = self.graph(config.export)
+        if config.runtime == REFERENCE:
+            from onnx.reference import ReferenceEvaluator
+
+            feed = {k: v.numpy() for k, v in _names(model, self.inputs).items()}
+            names = [o.name for o in model.graph.output]
+            got = dict(zip(names, ReferenceEvaluator(model).run(names, feed), strict=True))
+        else:
+            graph = onnx_graph.ExportedGraph(model, [o.name for o in model.graph.output])
+            got = onnx_graph.OrtRunner(graph, None, optimization=config.level, intra_op_threads=1,
+                                       disabled_optimizers=config.disabled).run(_names(model, self.inputs))
+        worst = (0.0, 0.0, 0, "")
+        nonfinite, errors = 0, []
+        for graph_name, value in got.items():
+            mine = check.eager_name(graph_name, self.reference)
+            if mine is None or mine not in self.bounds:
+                continue
+            wide = self.reference[mine]
+            value = np.asarray(value, np.float64)
+            if value.shape != wide.shape:
+                return self._keep(config, Symptom(float("inf"), float("inf"), int(wide.size), graph_name), what)
+            bad = int((np.isfinite(wide) & ~np.isfinite(value)).sum())
+            nonfinite += bad
+            error = check._max_abs(value, wide)
+            over = error / self.bounds[mine] if self.bounds[mine] else (float("inf") if error > 0 else 0.0)
+            errors.append((graph_name, error, over))
+            if (bad, over) > (worst[2], worst[1]) or not worst[3]:
+                worst = (error, over, bad, graph_name)
+        return self._keep(config, Symptom(worst[0], worst[1], nonfinite, worst[3], tuple(errors)), what)
+
+    def _keep(self, config: Config, symptom: Symptom, what: str) -> Symptom:
+        self.trials.append(Trial(config, symptom, what))
+        return symptom
+
+
+def bisect(candidates: list[str], absent_without: Callable[[tuple[str, ...]], bool]) -> str:
+    """The one candidate whose removal alone makes `absent_without(removed)` true; "" when none alone does.
+    Halves the candidates while one half's removal still removes the symptom; the last one is then confirmed
+    on its own (a symptom that needs two removed at once is not named)."""
+    pool = list(candidates)
+    if not pool or not absent_without(tuple(pool)):
+        return ""
+    while len(pool) > 1:
+        half = pool[: len(pool) // 2]
+        pool = half if absent_without(tuple(half)) else pool[len(pool) // 2:]
+    return pool[0] if absent_without((pool[0],)) else ""
+
+
+def locate(measure: Measure) -> StageProof:
+    """The first stage of the pipeline whose removal removes the symptom, and within it the rule or pass."""
+    full = measure(Config(), "the export test's pipeline")
+    if not full.present:
+        return StageProof(Stage.NOT_SHOWN, trials=measure.trials)
+    unoptimized = measure(Config(level="disabled"), "ORT's optimizations off")
+    if not unoptimized.present:  # the graph as exported is right: ONNX Runtime's rewrites make it
+        lowest = next(level for level in ("basic", "extended", "all")
+                      if level == "all" or measure(Config(level=level), f"ORT level '{level}'").present)
+        passes = onnx_graph.ort_passes(measure.graph(onnx_graph.DEFAULT_EXPORT), lowest)
+        name = bisect(passes, lambda off: not measure(Config(disabled=off), f"{len(off)} passes disabled").present)
+        proof = StageProof(Stage.ORT_OPTIMIZER, name, full, candidates=len(passes), level=lowest)
+        below = LEVEL_BELOW[lowest]
+        proof.without = Config(disabled=(name,)) if name else Config(level=below)
+        proof.without_pass = measure(proof.without, "the named pass disabled" if name else f"ORT level '{below}'")
+        proof.trials = measure.trials
+        return proof
+    plain = onnx_graph.ExportOptions(optimize=False)
+    bare = measure(Config(plain, level="disabled"), "optimize=False, ORT's optimizations off")
+    if bare.present:  # no optimizer makes it: the graph itself, or ORT's kernels running it
+        proof = StageProof(Stage.UNSEPARATED, "", full, bare, Config(plain, level="disabled"))
+        try:
+            proof.reference = measure(Config(plain, runtime=REFERENCE), REFERENCE)
+            proof.stage = Stage.TRANSLATION if proof.reference.present else Stage.ORT_KERNELS
+        except Exception as error:  # an op the evaluator lacks: the two stay unseparated, and the proof says so
+            proof.reference_error = f"{type(error).__name__}: {' '.join(str(error).split())[:200]}"
+        proof.trials = measure.trials
+        return proof
+    rules = [name for name, _ in onnx_graph.optimizer_rules()]
+    name = bisect(rules, lambda off: not measure(Config(onnx_graph.ExportOptions(rules_off=off)),
+                                                 f"{len(off)} optimizer rules left out").present)
+    proof = StageProof(Stage.EXPORT_OPTIMIZER, name, full, candidates=len(rules))
+    proof.without = Config(onnx_graph.ExportOptions(rules_off=(name,))) if name else Config(plain)
+    proof.without_pass = measure(proof.without, "the named rule left out" if name else "optimize=False")
+    proof.trials = measure.trials
+    return proof
+
+
+@dataclass(frozen=True)
+class MissingInput:
+    """A node whose traced call (its metadata) reads a value the graph no longer computes."""
+
+    node: str
+    op_type: str
+    call: str  # the traced call, `div(view_39, add_34)`
+    missing: str  # the value it names that the graph does not compute
+    reads: str  # what the node reads in its place ("" where arguments and inputs differ in number)
+    was: str = ""  # how the unoptimized graph computes the missing value (`Add(sum_12, 1e-10)`), where known
+
+    def __str__(self) -> str:
+        was = f" (in the graph exported with optimize=False, {self.missing} = {self.was})" if self.was else ""
+        reads = f": the node reads {self.reads} in its place" if self.reads else ""
+        return (f"{self.op_type} {self.node} was traced from {self.call}, but the graph no longer computes "
+                f"{self.missing}{was}{reads}")
+
+
+_CALL = re.compile(r"target=torch\.ops\.([\w.]+)\]\(args = \((.*)\), kwargs")
+
+
+def traced_call(node: onnx.NodeProto) -> tuple[str, list[str]] | None:
+    """(aten op, the value names its traced call read) from the node's metadata; None without one."""
+    raw = {p.key: p.value for p in node.metadata_props}.get(onnx_graph.FX_NODE_KEY, "")
+    found = _CALL.search(raw)
+    if not found:
+        return None
+    return found.group(1), re.findall(r"%(\w+)", found.group(2))
+
+
+def _computed(model: onnx.ModelProto) -> set[str]:
+    graph = model.graph
+    return ({v.name for v in graph.input} | {t.name for t in graph.initializer}
+            | {o for n in graph.node for o in n.output})
+
+
+def _producer(model: onnx.ModelProto, name: str) -> str:
+    """How `model` computes `name`: its node, with a scalar constant input written as its value."""
+    constants = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
+    for node in model.graph.node:
+        if node.op_type == "Constant":
+            for attribute in node.attribute:
+                if attribute.name == "value":
+                    constants[node.output[0]] = onnx.numpy_helper.to_array(attribute.t)
+    for node in model.graph.node:
+        if name in node.output:
+            parts = [f"{constants[i].reshape(-1)[0]:.3g}" if i in constants and constants[i].size == 1 else i
+                     for i in node.input]
+            return f"{node.op_type}({', '.join(parts)})"
+    return ""
+
+
+def missing_inputs(model: onnx.ModelProto, node_name: str, unoptimized: onnx.ModelProto | None = None
+                   ) -> MissingInput | None:
+    """Whether `node_name`'s traced call reads a value `model` no longer computes (a node an optimizer removed)."""
+    node = next((n for n in model.graph.node if n.name == node_name), None)
+    traced = traced_call(node) if node is not None else None
+    if traced is None:
+        return None
+    op, args = traced
+    computed = _computed(model)
+    for position, arg in enumerate(args):
+        if arg in computed:
+            continue
+        # the traced call's arguments line up with the node's inputs only when they are as many
+        reads = node.input[position] if len(args) == len(node.input) else ""
+        was = _producer(unoptimized, arg) if unoptimized is not None else ""
+        call = f"{op.split('.')[1] if '.' in op else op}({', '.join(args)})"
+        return MissingInput(node.name, node.op_type, call, arg, reads, was)
+    return None
