@@ -89,3 +89,31 @@ def check_namespace(study: str, namespace: Mapping[str, Any]) -> None:
     (the notebook's globals()), so Run All in JupyterLab refuses what `exactness run` refuses."""
     rules = registration(study).rules
     check(study, {name: namespace[name] for name in rules if name in namespace})
+
+
+class EagerPairs:
+    """A list of 'SIDE vs SIDE' (runtime:device:precision, `runtimes.sides`), two eager sides this machine runs: a
+    CUDA side runs in the GPU command (python -m exactness.gpu), an ORT side is a study's main comparison."""
+
+    def problem(self, value) -> str | None:
+        from exactness.runtimes.sides import Device, Pair, Runtime, SideError
+
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            return ("must be a list of 'SIDE vs SIDE' texts, e.g. ['eager:cpu:fp32 vs eager:cpu:tf32-conv'], got "
+                    f"{value!r}")
+        found = []
+        for text in value:
+            try:
+                pair = Pair.parse(text)
+            except SideError as error:
+                found.append(str(error))
+                continue
+            if Runtime.ORT in (pair.reference.runtime, pair.other.runtime):
+                found.append(f"pair {text!r}: ONNX Runtime's pair is the study's main comparison; a pair compares two "
+                             "eager sides")
+            elif Device.CUDA in (pair.reference.device, pair.other.device):
+                found.append(f"pair {text!r}: a CUDA side runs in the GPU command (python -m exactness.gpu), read "
+                             "back with gpu_run; here, compare an emulated side (eager:cpu:tf32-conv)")
+        if len(set(value)) < len(value):
+            found.append("lists a pair more than once")
+        return "; ".join(found) or None

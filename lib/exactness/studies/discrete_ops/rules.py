@@ -4,7 +4,16 @@ from dataclasses import dataclass
 
 from exactness.models import names, subject_names, tiny_subjects
 from exactness.workbook.parameter_rules import AtLeast, EachOf, OneOf, Switch
-from exactness.workbook.study_rules import AT_LEAST_ONE, SCHEDULER, SEED, SEEDS, TOLERANCE, WORKERS, Registration
+from exactness.workbook.study_rules import (
+    AT_LEAST_ONE,
+    SCHEDULER,
+    SEED,
+    SEEDS,
+    TOLERANCE,
+    WORKERS,
+    EagerPairs,
+    Registration,
+)
 
 
 @dataclass(frozen=True)
@@ -45,4 +54,5 @@ STUDY = Registration({
     "calibration_seeds": AT_LEAST_ONE, "max_checks": AT_LEAST_ONE, "atol": TOLERANCE, "rtol": TOLERANCE,
     "never_flip_rate": AtLeast(1e-9, "", maximum=0.5, why_maximum="it is a rate of flips per seed"),
     "fast_paths": Switch("no screen: every seed checked against ORT"),
+    "pairs": EagerPairs(), "pair_seeds": AT_LEAST_ONE,
 }, across=cross_problems)

@@ -10,35 +10,9 @@ from exactness.workbook.study_rules import (
     SEEDS,
     TOLERANCE,
     WORKERS,
+    EagerPairs,
     Registration,
 )
-
-
-class Pairs:
-    """A list of 'SIDE vs SIDE' (runtime:device:precision), each two eager sides this machine can run."""
-
-    def problem(self, value) -> str | None:
-        from exactness.runtimes.sides import Device, Pair, Runtime, SideError
-
-        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            return ("must be a list of 'SIDE vs SIDE' texts, e.g. ['eager:cpu:fp32 vs eager:cpu:tf32-conv'], got "
-                    f"{value!r}")
-        found = []
-        for text in value:
-            try:
-                pair = Pair.parse(text)
-            except SideError as error:
-                found.append(str(error))
-                continue
-            if Runtime.ORT in (pair.reference.runtime, pair.other.runtime):
-                found.append(f"pair {text!r}: ONNX Runtime's pair is the study's main comparison; a pair compares two "
-                             "eager sides")
-            elif Device.CUDA in (pair.reference.device, pair.other.device):
-                found.append(f"pair {text!r}: a CUDA side runs in the GPU command (python -m exactness.gpu), read "
-                             "back with gpu_run; here, compare an emulated side (eager:cpu:tf32-conv)")
-        if len(set(value)) < len(value):
-            found.append("lists a pair more than once")
-        return "; ".join(found) or None
 
 
 class GpuRun:
@@ -77,5 +51,5 @@ STUDY = Registration({
     "max_checks": AtLeast(0, "0 checks every candidate"), "replay_seeds": EachOf(SEED, allow_empty=True),
     "defect_seeds": COUNT, "what_if_checks": COUNT, "workers": WORKERS, "atol": TOLERANCE, "rtol": TOLERANCE,
     "fast_paths": Switch("every speed-up off: plain builds, a fresh export and session per seed, plain lookups"),
-    "pairs": Pairs(), "pair_calibration_seeds": AtLeast(10, maximum=100_000, whole=True), "gpu_run": GpuRun(),
+    "pairs": EagerPairs(), "pair_calibration_seeds": AtLeast(10, maximum=100_000, whole=True), "gpu_run": GpuRun(),
 }, across=kernel_sets_here)
