@@ -140,19 +140,21 @@ def cmd_resume(project: Project, args) -> int:
     project = Project(root=project.root, outputs=folder.parent.parent)
     manifest = Manifest.read(folder)
     study = catalog.get(project, args.study)
+    given: set[str] = set()
     if args.file or args.param:
         (planned,) = [p for p in plan(project, args.study, args.file, [tuple(p) for p in args.param])
                       if p.study.name == study.name]
         # only what the user gave now: the rest of `planned` is the default set's, not the run's
         given = {name for name, _ in args.param} | {name for f in args.file
                                                      for name in parameters.load_yaml(study.param_file(f))}
+        given &= set(planned.params)
         changed = sorted(k for k in given if planned.params.get(k) != manifest.params.get(k))
         if changed:
             raise runs.ResumeError(f"a resumed run keeps its parameters; these differ from {folder.name}'s: "
                                    + ", ".join(f"{k} ({manifest.params.get(k)!r} -> {planned.params.get(k)!r})"
                                                for k in changed))
     across = args.resume_across_code_change
-    runs.check_resumable(study, folder, across)  # a passed or running run is refused before "resuming" is printed
+    runs.check_resumable(study, folder, across, given)  # refused (passed, running, naming code) before "resuming"
     runs.ensure_kernel()
     changed = runs.code_change(folder, manifest, across)
     if changed:
@@ -161,7 +163,7 @@ def cmd_resume(project: Project, args) -> int:
     print(f"resuming {folder} ({manifest.observed_status()}; {shards} finished shards kept) ...", flush=True)
     try:
         result = runs.resume(project, study, folder, with_code=args.with_code, log_output=args.log_output,
-                             across_code_change=across)
+                             across_code_change=across, given=given)
     except KeyboardInterrupt as interruption:
         return _interrupted(study.name, interruption)
     _print_result(result)

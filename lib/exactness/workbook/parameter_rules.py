@@ -147,6 +147,11 @@ class EachOf:
             problems.append(f"lists {', '.join(map(str, repeated))} more than once")
         return "; ".join(problems) or None
 
+    def code(self, value: Any) -> list[str]:
+        if not isinstance(value, list) or not hasattr(self.item, "code"):
+            return []
+        return [named for item in value for named in self.item.code(item)]
+
 
 Rule = AtLeast | Positive | OneOf | Matches | RunFolder | EachOf | Switch
 
@@ -173,6 +178,16 @@ def problems(rules: Mapping[str, Rule], values: Mapping[str, Any],
         if name in values and (problem := rule.problem(values[name])):
             where = f" (from {origin[name]})" if name in origin else ""
             found.append(f"{name}{where} {problem}")
+    return found
+
+
+def named_code(rules: Mapping[str, Rule], values: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The values that name code a run executes (a builder, a checkout's testers), by parameter: a rule says
+    so through its `code(value)`."""
+    found = {}
+    for name, rule in rules.items():
+        if name in values and hasattr(rule, "code") and (code := rule.code(values[name])):
+            found[name] = code
     return found
 
 

@@ -20,7 +20,7 @@ import socket
 import stat
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -152,14 +152,17 @@ def execute(project: Project, study: Study, params: dict[str, Any], param_set: s
     return _execute_into(project, study, folder, manifest, with_code, log_output)
 
 
-def check_resumable(study: Study, folder: Path, across_code_change: bool = False) -> Manifest:
+def check_resumable(study: Study, folder: Path, across_code_change: bool = False,
+                    given: Collection[str] = ()) -> Manifest:
     """The run's manifest, or a ResumeError (a ParameterError for its parameters) saying why it cannot be
     resumed now, checked before anything is printed or moved. The folder may come from someone else: its
     parameters go through the same names, types and rules as `-p`, since they are injected into the
-    notebook as code."""
+    notebook as code, and a value naming code to execute (a builder, a checkout's testers) is used only
+    when `given` (the parameters given again on the command line) names it."""
     from exactness.workbook import parameters
 
     manifest = Manifest.read(folder)
+    refuse_named_code(study, folder, manifest, given)
     if manifest.study != study.name:
         raise ResumeError(f"{folder} is a run of {manifest.study!r}, not of {study.name!r}")
     if manifest.status == "passed":
@@ -176,6 +179,22 @@ def check_resumable(study: Study, folder: Path, across_code_change: bool = False
         raise parameters.ParameterError(f"{source}: {error}") from None
     code_change(folder, manifest, across_code_change)
     return manifest
+
+
+def refuse_named_code(study: Study, folder: Path, manifest: Manifest, given: Collection[str]) -> None:
+    """A ResumeError when the manifest names code to execute that the command line did not name again."""
+    from exactness.workbook import study_rules
+
+    try:
+        named = study_rules.named_code(study.name, manifest.params)
+    except Exception:  # a value of the wrong type: the parameter check after this one names it
+        return
+    unconfirmed = {name: code for name, code in named.items() if name not in given}
+    if unconfirmed:
+        listed = "; ".join(f"{name} names {', '.join(map(repr, code))}" for name, code in unconfirmed.items())
+        again = " ".join(f"-p {name} ..." for name in unconfirmed)
+        raise ResumeError(f"{folder / 'manifest.json'} names code to execute ({listed}); nothing read from a run "
+                          f"folder is executed: give the same value again to resume with it ({again})")
 
 
 def has_shards(folder: Path) -> bool:
@@ -198,11 +217,11 @@ def code_change(folder: Path, manifest: Manifest, across_code_change: bool) -> s
 
 
 def resume(project: Project, study: Study, folder: Path, with_code: bool = False,
-           log_output: bool = False, across_code_change: bool = False) -> RunResult:
+           log_output: bool = False, across_code_change: bool = False, given: Collection[str] = ()) -> RunResult:
     """Run a failed or interrupted run again in its own folder with its own parameters; sweeps pick up
     their finished shards. The earlier attempt's notebook and report move to attempts/<n>/, and each
     attempt's code is recorded: shards computed by other code are refused unless `across_code_change`."""
-    manifest = check_resumable(study, folder, across_code_change)
+    manifest = check_resumable(study, folder, across_code_change, given)
     changed = code_change(folder, manifest, across_code_change) is not None
     manifest.status = manifest.observed_status()  # a killed attempt is recorded as "died"
     number = len(manifest.attempts) + 1

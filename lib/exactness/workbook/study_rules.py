@@ -72,6 +72,13 @@ def check(study: str, values: Mapping[str, Any], origin: Mapping[str, str] | Non
         raise StudyParameterError(f"{study}: " + "; ".join(found))
 
 
+def named_code(study: str, values: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The values that name code to execute (builders, checkouts), by parameter."""
+    from exactness.workbook.parameter_rules import named_code as found
+
+    return found(registration(study).rules, values)
+
+
 def _seed_range_problems(values: Mapping[str, Any]) -> list[str]:
     """The last seed of a sweep must itself be a seed: torch takes signed 64-bit integers."""
     start, n = values.get("seed_start"), values.get("n_seeds")
