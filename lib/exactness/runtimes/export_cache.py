@@ -162,7 +162,7 @@ class ExportCache:
             _check_graph(model, record, input_names)
             graph = onnx_graph.ExportedGraph(model, list(record["outputs"]), dict(record["intermediates"]),
                                              float(record["export_seconds"]))
-        except (OSError, ValueError, KeyError, TypeError) as damage:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as damage:
             for path in (record_path, graph_path):
                 path.unlink(missing_ok=True)
             return None, f"cache entry {key[:12]} was damaged ({type(damage).__name__}: {damage}); exported again"

@@ -5,13 +5,12 @@ scripts, no network: it opens straight from disk."""
 from __future__ import annotations
 
 import html
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from exactness.workbook import answers, findings
-from exactness.workbook.manifest import MANIFEST, Manifest, ManifestError, write_atomically
+from exactness.workbook.manifest import MANIFEST, Manifest, ManifestError, read_json, write_atomically
 from exactness.workbook.project import Project
 
 HEADLINES_SHOWN = 8
@@ -65,7 +64,7 @@ def read_summary(folder: Path) -> dict:
     run's damaged summary must never break the index, `show` or a later run)."""
     path = folder / "summary.json"
     try:
-        summary = json.loads(path.read_text()) if path.exists() else {}
+        summary = read_json(path) if path.exists() else {}
     except (ValueError, OSError):  # not JSON, not UTF-8, not readable
         summary = None
     return summary if isinstance(summary, dict) else dict(UNREADABLE_SUMMARY)

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import socket
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
@@ -72,6 +73,17 @@ def write_atomically(path: Path, data: str | bytes) -> None:
 def _fill(path: Path, data: bytes) -> None:
     with open(path, "wb") as stream:
         stream.write(data)
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's value; a ValueError saying what is wrong when it is not UTF-8, not JSON, or nested deeper
+    than the parser follows (a crafted file must never stop a command with a RecursionError)."""
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested deeper than the {sys.getrecursionlimit():,} levels a JSON parser follows") \
+            from None
 
 
 def now() -> str:
@@ -236,8 +248,8 @@ class Manifest:
         a field has the wrong type, so no caller ever trips over another run's damaged folder."""
         path = folder / MANIFEST
         try:
-            data = json.loads(path.read_text())
-        except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError
+            data = read_json(path)
+        except ValueError as error:  # also UnicodeDecodeError  # JSONDecodeError is a ValueError
             raise ManifestError(f"{path} is unreadable: not JSON ({error})") from error
         problem = _type_problem(data)
         if problem:

@@ -193,10 +193,10 @@ def named_code(rules: Mapping[str, Rule], values: Mapping[str, Any]) -> dict[str
 
 def run_folder_problem(path: Path, study: str, tables: tuple[str, ...]) -> str | None:
     """Why a run folder cannot be read as `study`'s run with these tables whole, or None."""
-    import json
+    from exactness.workbook.manifest import read_json
 
     try:
-        found = json.loads((path / "manifest.json").read_text()).get("study", "")
+        found = read_json(path / "manifest.json").get("study", "")
     except (OSError, ValueError, AttributeError):
         return f"names {str(path)!r}, whose manifest.json does not parse"
     if study and found != study:
