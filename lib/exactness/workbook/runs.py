@@ -463,9 +463,9 @@ def _export_report(project: Project, folder: Path, executed: Path, manifest: Man
     be made."""
     links = {"notebook": executed.name, "parameters": "params.yaml", "manifest": "manifest.json",
              "all runs": os.path.relpath(project.outputs / "index.html", folder)}
-    if manifest.environment_run:
-        links["environment of this batch"] = os.path.relpath(
-            project.outputs / manifest.environment_run / "report.html", folder)
+    environment = index.run_link(project.outputs, manifest.environment_run)
+    if environment is not None:
+        links["environment of this batch"] = os.path.relpath(project.outputs / environment / "report.html", folder)
     try:
         report.export(executed, folder / "report.html", manifest, links, with_code=with_code)
     except WriteError as error:
