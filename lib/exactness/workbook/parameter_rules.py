@@ -104,6 +104,7 @@ class RunFolder:
 
     study: str = ""
     tables: tuple[str, ...] = ()
+    columns: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (table, the columns the study reads from it)
 
     def problem(self, value: Any) -> str | None:
         if value in ("", "latest"):
@@ -115,7 +116,7 @@ class RunFolder:
             return f"must be \"\", \"latest\" or an absolute path to a run folder, got {value!r}"
         if not (path / "manifest.json").is_file():
             return f"names {value!r}, which is not a run folder (no manifest.json there)"
-        return run_folder_problem(path, self.study, self.tables)
+        return run_folder_problem(path, self.study, self.tables, dict(self.columns))
 
 
 @dataclass(frozen=True)
@@ -191,8 +192,10 @@ def named_code(rules: Mapping[str, Rule], values: Mapping[str, Any]) -> dict[str
     return found
 
 
-def run_folder_problem(path: Path, study: str, tables: tuple[str, ...]) -> str | None:
-    """Why a run folder cannot be read as `study`'s run with these tables whole, or None."""
+def run_folder_problem(path: Path, study: str, tables: tuple[str, ...],
+                       columns: Mapping[str, tuple[str, ...]] | None = None) -> str | None:
+    """Why a run folder cannot be read as `study`'s run with these tables whole (and holding `columns`), or
+    None."""
     from exactness.workbook.manifest import read_json
 
     try:
@@ -205,7 +208,11 @@ def run_folder_problem(path: Path, study: str, tables: tuple[str, ...]) -> str |
         try:
             import pyarrow.parquet as parquet
 
-            parquet.read_metadata(path / "tables" / f"{table}.parquet")
+            names = parquet.read_schema(path / "tables" / f"{table}.parquet").names
         except (OSError, ValueError) as error:
             return f"names {str(path)!r}, whose tables/{table}.parquet cannot be read ({type(error).__name__})"
+        missing = [c for c in (columns or {}).get(table, ()) if c not in names]
+        if missing:
+            return (f"names {str(path)!r}, whose tables/{table}.parquet lacks column(s) {', '.join(missing)} "
+                    f"(a run of another version of {study or 'the study'}? give a run that has them)")
     return None
