@@ -114,34 +114,41 @@ class CodeVersion:
     git_commit: str | None
     git_dirty: bool | None
     library_sha256: str | None
+    named_code_sha256: str | None = None  # the builders' files and checkout testers the parameters name
 
     @classmethod
-    def current(cls) -> CodeVersion:
-        """The code this process runs: the checkout holding the package (not the project's notebooks)."""
+    def current(cls, named_code_sha256: str | None = None) -> CodeVersion:
+        """The code this process runs: the checkout holding the package (not the project's notebooks), and the
+        digest of the code the run's parameters name (`named_code.digest`)."""
         from exactness.workbook.machine import git_state
 
         git = git_state(_LIBRARY.parents[1])
-        return cls(git["git_commit"], git["git_dirty"], library_digest())
+        return cls(git["git_commit"], git["git_dirty"], library_digest(), named_code_sha256)
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> CodeVersion:
         if not isinstance(data, dict):
             raise ManifestError(f"{where} is {type(data).__name__}, not an object")
-        types = {"git_commit": str, "git_dirty": bool, "library_sha256": str}
+        types = {"git_commit": str, "git_dirty": bool, "library_sha256": str, "named_code_sha256": str}
         for name, kind in types.items():
             if data.get(name) is not None and not isinstance(data[name], kind):
                 raise ManifestError(f"{where}: field {name!r} is {data[name]!r}, expected {kind.__name__} or null")
-        return cls(data.get("git_commit"), data.get("git_dirty"), data.get("library_sha256"))
+        return cls(data.get("git_commit"), data.get("git_dirty"), data.get("library_sha256"),
+                   data.get("named_code_sha256"))
 
     def describe(self) -> str:
         commit = f"commit {self.git_commit[:12]}" if self.git_commit else "no git commit"
         dirty = " with local changes" if self.git_dirty else ""
         library = f", library {self.library_sha256[:12]}" if self.library_sha256 else ""
-        return commit + dirty + library
+        named = f", your models' code {self.named_code_sha256[:12]}" if self.named_code_sha256 else ""
+        return commit + dirty + library + named
 
     def differs_from(self, other: CodeVersion) -> bool:
-        """Whether results of `other` may differ from ours: compared by the library's digest when both have
-        one; else by the commit, and a tree with local changes never counts as the same."""
+        """Whether results of `other` may differ from ours: the code the parameters name (builders, a checkout's
+        testers) by its digest; the library by its digest when both have one, else by the commit, and a tree
+        with local changes never counts as the same."""
+        if self.named_code_sha256 != other.named_code_sha256:
+            return True
         if self.library_sha256 and other.library_sha256:
             return self.library_sha256 != other.library_sha256
         return (self.git_commit != other.git_commit or self.git_commit is None

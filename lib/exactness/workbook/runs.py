@@ -20,7 +20,7 @@ import socket
 import stat
 import tempfile
 import time
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -135,7 +135,7 @@ def execute(project: Project, study: Study, params: dict[str, Any], param_set: s
     keep_state_inside(project)
     try:
         facts = run_facts(project.root)  # seconds of subprocesses: before the folder, so Ctrl-C leaves nothing
-        code = CodeVersion.current()
+        code = CodeVersion.current(named_code_digest(study.name, params))
     except KeyboardInterrupt:
         raise RunInterrupted(None) from None
     run_id, folder = new_run_folder(project, study.name, param_set)
@@ -197,6 +197,17 @@ def refuse_named_code(study: Study, folder: Path, manifest: Manifest, given: Col
                           f"folder is executed: give the same value again to resume with it ({again})")
 
 
+def named_code_digest(study: str, params: Mapping[str, Any]) -> str | None:
+    """The digest of the builders' files and checkout testers that `params` name (None: none named)."""
+    from exactness.workbook import named_code, study_rules
+
+    try:
+        named = study_rules.named_code(study, params)
+    except Exception:  # a value of the wrong type: the parameter check names it
+        return None
+    return named_code.digest(named)
+
+
 def has_shards(folder: Path) -> bool:
     return any((folder / "shards").glob("*.pkl"))
 
@@ -206,7 +217,8 @@ def code_change(folder: Path, manifest: Manifest, across_code_change: bool) -> s
     else a line saying how they differ, or a ResumeError unless `across_code_change`."""
     if not has_shards(folder):
         return None
-    then, current = manifest.code_of_latest_attempt(), CodeVersion.current()
+    then = manifest.code_of_latest_attempt()
+    current = CodeVersion.current(named_code_digest(manifest.study, manifest.params))
     if not current.differs_from(then):
         return None
     line = (f"{folder}'s shards were computed by {then.describe()}; the code now is {current.describe()}")
@@ -241,7 +253,7 @@ def resume(project: Project, study: Study, folder: Path, with_code: bool = False
     manifest.status, manifest.failed_cell, manifest.error = "running", None, None
     manifest.started = now()
     manifest.machine = run_facts(project.root)
-    manifest.code = CodeVersion.current()
+    manifest.code = CodeVersion.current(named_code_digest(study.name, manifest.params))
     manifest.mixed_code = manifest.mixed_code or changed
     keep_state_inside(project)
     return _execute_into(project, study, folder, manifest, with_code, log_output)
