@@ -162,12 +162,25 @@ class StudyParameterError(ValueError):
 
 
 def _repeated(values: Iterable[Any]) -> list[Any]:
-    seen, repeated = [], []
+    """The values listed more than once, in the order of their second listing; linear in the list (a list of
+    millions of seeds must not take minutes to check)."""
+    seen, repeated = set(), {}
     for value in values:
-        if value in seen and value not in repeated:
-            repeated.append(value)
-        seen.append(value)
-    return repeated
+        key = _key(value)
+        if key in seen:
+            repeated.setdefault(key, value)
+        else:
+            seen.add(key)
+    return list(repeated.values())
+
+
+def _key(value: Any) -> Any:
+    """A hashable stand-in equal where values are (1 and 1.0 alike); a list or mapping by its repr."""
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return (type(value).__name__, repr(value))
 
 
 def problems(rules: Mapping[str, Rule], values: Mapping[str, Any],
