@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exactness.workbook import answers, catalog, findings, index, parameters
+from exactness.workbook import answers, catalog, findings, index, parameters, terminal_text
 from exactness.workbook.manifest import MANIFEST, Manifest, WriteError
 from exactness.workbook.project import Project, keep_state_inside
 
@@ -169,7 +169,7 @@ def cmd_resume(project: Project, args) -> int:
     _print_result(result)
     indexed = _write_index(project)
     if not result:
-        print(f"FAILED: {result.reason}", file=sys.stderr)
+        print(f"FAILED: {terminal_text.safe(result.reason)}", file=sys.stderr)
     return 0 if result and indexed else 1
 
 
@@ -234,7 +234,7 @@ def cmd_run(project: Project, args) -> int:
                         "write error)")
     indexed = _write_index(project)
     for reason in failures:
-        print(f"FAILED: {reason}", file=sys.stderr)
+        print(f"FAILED: {terminal_text.safe(reason)}", file=sys.stderr)
     return 1 if failures or not indexed else 0
 
 
@@ -272,22 +272,24 @@ def find_run(project: Project, reference: str) -> Path:
 
 
 def cmd_show(project: Project, reference: str) -> int:
+    """A run's status, answers and findings; every text read from the run folder printed through
+    `terminal_text.safe` (it may come from someone else)."""
     folder = find_run(project, reference)
     manifest = Manifest.read(folder)
     duration = "duration unknown" if manifest.duration_s is None else f"{manifest.duration_s} s"
-    print(f"{manifest.study} {manifest.run_id}: {manifest.observed_status()} ({manifest.param_set}), "
-          f"{duration}, started {manifest.started}")
+    say = [f"{manifest.study} {manifest.run_id}: {manifest.observed_status()} ({manifest.param_set}), "
+           f"{duration}, started {manifest.started}"]
     if manifest.error:
-        print(f"  error in cell {manifest.failed_cell}: {manifest.error}")
+        say.append(f"  error in cell {manifest.failed_cell}: {manifest.error}")
     summary = index.read_summary(folder)
     for answer in answers.from_summary(summary):  # the answer table first, one line per class or configuration
-        print(f"  {answer.subject}: {answer.cause}; {answer.action}" + (f"; {answer.rate}" if answer.rate else ""))
+        say.append(f"  {answer.subject}: {answer.cause}; {answer.action}" + (f"; {answer.rate}" if answer.rate else ""))
     found = findings.from_summary(summary)
-    for finding in found:
-        print(f"  {finding.text()}")
+    say += [f"  {finding.text()}" for finding in found]
     if not found:  # a study without findings (or a run that stopped before them): its headline figures
-        for name, value in summary.items():
-            print(f"  {name}: {index.short(value)}")
+        say += [f"  {name}: {index.short(value)}" for name, value in summary.items()]
+    for line in say:
+        print(terminal_text.safe(line))
     return 0
 
 
@@ -357,15 +359,15 @@ def _main(argv: list[str]) -> int:
             return 0
         return cmd_show(project, args.run)
     except (parameters.ParameterError, catalog.UnknownStudyError, FileNotFoundError, ValueError) as error:
-        print(f"exactness: error: {error}", file=sys.stderr)
+        print(f"exactness: error: {terminal_text.safe(error)}", file=sys.stderr)
         return 2
     except RuntimeError as error:  # e.g. the kernel is not registered
-        print(f"exactness: error: {error}", file=sys.stderr)
+        print(f"exactness: error: {terminal_text.safe(error)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         raise
     except OSError as error:  # an outputs folder that cannot be made or written (read-only, /sys, a file)
-        print(f"exactness: error: {error}", file=sys.stderr)
+        print(f"exactness: error: {terminal_text.safe(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interruption:  # before or between runs (planning, starting, the index)
         return _interrupted(None, interruption)
