@@ -176,12 +176,46 @@ def process_alive(pid: int) -> bool:
     return True
 
 
+def process_start(pid: int | None = None) -> float | None:
+    """When a process started (seconds since the epoch; this process when None): a pid with its start time
+    names one process, where a pid alone may name a later process that reused it."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+_START_TOLERANCE_S = 1.0  # create_time is derived from the boot time and clock ticks
+
+
+def run_process_alive(pid: int, started: float | None) -> bool:
+    """Whether the process that ran a run is still running: the pid alive and, with its recorded start time,
+    started then (a reused pid is another process); without one (a manifest of an earlier version), a
+    process whose command line runs exactness."""
+    import psutil
+
+    if pid == os.getpid():
+        return True
+    try:
+        process = psutil.Process(pid)
+        if started is not None:
+            return abs(process.create_time() - started) < _START_TOLERANCE_S
+        return any("exactness" in part for part in process.cmdline())
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:  # it exists, under another user: cannot tell, so it may be the run
+        return True
+
+
 # The JSON types each field must have (bool is excluded from numbers explicitly below).
 _REQUIRED = ("study", "run_id", "param_set", "params", "batch")
 _TYPES = {"study": (str,), "run_id": (str,), "param_set": (str,), "params": (dict,), "batch": (str,),
           "status": (str,), "started": (str,), "duration_s": (int, float, type(None)),
           "failed_cell": (int, type(None)), "error": (str, type(None)), "environment_run": (str, type(None)),
-          "machine": (dict,), "attempts": (list,), "pid": (int, type(None)), "host": (str, type(None)),
+          "machine": (dict,), "attempts": (list,), "pid": (int, type(None)),
+          "pid_started": (int, float, type(None)), "host": (str, type(None)),
           "code": (dict, type(None)), "mixed_code": (bool,)}
 
 
@@ -224,6 +258,7 @@ class Manifest:
     machine: dict[str, Any] = field(default_factory=dict)
     attempts: list[dict[str, Any]] = field(default_factory=list)  # earlier attempts of a resumed run
     pid: int | None = None  # the process running it (a killed run stays "running": resume checks this)
+    pid_started: float | None = None  # when that process started: a pid reused by another process is not it
     host: str | None = None  # where that process runs: a pid means nothing on another machine
     code: CodeVersion | None = None  # the code of the latest attempt (each earlier one's is in `attempts`)
     mixed_code: bool = False  # resumed with other code than its shards' (--resume-across-code-change)
@@ -244,7 +279,7 @@ class Manifest:
         checked, so that run stays "running"."""
         if self.status != "running" or not self.pid or self.host != socket.gethostname():
             return self.status
-        return "running" if process_alive(self.pid) else "died"
+        return "running" if run_process_alive(self.pid, self.pid_started) else "died"
 
     def write(self, folder: Path) -> None:
         write_atomically(folder / MANIFEST, json.dumps(asdict(self), indent=2, default=str) + "\n")

@@ -38,7 +38,8 @@ from exactness.workbook.manifest import (
     Manifest,
     WriteError,
     now,
-    process_alive,
+    process_start,
+    run_process_alive,
     write_atomically,
 )
 from exactness.workbook.project import KERNEL_NAME, Project, keep_state_inside
@@ -141,7 +142,7 @@ def execute(project: Project, study: Study, params: dict[str, Any], param_set: s
     run_id, folder = new_run_folder(project, study.name, param_set)
     manifest = Manifest(study=study.name, run_id=run_id, param_set=param_set, params=params, batch=batch,
                         started=now(), environment_run=environment_run, machine=facts, code=code,
-                        pid=os.getpid(), host=socket.gethostname())
+                        pid=os.getpid(), pid_started=process_start(), host=socket.gethostname())
     try:
         _reserve(folder)
         manifest.write(folder)  # at once: a folder without a manifest would be invisible to the index and resume
@@ -170,7 +171,7 @@ def check_resumable(study: Study, folder: Path, across_code_change: bool = False
     if manifest.status == "running" and manifest.host not in (None, socket.gethostname()):
         raise ResumeError(f"{folder} is running on {manifest.host} (process {manifest.pid}), which this "
                           f"machine cannot check; resume it there, or stop it first")
-    if manifest.status == "running" and _alive(manifest.pid):
+    if manifest.status == "running" and _alive(manifest.pid, manifest.pid_started):
         raise ResumeError(f"{folder} is still running (process {manifest.pid}); stop it first")
     source = folder / "manifest.json"
     try:
@@ -402,7 +403,7 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
     from papermill.exceptions import PapermillExecutionError
 
     params = manifest.params
-    manifest.pid, manifest.host = os.getpid(), socket.gethostname()
+    manifest.pid, manifest.pid_started, manifest.host = os.getpid(), process_start(), socket.gethostname()
     unwritten = _write_manifest(folder, manifest)
     if unwritten is not None:
         manifest.status, manifest.error = "failed", str(unwritten)
@@ -487,9 +488,9 @@ def _export_report(project: Project, folder: Path, executed: Path, manifest: Man
     return None
 
 
-def _alive(pid: int | None) -> bool:
+def _alive(pid: int | None, started: float | None) -> bool:
     """Another process still runs it (this process resuming its own run does not count)."""
-    return bool(pid) and pid != os.getpid() and process_alive(pid)
+    return bool(pid) and pid != os.getpid() and run_process_alive(pid, started)
 
 
 def _last_line(text: str) -> str:
