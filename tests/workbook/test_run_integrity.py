@@ -237,3 +237,22 @@ def test_resuming_after_your_model_file_was_edited_is_refused_as_a_code_change(t
     builder.write_text("def build(seed):\n    return 'edited'\n")
     with pytest.raises(runs.ResumeError, match="your models' code .*--resume-across-code-change"):
         runs.check_resumable(study, folder, given={"models"})
+
+
+def test_a_read_only_kernel_socket_folder_fails_the_run_naming_that_folder_not_the_notebook(
+        tiny_project, monkeypatch):
+    sockets = tiny_project / ".state" / "k"
+    make_folder = os.mkdir
+
+    def read_only_sockets(path, *args, **kwargs):
+        if Path(path).parent == sockets:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fspath(path))
+        return make_folder(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", read_only_sockets)
+    monkeypatch.setattr(runs, "run_facts", lambda root: {})
+    result = _execute(tiny_project)
+    recorded = Manifest.read(result.folder)
+    assert recorded.status == "failed" and result.write_error is not None
+    assert recorded.error.startswith(f"could not write {sockets}/") and "Read-only file system" in recorded.error
+    assert "ok.ipynb" not in recorded.error

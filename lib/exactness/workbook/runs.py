@@ -430,8 +430,11 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
         manifest.status, manifest.error = "interrupted", "interrupted by the user (Ctrl-C)"
         raise RunInterrupted(folder) from None
     except Exception as error:  # the kernel died, the notebook could not be read or written, ...
-        if isinstance(error, OSError) and error.errno in WRITE_ERRNOS:  # papermill writing the notebook
-            write_error = WriteError(executed, error)
+        if isinstance(error, OSError) and error.errno in WRITE_ERRNOS:
+            # the file the error names (the kernel's socket folder, say), else papermill writing the notebook
+            named = Path(os.fsdecode(error.filename)) if error.filename else partial
+            write_error = error if isinstance(error, WriteError) else WriteError(
+                executed if named == partial else named, error)
             partial.unlink(missing_ok=True)  # cut where the disk filled: not a notebook
             manifest.status, manifest.error = "failed", str(write_error)
         else:
