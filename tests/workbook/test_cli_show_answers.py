@@ -33,5 +33,5 @@ def test_show_prints_control_characters_from_a_run_folder_as_escapes(tiny_projec
     assert cli.main(["show", str(folder), "--out", str(outputs)]) == 0
     out = capsys.readouterr().out
     assert not [c for c in out if (ord(c) < 32 and c != "\n") or 0x7f <= ord(c) < 0xa0 or c == "\u202e"]
-    assert "error in cell 3: ValueError: \\x1b[2J\\x1b]52;c;cm0gLXJmIH4=\\x07\\u202eevil\\r" in out
+    assert "error in cell [3]: ValueError: \\x1b[2J\\x1b]52;c;cm0gLXJmIH4=\\x07\\u202eevil\\r" in out
     assert "  note: \\x1b[2J" in out

@@ -156,3 +156,16 @@ def test_a_studys_kernel_starts_with_its_environment_and_the_caller_gets_its_own
         assert os.environ["EXACTNESS_PROBE"] == "x"
     assert "EXACTNESS_PROBE" not in os.environ
 
+
+
+def test_a_kernel_that_dies_names_the_cell_that_was_running(tiny_project):
+    from conftest import write_notebook
+
+    write_notebook(tiny_project / "notebooks" / "dies.ipynb", "code = 3", "x = 1", "y = 2",
+                   "import os\nos._exit(code)", "z = 4")
+    (tiny_project / "params" / "dies").mkdir()
+    result = _run(tiny_project, "dies")
+    recorded = Manifest.read(result.folder)
+    assert recorded.status == "failed" and "DeadKernelError" in recorded.error
+    # cells: parameters [1], injected parameters [2], x [3], y [4], the exit [5]
+    assert recorded.failed_cell == 5 and result.reason.startswith("dies failed in cell [5]: DeadKernelError")

@@ -280,7 +280,8 @@ def cmd_show(project: Project, reference: str) -> int:
     say = [f"{manifest.study} {manifest.run_id}: {manifest.observed_status()} ({manifest.param_set}), "
            f"{duration}, started {manifest.started}"]
     if manifest.error:
-        say.append(f"  error in cell {manifest.failed_cell}: {manifest.error}")
+        cell = f" in cell [{manifest.failed_cell}]" if manifest.failed_cell is not None else ""
+        say.append(f"  error{cell}: {manifest.error}")
     summary = index.read_summary(folder)
     for answer in answers.from_summary(summary):  # the answer table first, one line per class or configuration
         say.append(f"  {answer.subject}: {answer.cause}; {answer.action}" + (f"; {answer.rate}" if answer.rate else ""))

@@ -439,10 +439,31 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
             manifest.status, manifest.error = "failed", str(write_error)
         else:
             manifest.status, manifest.error = "failed", _last_line(f"{type(error).__name__}: {error}")
+            manifest.failed_cell = running_cell(partial)  # a kernel that died: the cell it died in
     finally:
         manifest.duration_s = round(time.monotonic() - began, 2)
         result = _finish(project, folder, partial, executed, manifest, with_code, write_error)
     return result
+
+
+def running_cell(notebook: Path) -> int | None:
+    """The number of the last cell papermill started in a notebook it was writing (its execution count, else its
+    place among the code cells, as the notebook shows it): where a kernel that died was. papermill marks even
+    that cell "completed" as it gives up, so its start time is what tells it. None when no cell started."""
+    from exactness.workbook.manifest import read_json
+
+    try:
+        started, number = None, 0
+        for cell in read_json(notebook).get("cells", []):
+            if cell.get("cell_type") != "code":
+                continue
+            number += 1
+            if (cell.get("metadata", {}).get("papermill") or {}).get("start_time"):
+                count = cell.get("execution_count")
+                started = count if isinstance(count, int) and not isinstance(count, bool) else number
+    except (OSError, ValueError, AttributeError):
+        return None
+    return started
 
 
 def _finish(project: Project, folder: Path, partial: Path, executed: Path, manifest: Manifest, with_code: bool,
