@@ -102,5 +102,5 @@ def test_the_repeat_check_is_linear_in_the_list_and_still_names_each_repeat():
     _Counted.comparisons = 0
     problem = EachOf(Positive()).problem([v.value + 1 for v in values])
     assert problem == "lists 8, 20000 more than once"
-    assert parameter_rules._repeated(values) == [values[-3], values[-1]]
-    assert _Counted.comparisons <= 6  # each repeat compared with its first listing (twice at most), nothing else
+    assert parameter_rules._repeated(values) == ["seed 7", "seed 19999"]
+    assert _Counted.comparisons < 50  # a few per repeat; a check of every pair makes 200 million

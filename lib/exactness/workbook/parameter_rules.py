@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -143,7 +143,7 @@ class EachOf:
                     for item in value if (p := self.item.problem(item))]
         if self.needs_one_of and value and not set(value) & set(self.needs_one_of) and not problems:
             problems.append(f"must include one of {', '.join(self.needs_one_of)} ({self.why_needed})")
-        repeated = _repeated(value)
+        repeated = _repeated(value, getattr(self.item, "canonical", None))
         if repeated and not self.allow_repeats:
             problems.append(f"lists {', '.join(map(str, repeated))} more than once")
         return "; ".join(problems) or None
@@ -161,16 +161,18 @@ class StudyParameterError(ValueError):
     """A value of the right type outside its study's declared range or choices."""
 
 
-def _repeated(values: Iterable[Any]) -> list[Any]:
-    """The values listed more than once, in the order of their second listing; linear in the list (a list of
-    millions of seeds must not take minutes to check)."""
-    seen, repeated = set(), {}
+def _repeated(values: Iterable[Any], canonical: Callable[[Any], Any] | None = None) -> list[str]:
+    """The values listed more than once, in the order of their second listing, each as first listed (and as
+    listed again where it was spelled otherwise); linear in the list (a list of millions of seeds must not take
+    minutes to check). `canonical`: what makes two spellings the same item (a file's resolved path)."""
+    first, repeated = {}, {}
     for value in values:
-        key = _key(value)
-        if key in seen:
-            repeated.setdefault(key, value)
+        key = _key(canonical(value) if canonical else value)
+        if key in first:
+            again = "" if first[key] == value else f" (again as {value})"
+            repeated.setdefault(key, f"{first[key]}{again}")
         else:
-            seen.add(key)
+            first[key] = value
     return list(repeated.values())
 
 
