@@ -306,3 +306,33 @@ def test_list_params_names_each_parameter_with_its_type_default_and_meaning():
     unknown = subprocess.run([sys.executable, "-m", "exactness", "list", "--params", "nope"],
                              capture_output=True, text=True, env=cli_env(REPO), timeout=60)
     assert unknown.returncode == 2 and "unknown study 'nope'" in unknown.stderr
+
+
+def test_output_piped_into_a_reader_that_exits_marks_the_run_interrupted_in_one_line(tiny_project):
+    process = subprocess.Popen([sys.executable, "-m", "exactness", "run", "ok"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=cli_env(tiny_project))
+    first = process.stdout.readline()  # `| head -1`: one line read, then the reader is gone
+    process.stdout.close()
+    err = process.stderr.read()
+    process.wait(timeout=300)
+    assert first.startswith("[1/2] environment") and process.returncode == 130, err
+    (folder,) = (tiny_project / "outputs" / "environment").iterdir()
+    assert err.strip().splitlines() == [
+        f"interrupted: its output's reader went away (a pipe closed, as `| head` does); {folder} is marked "
+        f"interrupted (finish it with `exactness run environment --resume {folder}`)"], err
+    recorded = Manifest.read(folder)
+    assert recorded.status == "interrupted" and "reader went away" in recorded.error
+    assert not (tiny_project / "outputs" / "ok").exists()
+
+
+def test_sighup_marks_the_run_interrupted_in_one_line(tiny_project):
+    import signal
+
+    process, folder = _slow_run(tiny_project, "time.sleep(120)")
+    process.send_signal(signal.SIGHUP)  # the terminal closed
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130 and err.strip().splitlines() == [
+        f"interrupted by SIGHUP (the terminal closed); {folder} is marked interrupted (finish it with "
+        f"`exactness run slow --resume {folder}`)"], err
+    recorded = Manifest.read(folder)
+    assert recorded.status == "interrupted" and recorded.error == "interrupted by SIGHUP (the terminal closed)"

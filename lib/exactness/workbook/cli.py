@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from exactness.workbook import answers, catalog, findings, index, parameters, terminal_text
-from exactness.workbook.manifest import MANIFEST, Manifest, WriteError
+from exactness.workbook.manifest import INTERRUPTED_BY_USER, MANIFEST, OUTPUT_CLOSED, Manifest, WriteError
 from exactness.workbook.project import Project, keep_state_inside
 
 DEFAULT_SET = "default"
@@ -209,20 +209,25 @@ def cmd_run(project: Project, args) -> int:
     batch = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
     environment_run, failures, stopped = None, [], None
     for number, planned in enumerate(batch_plan, 1):
-        print(f"[{number}/{len(batch_plan)}] {planned.study.name} ({planned.param_set}) ...", flush=True)
         try:
+            print(f"[{number}/{len(batch_plan)}] {planned.study.name} ({planned.param_set}) ...", flush=True)
             result = runs.execute(project, planned.study, planned.params, planned.param_set, batch,
                                   environment_run=environment_run, with_code=args.with_code,
                                   log_output=args.log_output)
         except KeyboardInterrupt as interruption:
             return _interrupted(planned.study.name, interruption)
+        except BrokenPipeError:  # between runs: this one never started
+            return _output_closed(planned.study.name)
         except WriteError as error:  # its run folder could not be made: nothing of it exists
             failures.append(f"{planned.study.name} did not start: {error}")
             stopped = number
             break
         if planned.study.runs_first and result:
             environment_run = str(result.folder.relative_to(project.outputs))
-        _print_result(result)
+        try:
+            _print_result(result)
+        except BrokenPipeError:  # this run ended as its manifest says; the batch stops here
+            return _output_closed(planned.study.name)
         if not result:
             failures.append(result.reason)
         if result.write_error is not None:  # a full disk: every later run would fail the same way
@@ -239,23 +244,52 @@ def cmd_run(project: Project, args) -> int:
 
 
 def _interrupted(study: str | None, interruption: BaseException) -> int:
-    """Ctrl-C: one line. The notebook client's abandoned cell task would otherwise report its error (a
-    KeyboardInterrupt inside the kernel, a dead kernel, a closed socket) through asyncio's logger as the
-    interpreter exits: several tracebacks of an interruption the user asked for and the manifest records."""
+    """Ctrl-C (SIGTERM, SIGHUP, a closed output pipe): one line on stderr. The notebook client's abandoned cell
+    task would otherwise report its error (a KeyboardInterrupt inside the kernel, a dead kernel, a closed
+    socket) through asyncio's logger as the interpreter exits: several tracebacks of an interruption the user
+    asked for and the manifest records."""
     logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
     folder = getattr(interruption, "folder", None)
+    why = getattr(interruption, "why", "")
+    cause = "" if not why or why == INTERRUPTED_BY_USER else why.removeprefix("interrupted")
     if folder is not None:
-        print(f"interrupted; {folder} is marked interrupted (finish it with `exactness run {study} --resume "
-              f"{folder}`)", file=sys.stderr)
+        line = (f"interrupted{cause}; {folder} is marked interrupted (finish it with `exactness run {study} "
+                f"--resume {folder}`)")
     else:
-        print("interrupted before a run folder was created; nothing was kept", file=sys.stderr)
+        line = f"interrupted{cause} before a run folder was created; nothing was kept"
+    _quiet_stdout_if_closed(why)
+    with contextlib.suppress(OSError):  # a terminal that hung up takes stderr with it
+        print(line, file=sys.stderr)
     return 130
 
 
+def _output_closed(study: str) -> int:
+    """The output's reader went away between two runs: one line on stderr, no run marked anything."""
+    _quiet_stdout_if_closed()
+    with contextlib.suppress(OSError):
+        print(f"interrupted: the output's reader went away; the batch stopped at {study} (each run folder's "
+              "manifest says how its run ended)", file=sys.stderr)
+    return 130
+
+
+def _quiet_stdout_if_closed(why: str = OUTPUT_CLOSED) -> None:
+    """After the output's reader went away, stdout points at /dev/null, so flushing at exit raises nothing."""
+    if why == OUTPUT_CLOSED:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+class _Signalled(KeyboardInterrupt):
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.why = why
+
+
 def _terminate_as_interrupt(signum, frame) -> None:
-    """SIGTERM (a job scheduler, `kill`): stop as Ctrl-C does, so the run is marked interrupted and its
-    kernel and worker processes are shut down instead of orphaned."""
-    raise KeyboardInterrupt
+    """SIGTERM (a job scheduler, `kill`), SIGHUP (the terminal closed): stop as Ctrl-C does, so the run is
+    marked interrupted and its kernel and worker processes are shut down instead of orphaned."""
+    name = signal.Signals(signum).name
+    raise _Signalled(f"interrupted by {name}" + (" (the terminal closed)" if signum == signal.SIGHUP else ""))
 
 
 def find_run(project: Project, reference: str) -> Path:
@@ -298,8 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(sys.argv[1:] if argv is None else list(argv))
     except BrokenPipeError:  # the reader went away (`exactness list | head -1`): stop quietly, as `ls` does
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor fail flushing at exit
+        _quiet_stdout_if_closed()  # nor fail flushing at exit
         return 128 + signal.SIGPIPE
 
 
@@ -350,6 +383,7 @@ def _main(argv: list[str]) -> int:
         return 2
     keep_state_inside(project)
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    signal.signal(signal.SIGHUP, _terminate_as_interrupt)
     try:
         if args.command == "list":
             return cmd_list(project, args.params)

@@ -17,6 +17,10 @@ from pathlib import Path
 from typing import Any
 
 MANIFEST = "manifest.json"
+# An interrupted run's error, by what stopped it
+INTERRUPTED_BY_USER = "interrupted by the user (Ctrl-C)"
+# `exactness run ... | head`: the reader of the output exited. The run is cut short, not wrong.
+OUTPUT_CLOSED = "interrupted: its output's reader went away (a pipe closed, as `| head` does)"
 STATUSES = ("running", "passed", "failed", "interrupted")
 
 

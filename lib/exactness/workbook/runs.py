@@ -33,6 +33,8 @@ from exactness.workbook.artifacts import RUN_DIR_VARIABLE
 from exactness.workbook.catalog import Study
 from exactness.workbook.machine import run_facts
 from exactness.workbook.manifest import (
+    INTERRUPTED_BY_USER,
+    OUTPUT_CLOSED,
     WRITE_ERRNOS,
     CodeVersion,
     Manifest,
@@ -113,12 +115,12 @@ def _write_manifest(folder: Path, manifest: Manifest) -> WriteError | None:
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM) during a run: `folder` is the run folder, marked interrupted, or None when the
-    run had not created one yet."""
+    """Ctrl-C (or SIGTERM, SIGHUP, a closed output pipe) during a run: `folder` is the run folder, marked
+    interrupted, or None when the run had not created one yet; `why` says what stopped it."""
 
-    def __init__(self, folder: Path | None):
+    def __init__(self, folder: Path | None, why: str = INTERRUPTED_BY_USER):
         super().__init__(str(folder or ""))
-        self.folder = folder
+        self.folder, self.why = folder, why
 
 
 def ensure_kernel() -> None:
@@ -426,9 +428,13 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
     except PapermillExecutionError as error:
         manifest.status, manifest.failed_cell = "failed", error.exec_count
         manifest.error = f"{error.ename}: {_last_line(error.evalue)}"
-    except KeyboardInterrupt:
-        manifest.status, manifest.error = "interrupted", "interrupted by the user (Ctrl-C)"
-        raise RunInterrupted(folder) from None
+    except KeyboardInterrupt as interruption:
+        why = getattr(interruption, "why", INTERRUPTED_BY_USER)
+        manifest.status, manifest.error = "interrupted", why
+        raise RunInterrupted(folder, why) from None
+    except BrokenPipeError:  # the progress lines' reader went away: nothing is wrong with the study
+        manifest.status, manifest.error = "interrupted", OUTPUT_CLOSED
+        raise RunInterrupted(folder, OUTPUT_CLOSED) from None
     except Exception as error:  # the kernel died, the notebook could not be read or written, ...
         if isinstance(error, OSError) and error.errno in WRITE_ERRNOS:
             # the file the error names (the kernel's socket folder, say), else papermill writing the notebook
