@@ -174,8 +174,12 @@ def cmd_resume(project: Project, args) -> int:
 
 
 def _print_result(result) -> None:
+    """The run's status and report, then one line for each class that did not run (its table says the same)."""
     duration = "" if result.manifest.duration_s is None else f" in {result.manifest.duration_s:.1f} s"
     print(f"    {result.manifest.status}{duration} -> {result.folder / 'report.html'}", flush=True)
+    for answer in answers.not_run(answers.from_summary(index.read_summary(result.folder))):
+        proof = " ".join(answer.proof.split())
+        print(terminal_text.safe(f"      not run: {answer.subject}: {proof[:300]}"), flush=True)
 
 
 def _write_index(project: Project) -> bool:

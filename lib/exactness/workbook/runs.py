@@ -452,6 +452,21 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
     return result
 
 
+def nothing_ran(folder: Path) -> str | None:
+    """What a run whose every class did not run says (it answered nothing, so it did not pass); None otherwise."""
+    from exactness.workbook import answers
+
+    summary = index.read_summary(folder)
+    found = answers.from_summary(summary)
+    missing = answers.not_run(found)
+    if not found or len(missing) < len(found):
+        return None
+    noun = answers.Columns.from_summary(summary).subject
+    first = " ".join(missing[0].proof.split())[:300]
+    return (f"no {noun} ran: each of the {len(found)} did not build or export (the first, {missing[0].subject}: "
+            f"{first})")
+
+
 def running_cell(notebook: Path) -> int | None:
     """The number of the last cell papermill started in a notebook it was writing (its execution count, else its
     place among the code cells, as the notebook shows it): where a kernel that died was. papermill marks even
@@ -479,6 +494,9 @@ def _finish(project: Project, folder: Path, partial: Path, executed: Path, manif
     be written fails the run, naming it. Then the index."""
     if partial.exists():
         os.replace(partial, executed)
+    if manifest.status == "passed":
+        manifest.error = nothing_ran(folder)
+        manifest.status = "failed" if manifest.error else "passed"
     if executed.exists():
         problem = _export_report(project, folder, executed, manifest, with_code)
         if isinstance(problem, WriteError):
