@@ -127,3 +127,20 @@ def test_with_a_checkout_its_reason_is_quoted_whichever_source_builds_the_class(
     assert stated.reason == "Drifts in this checkout." and stated.scope == "onnx.exactness"
     assert str(stated.claim) == "float noise"  # labelled once for the class in exactness.reference
     assert sources.stated("BitModel").reason != stated.reason  # without a checkout: the registry's quote
+
+
+def test_a_builder_returning_non_finite_inputs_is_one_line_naming_them(tmp_path):
+    path = _builder_file(tmp_path, """
+        import torch
+
+        def build(seed):
+            values = torch.randn(2, 8)
+            values[0, :3] = float("nan")
+            values[1, 0] = float("inf")
+            return torch.nn.Linear(8, 2), {"x": values, "ids": torch.arange(4), "mask": torch.ones(2, 8)}
+        """)
+    with pytest.raises(sources.SubjectError) as error:
+        sources.resolve(f"{path}:build").make(3)
+    message = str(error.value)
+    assert "returned non-finite inputs for seed 3: x (3 NaN and 1 inf of 16 values);" in message
+    assert "mask" not in message and "ids" not in message and "\n" not in message

@@ -135,7 +135,24 @@ def _checked(name: str, where: str, seed: int, result: Any) -> Made:
     if wrong:
         raise SubjectError(f"{name}: the inputs for seed {seed} hold {', '.join(wrong)}: this study feeds ONNX "
                            "Runtime tensors only, keyed by the forward's argument names")
+    nonfinite = _nonfinite(inputs)
+    if nonfinite:
+        raise SubjectError(f"{name}: {where} returned non-finite inputs for seed {seed}: {', '.join(nonfinite)}; "
+                           "a comparison of eager and ONNX Runtime on NaN or inf inputs decides nothing: make the "
+                           "builder draw finite values")
     return Made(model.eval(), dict(inputs))
+
+
+def _nonfinite(inputs: Mapping[str, torch.Tensor]) -> list[str]:
+    """Each floating input holding NaN or inf, with how many of its values."""
+    found = []
+    for key, value in inputs.items():
+        if value.is_floating_point() or value.is_complex():
+            bad = (~torch.isfinite(value)).sum().item()
+            if bad:
+                nan = torch.isnan(value).sum().item()
+                found.append(f"{key} ({nan:,} NaN and {bad - nan:,} inf of {value.numel():,} values)")
+    return found
 
 
 @dataclass(frozen=True)
