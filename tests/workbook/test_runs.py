@@ -209,3 +209,25 @@ def test_a_run_where_some_classes_ran_passes_and_still_names_those_that_did_not(
     assert cli.main(["run", "some"]) == 0
     assert [line.strip() for line in capsys.readouterr().out.splitlines() if "not run:" in line] == [
         "not run: Class0: Could not build: your builder raised ValueError for seed 0: broken."]
+
+
+def test_a_cell_that_prints_megabytes_keeps_a_capped_notebook_and_the_rest_in_kernel_log(tiny_project):
+    from conftest import write_notebook
+    from exactness.workbook import cell_output
+
+    write_notebook(tiny_project / "notebooks" / "loud.ipynb", "lines = 60_000",
+                   "for i in range(lines):\n    print(f'line {i:06d} ' + 'x' * 90)",  # 6 MB on stdout
+                   "print('the next cell prints again')")
+    (tiny_project / "params" / "loud").mkdir()
+    result = _run(tiny_project, "loud")
+    assert result, result.reason
+    notebook = nbformat.read(result.folder / "loud.ipynb", as_version=4)
+    loud, after = notebook.cells[-2], notebook.cells[-1]
+    printed = "".join(o.get("text", "") for o in loud.outputs)
+    assert cell_output.LIMIT <= len(printed) < cell_output.LIMIT + 1_000
+    assert "more than 1,000,000 characters to stdout; the rest is in kernel.log" in printed
+    assert "".join(o.get("text", "") for o in after.outputs) == "the next cell prints again\n"
+    log = (result.folder / "kernel.log").read_text()
+    assert "line 059999 " in log and "line 000000 " not in log
+    assert (result.folder / "loud.ipynb").stat().st_size < 3 * cell_output.LIMIT
+    assert (result.folder / "report.html").stat().st_size < 3 * cell_output.LIMIT

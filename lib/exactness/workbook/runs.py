@@ -29,7 +29,7 @@ import yaml
 
 from exactness import compat
 from exactness.workbook import index, report
-from exactness.workbook.artifacts import RUN_DIR_VARIABLE
+from exactness.workbook.artifacts import KERNEL_LOG, RUN_DIR_VARIABLE
 from exactness.workbook.catalog import Study
 from exactness.workbook.machine import run_facts
 from exactness.workbook.manifest import (
@@ -345,9 +345,6 @@ def _listening(path: Path) -> bool:
             return False
 
 
-KERNEL_LOG = "kernel.log"
-
-
 def _ipc_kernel_manager(prefix: str, log: Path):
     """A kernel manager class whose kernel listens on unix sockets only: its channels by jupyter_client's
     ipc transport, IOPub's pipe for forked subprocesses (TCP on 127.0.0.1 in ipykernel) through
@@ -404,6 +401,8 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    from exactness.workbook import cell_output
+
     params = manifest.params
     manifest.pid, manifest.pid_started, manifest.host = os.getpid(), process_start(), socket.gethostname()
     unwritten = _write_manifest(folder, manifest)
@@ -422,6 +421,7 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
                 str(study.notebook), str(partial), parameters=params, kernel_name=KERNEL_NAME, cwd=str(folder),
                 progress_bar=False, log_output=log_output,
                 kernel_manager_class=_ipc_kernel_manager(prefix, folder / KERNEL_LOG),
+                engine_name=cell_output.ENGINE, overflow=folder / KERNEL_LOG,  # a cell's output capped
                 **({} if log_output else RunProgress().engine_arguments()),
             )
         manifest.status = "passed"  # so far: the report must be complete too (_finish)
