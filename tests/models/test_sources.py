@@ -1,9 +1,11 @@
 """One subject interface, three sources: the registry, a transformers checkout's own testers (a small checkout
 of this project's own in transformers' layout, tests/fixtures/transformers_checkout), and your own builder."""
 
+import io
 import random
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -144,3 +146,28 @@ def test_a_builder_returning_non_finite_inputs_is_one_line_naming_them(tmp_path)
     message = str(error.value)
     assert "returned non-finite inputs for seed 3: x (3 NaN and 1 inf of 16 values);" in message
     assert "mask" not in message and "ids" not in message and "\n" not in message
+
+
+def test_a_builder_that_does_not_return_is_named_with_its_seed_on_stderr_while_it_runs(tmp_path, monkeypatch,
+                                                                                       capsys):
+    from exactness.workbook.run_progress import RunProgress
+
+    monkeypatch.setattr(sources, "SLOW_BUILD_S", 0.2)
+    path = _builder_file(tmp_path, """
+        import time
+
+        import torch
+
+        def build(seed):
+            time.sleep(0.7)
+            return torch.nn.Linear(2, 2), {"input": torch.zeros(1, 2)}
+        """)
+    sources.resolve(f"{path}:build").make(4)
+    said = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert len(said) >= 2 and all(line.startswith(f"still building {path}:build for seed 4: ") and
+                                  line.endswith(" s so far (your builder has not returned)") for line in said), said
+    terminal = io.StringIO()
+    RunProgress(terminal).write(said[0] + "\n")  # what a run's terminal shows of it
+    assert terminal.getvalue().strip() == said[0]
+    time.sleep(0.6)
+    assert capsys.readouterr().err == ""  # nothing once the build has returned
