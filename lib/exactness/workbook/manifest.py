@@ -206,11 +206,17 @@ def run_process_alive(pid: int, started: float | None) -> bool:
         process = psutil.Process(pid)
         if started is not None:
             return abs(process.create_time() - started) < _START_TOLERANCE_S
-        return any("exactness" in part for part in process.cmdline())
+        return _runs_exactness(process.cmdline())
     except psutil.NoSuchProcess:
         return False
     except psutil.AccessDenied:  # it exists, under another user: cannot tell, so it may be the run
         return True
+
+
+def _runs_exactness(command: list[str]) -> bool:
+    """`exactness ...` or `python -m exactness ...`: what runs a run from the command line."""
+    return any(Path(part).name == "exactness" for part in command[:2]) or any(
+        flag == "-m" and module == "exactness" for flag, module in zip(command, command[1:], strict=False))
 
 
 # The JSON types each field must have (bool is excluded from numbers explicitly below).
