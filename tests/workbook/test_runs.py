@@ -192,7 +192,7 @@ def test_a_run_whose_every_class_did_not_run_fails_and_names_each_on_the_termina
     result = _run(tiny_project, "nothing")
     recorded = Manifest.read(result.folder)
     assert recorded.status == "failed" and not result
-    assert recorded.error == ("no class ran: each of the 2 did not build or export (the first, Class0: Could not "
+    assert recorded.error == ("no class ran: none of the 2 built or exported (the first, Class0: Could not "
                               "build: your builder raised ValueError for seed 0: broken.)")
     capsys.readouterr()
     assert cli.main(["run", "nothing"]) == 1

@@ -165,7 +165,6 @@ def check_resumable(study: Study, folder: Path, across_code_change: bool = False
     from exactness.workbook import parameters
 
     manifest = Manifest.read(folder)
-    refuse_named_code(study, folder, manifest, given)
     if manifest.study != study.name:
         raise ResumeError(f"{folder} is a run of {manifest.study!r}, not of {study.name!r}")
     if manifest.status == "passed":
@@ -180,6 +179,7 @@ def check_resumable(study: Study, folder: Path, across_code_change: bool = False
         parameters.check(study.notebook, manifest.params, dict.fromkeys(manifest.params, str(source)))
     except parameters.ParameterError as error:
         raise parameters.ParameterError(f"{source}: {error}") from None
+    refuse_named_code(study, folder, manifest, given)
     code_change(folder, manifest, across_code_change)
     return manifest
 
@@ -188,10 +188,7 @@ def refuse_named_code(study: Study, folder: Path, manifest: Manifest, given: Col
     """A ResumeError when the manifest names code to execute that the command line did not name again."""
     from exactness.workbook import study_rules
 
-    try:
-        named = study_rules.named_code(study.name, manifest.params)
-    except Exception:  # a value of the wrong type: the parameter check after this one names it
-        return
+    named = study_rules.named_code(study.name, manifest.params)  # after the parameter check: the types are right
     unconfirmed = {name: code for name, code in named.items() if name not in given}
     if unconfirmed:
         listed = "; ".join(f"{name} names {', '.join(map(repr, code))}" for name, code in unconfirmed.items())
@@ -463,8 +460,9 @@ def nothing_ran(folder: Path) -> str | None:
         return None
     noun = answers.Columns.from_summary(summary).subject
     first = " ".join(missing[0].proof.split())[:300]
-    return (f"no {noun} ran: each of the {len(found)} did not build or export (the first, {missing[0].subject}: "
-            f"{first})")
+    if len(found) == 1:
+        return f"no {noun} ran: {missing[0].subject}: {first}"
+    return f"no {noun} ran: none of the {len(found)} built or exported (the first, {missing[0].subject}: {first})"
 
 
 def running_cell(notebook: Path) -> int | None:
