@@ -9,15 +9,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from papermill.clientwrap import PapermillNotebookClient
 from papermill.engines import NBClientEngine, papermill_engines
 from papermill.utils import merge_kwargs, remove_args
+
+from exactness import compat
 
 LIMIT = 1_000_000  # characters per stream and cell
 ENGINE = "exactness"
 
 
-class CappedClient(PapermillNotebookClient):
+class CappedClient(compat.papermill_client()):
     """papermill's client whose cells keep at most `limit` characters per stream; the rest goes to `overflow`."""
 
     def __init__(self, nb_man, overflow: Path, limit: int = LIMIT, **kwargs):
