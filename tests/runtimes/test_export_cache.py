@@ -140,3 +140,12 @@ def test_a_signed_record_whose_outputs_are_not_the_graphs_is_refused(tmp_path):
     cache.export(model, inputs, dynamic=False)
     graph, why = cache.read(key, {"input_ids"})
     assert graph is None and "do not have" in why
+
+
+def test_a_cache_folder_that_cannot_be_made_leaves_no_key_and_still_exports(tmp_path):
+    (tmp_path / "file").write_text("not a folder")
+    cache = ExportCache(tmp_path / "file" / "exports")
+    model, inputs = _model(0)
+    found = cache.export(model, inputs, dynamic=False)
+    assert not found.cached and found.graph.outputs == ["y"]
+    assert sorted(p.name for p in tmp_path.rglob("*")) == ["file"]

@@ -147,10 +147,14 @@ class ExportCache:
         if not record_path.exists():
             return None, ""
         try:
+            secret = self.secret
+        except OSError as error:  # no key can be read or kept (a read-only disk): no entry can be trusted
+            return None, f"cache entry {key[:12]} not used: the cache's key cannot be read ({error}); exported again"
+        try:
             record = json.loads(record_path.read_text())
             if not isinstance(record, dict):
                 raise EntryMismatch("the record is not a JSON object")
-            if not hmac.compare_digest(str(record.get("hmac", "")), _signature(self.secret, record)):
+            if not hmac.compare_digest(str(record.get("hmac", "")), _signature(secret, record)):
                 raise EntryMismatch("the record is not authenticated by this cache's key (written by another "
                                     "cache or version, moved from another key, or edited)")
             if record.get("key") != key:
@@ -179,21 +183,18 @@ class ExportCache:
             raise
 
     def store(self, key: str, graph: onnx_graph.ExportedGraph) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(parents=True, exist_ok=True)  # before the key beside it is made: a folder that
+        secret = self.secret  # cannot be made (a path that is no cache) leaves no key file either
         data = graph.model.SerializeToString()
         graph_path, record_path = self._paths(key)
         self._write(graph_path, data)
         record = {"key": key, "sha256": hashlib.sha256(data).hexdigest(), "outputs": graph.outputs,
                   "intermediates": graph.intermediates, "export_seconds": graph.export_seconds}
-        record["hmac"] = _signature(self.secret, record)
+        record["hmac"] = _signature(secret, record)
         self._write(record_path, json.dumps(record).encode())
 
     def export(self, model: torch.nn.Module, inputs: dict[str, torch.Tensor], dynamic: bool) -> Lookup:
         key = export_key(model, inputs, dynamic)
-        try:
-            _ = self.secret
-        except OSError:  # no key can be kept (a read-only disk): nothing in the cache can be trusted or kept
-            return Lookup(onnx_graph.export(model, inputs, dynamic=dynamic), False)
         graph, rebuilt = self.read(key, set(inputs))
         if graph is not None:
             return Lookup(graph, True)
