@@ -218,9 +218,10 @@ def test_a_value_out_of_its_studys_range_is_one_line_before_anything_is_created(
     assert not out.exists()
 
 
-def _slow_run(project, busy_cell: str) -> tuple[subprocess.Popen, Path]:
+def _slow_run(project, busy_cell: str, ignore_sighup: bool = False) -> tuple[subprocess.Popen, Path]:
     """`exactness run slow` in its own process group, once its kernel has started the cell after the one that
-    writes kernel.pid (the kernel's process id) into the run folder: the run folder."""
+    writes kernel.pid (the kernel's process id) into the run folder: the run folder. `ignore_sighup`: started
+    as `nohup` starts it."""
     import time
 
     from conftest import write_notebook
@@ -236,7 +237,8 @@ def _slow_run(project, busy_cell: str) -> tuple[subprocess.Popen, Path]:
     # ignored: reset it, as a terminal's foreground process has it.
     process = subprocess.Popen([sys.executable, "-m", "exactness", "run", "slow"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=cli_env(project), start_new_session=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                               preexec_fn=lambda: (signal.signal(signal.SIGINT, signal.SIG_DFL),
+                                                   ignore_sighup and signal.signal(signal.SIGHUP, signal.SIG_IGN)))
     deadline = time.monotonic() + 120
     while not (pids := list((project / "outputs").glob("slow/*/kernel.pid"))) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -336,3 +338,13 @@ def test_sighup_marks_the_run_interrupted_in_one_line(tiny_project):
         f"`exactness run slow --resume {folder}`)"], err
     recorded = Manifest.read(folder)
     assert recorded.status == "interrupted" and recorded.error == "interrupted by SIGHUP (the terminal closed)"
+
+
+def test_a_run_started_under_nohup_keeps_running_through_sighup(tiny_project):
+    import signal
+
+    process, folder = _slow_run(tiny_project, "time.sleep(3)", ignore_sighup=True)
+    process.send_signal(signal.SIGHUP)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert Manifest.read(folder).status == "passed"

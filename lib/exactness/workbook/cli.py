@@ -284,6 +284,8 @@ def _quiet_stdout_if_closed(why: str = OUTPUT_CLOSED) -> None:
 
 
 class _Signalled(KeyboardInterrupt):
+    """A signal that stops a run as Ctrl-C does; `why` names it in the manifest and on the terminal."""
+
     def __init__(self, why: str):
         super().__init__(why)
         self.why = why
@@ -387,7 +389,8 @@ def _main(argv: list[str]) -> int:
         return 2
     keep_state_inside(project)
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
-    signal.signal(signal.SIGHUP, _terminate_as_interrupt)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # `nohup exactness run ...` keeps running
+        signal.signal(signal.SIGHUP, _terminate_as_interrupt)
     try:
         if args.command == "list":
             return cmd_list(project, args.params)
