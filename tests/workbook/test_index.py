@@ -161,16 +161,19 @@ def test_a_summary_that_is_not_a_json_object_is_unreadable_and_breaks_nothing(tm
 
 def test_a_json_nested_deeper_than_the_parser_follows_is_unreadable_and_breaks_nothing(tmp_path):
     project = Project.at(tmp_path, tmp_path / "outputs")
-    deep = "[" * 100_000 + "]" * 100_000
+    deep = "[" * 100_000 + "]" * 100_000  # beyond the parser
+    shallower = '{"x": ' + "[" * 500 + "]" * 500 + "}"  # parses, yet would overflow whatever walks it
     good = _fake_run(project.outputs, "a", "good", "2026-11-30T01:00:00", summary={"n": 3})
     damaged_summary = _fake_run(project.outputs, "a", "deep_summary", "2026-11-30T02:00:00")
     (damaged_summary / "summary.json").write_text(deep)
     damaged_manifest = project.outputs / "a" / "deep_manifest"
     damaged_manifest.mkdir()
     (damaged_manifest / "manifest.json").write_text(deep)
+    walked_summary = _fake_run(project.outputs, "a", "walked_summary", "2026-11-30T03:00:00")
+    (walked_summary / "summary.json").write_text(shallower)
     entries = {e.manifest.run_id: e for e in index.collect(project)}
     assert entries["good"].summary == {"n": 3} and entries["good"].manifest.status == "passed"
-    assert entries["deep_summary"].summary == index.UNREADABLE_SUMMARY
+    assert entries["deep_summary"].summary == entries["walked_summary"].summary == index.UNREADABLE_SUMMARY
     assert entries["deep_manifest"].manifest.status == "unreadable"
     assert "nested deeper" in entries["deep_manifest"].manifest.error
     assert str(good.relative_to(project.outputs)) in index.write(project).read_text()

@@ -79,15 +79,34 @@ def _fill(path: Path, data: bytes) -> None:
         stream.write(data)
 
 
+# The deepest nesting a manifest, summary or record of this workbook has is a few levels; what reads one
+# (the index, `show`, the answers) walks it recursively, so a crafted file nested hundreds deep stops there.
+MAX_JSON_DEPTH = 64
+
+
 def read_json(path: Path) -> Any:
     """A JSON file's value; a ValueError saying what is wrong when it is not UTF-8, not JSON, or nested deeper
-    than the parser follows (a crafted file must never stop a command with a RecursionError)."""
+    than MAX_JSON_DEPTH (a crafted file must never stop a command with a RecursionError)."""
     text = Path(path).read_text(encoding="utf-8")
     try:
-        return json.loads(text)
+        value = json.loads(text)
     except RecursionError:
         raise ValueError(f"nested deeper than the {sys.getrecursionlimit():,} levels a JSON parser follows") \
             from None
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How deeply lists and objects nest in `value`, found without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            stack += [(child, level + 1) for child in (item.values() if isinstance(item, dict) else item)]
+    return deepest
 
 
 def now() -> str:
