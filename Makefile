@@ -38,10 +38,13 @@ test: install
 	$(PY) -m pytest
 
 # etc/jupyter/jupyter_server_config.py: checkpoints under .state/, no 500 when a page closes while its kernel
-# starts. LAB_ARGS: more flags for the server (the browser test passes a port and a token).
+# starts. The runtime folder (the server's token, the kernels' keys) is the user's only: 0700, and umask 077
+# because the server writes jpserver-<pid>-open.html (its URL with the token) with the umask's mode.
+# LAB_ARGS: more flags for the server (the browser test passes a port and a token).
 lab: export JUPYTER_CONFIG_PATH := $(CURDIR)/etc/jupyter
 lab: install
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks --allow-root --no-browser \
+	mkdir -p -m 700 $(JUPYTER_RUNTIME_DIR) && chmod 700 $(JUPYTER_RUNTIME_DIR)
+	umask 077 && $(VENV)/bin/jupyter lab --notebook-dir=notebooks --allow-root --no-browser \
 	  --MappingKernelManager.default_kernel_name=$(KERNEL) $(LAB_ARGS)
 
 clean-state:

@@ -43,3 +43,10 @@ def test_a_quantizer_without_its_perplexity_method_is_named():
 
     with pytest.raises(compat.CompatError, match="Quantizer._compute_perplexity"):
         compat.perplexity_of(Quantizer())
+
+
+def test_the_notebook_clients_output_handler_that_a_run_caps_is_found():
+    from papermill.clientwrap import PapermillNotebookClient
+
+    client = compat.papermill_client()
+    assert client is PapermillNotebookClient and callable(client.output)

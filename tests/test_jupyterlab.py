@@ -267,3 +267,20 @@ def test_a_page_closed_while_its_kernel_connects_logs_no_500_and_the_next_load_r
         page.close()
     assert not lab.server_errors(), "\n\n".join(lab.server_errors())
     assert _tree() == before, "opening or running a notebook changed notebooks/"
+
+
+def test_the_servers_token_is_readable_by_its_user_only(tmp_path):
+    """The runtime folder holds the token (the server's info file, a browser-open page) and the kernels'
+    connection keys: 0700 even where an earlier start left it 0755, and every file in it 0600."""
+    runtime = tmp_path / "state" / "jupyter" / "runtime"
+    runtime.mkdir(parents=True)
+    runtime.chmod(0o755)
+    server = Lab(tmp_path / "state", tmp_path / "server.log")
+    try:
+        server.start()
+        files = {p.name: p.stat().st_mode & 0o777 for p in runtime.iterdir() if p.is_file()}
+        assert runtime.stat().st_mode & 0o777 == 0o700
+        assert any(name.startswith("jpserver-") for name in files), files
+        assert {name: oct(mode) for name, mode in files.items() if mode & 0o077} == {}
+    finally:
+        server.stop()

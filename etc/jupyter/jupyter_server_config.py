@@ -1,6 +1,8 @@
 """JupyterLab's server as `make lab` starts it (the Makefile puts this folder on JUPYTER_CONFIG_PATH, so a
 user's own jupyter_server_config in .state/jupyter/config still loads, and wins).
 
+- The token stays the user's: the Makefile keeps the runtime folder 0700 and starts the server under umask
+  077, since jupyter_server writes jpserver-<pid>-open.html (the URL with the token) with the umask's mode.
 - Checkpoints (File > Revert Notebook to Checkpoint) go beside the rest of Jupyter's state (.state/ under
   `make lab`), never into notebooks/.ipynb_checkpoints/ in the checkout.
 - A browser page that goes away while its kernel is still starting (a reload, a closed tab, a screenshot

@@ -1,7 +1,8 @@
 """Every private API of another package that exactness relies on, reached through one place.
 
 A private name (`torch._weight_norm`, `_WeightNorm`, `torch.utils._python_dispatch`, a quantizer's
-`_compute_perplexity`, jupyter_client's `_async_launch_kernel`, ipykernel's IOPub pipe) may move or change in
+`_compute_perplexity`, jupyter_client's `_async_launch_kernel`, ipykernel's IOPub pipe, nbclient's handler of
+one output message) may move or change in
 any release. Each is looked up here; when it is gone the error names the package, the installed and the
 verified version, and what to do, instead of an AttributeError deep inside a study. Where the private API only
 serves a speed-up, its caller falls back to the plain path and records why (see `exactness.runtimes.codevector_lookup`).
@@ -15,7 +16,7 @@ from typing import Any
 
 # The versions every private API below was read and verified against (pinned in pyproject.toml).
 VERIFIED = {"torch": "2.13.0", "transformers": "5.23.0", "jupyter_client": "8.10.0", "ipykernel": "7.4.0",
-            "onnxscript": "0.7.2"}
+            "onnxscript": "0.7.2", "papermill": "2.7.0", "nbclient": "0.11.0"}
 
 
 class CompatError(RuntimeError):
@@ -80,6 +81,15 @@ def fused_weight_norm():
     """torch's own weight-norm kernel, `w = g * v / ||v||`: the same arithmetic a weight-normed layer runs,
     which a formula written out in Python does not reproduce to the last bit."""
     return private("torch", "torch", "_weight_norm", _PIN)
+
+
+def papermill_client() -> type:
+    """papermill's notebook client, whose `output` (nbclient's handler of one output message, undocumented) a
+    run overrides to cap what a cell keeps (`exactness.workbook.cell_output`)."""
+    client = private("papermill", "papermill.clientwrap", "PapermillNotebookClient", _PIN)
+    if not callable(getattr(client, "output", None)):
+        raise moved("nbclient", "nbclient.NotebookClient.output", _PIN)
+    return client
 
 
 def kernel_launch(manager_class: type):

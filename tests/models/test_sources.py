@@ -1,9 +1,11 @@
 """One subject interface, three sources: the registry, a transformers checkout's own testers (a small checkout
 of this project's own in transformers' layout, tests/fixtures/transformers_checkout), and your own builder."""
 
+import io
 import random
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -127,3 +129,45 @@ def test_with_a_checkout_its_reason_is_quoted_whichever_source_builds_the_class(
     assert stated.reason == "Drifts in this checkout." and stated.scope == "onnx.exactness"
     assert str(stated.claim) == "float noise"  # labelled once for the class in exactness.reference
     assert sources.stated("BitModel").reason != stated.reason  # without a checkout: the registry's quote
+
+
+def test_a_builder_returning_non_finite_inputs_is_one_line_naming_them(tmp_path):
+    path = _builder_file(tmp_path, """
+        import torch
+
+        def build(seed):
+            values = torch.randn(2, 8)
+            values[0, :3] = float("nan")
+            values[1, 0] = float("inf")
+            return torch.nn.Linear(8, 2), {"x": values, "ids": torch.arange(4), "mask": torch.ones(2, 8)}
+        """)
+    with pytest.raises(sources.SubjectError) as error:
+        sources.resolve(f"{path}:build").make(3)
+    message = str(error.value)
+    assert "returned non-finite inputs for seed 3: x (3 NaN and 1 inf of 16 values);" in message
+    assert "mask" not in message and "ids" not in message and "\n" not in message
+
+
+def test_a_builder_that_does_not_return_is_named_with_its_seed_on_stderr_while_it_runs(tmp_path, monkeypatch,
+                                                                                       capsys):
+    from exactness.workbook.run_progress import RunProgress
+
+    monkeypatch.setattr(sources, "SLOW_BUILD_S", 0.2)
+    path = _builder_file(tmp_path, """
+        import time
+
+        import torch
+
+        def build(seed):
+            time.sleep(0.7)
+            return torch.nn.Linear(2, 2), {"input": torch.zeros(1, 2)}
+        """)
+    sources.resolve(f"{path}:build").make(4)
+    said = [line for line in capsys.readouterr().err.splitlines() if line]
+    assert len(said) >= 2 and all(line.startswith(f"still building {path}:build for seed 4: ") and
+                                  line.endswith(" s so far (your builder has not returned)") for line in said), said
+    terminal = io.StringIO()
+    RunProgress(terminal).write(said[0] + "\n")  # what a run's terminal shows of it
+    assert terminal.getvalue().strip() == said[0]
+    time.sleep(0.6)
+    assert capsys.readouterr().err == ""  # nothing once the build has returned

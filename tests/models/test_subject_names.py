@@ -1,6 +1,7 @@
 """Model names checked before anything is created: their form, the checkout beside them, and the skip audit's
 classes read from the checkout's export test without running it."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -75,3 +76,20 @@ def test_an_export_test_without_a_literal_skip_list_is_one_line(tmp_path):
     (tmp_path / "tests" / "exporters" / "test_export.py").write_text("EXPORT_SKIPS = make_skips()\n")
     with pytest.raises(checkout_index.CheckoutError, match=r"test_export.py:1: EXPORT_SKIPS is not a literal mapping"):
         checkout_index.export_skips(tmp_path)
+
+
+def test_one_model_file_listed_twice_by_two_spellings_is_refused_as_a_repeat(tmp_path):
+    from exactness.workbook import study_rules
+    from exactness.workbook.parameter_rules import StudyParameterError
+
+    (tmp_path / "sub").mkdir()
+    good = tmp_path / "good.py"
+    good.write_text("def build(seed):\n    return None\n")
+    (tmp_path / "link.py").symlink_to(good)
+    again = f"{tmp_path}/sub/../good.py:build"
+    with pytest.raises(StudyParameterError, match=rf"models lists {good}:build \(again as {re.escape(again)}\) more "
+                                                  "than once"):
+        study_rules.check("discrete_ops", {"models": [f"{good}:build", again]})
+    with pytest.raises(StudyParameterError, match="more than once"):
+        study_rules.check("discrete_ops", {"models": [f"{good}:build", f"{tmp_path}/link.py:build"]})
+    study_rules.check("discrete_ops", {"models": [f"{good}:build"]})

@@ -218,9 +218,10 @@ def test_a_value_out_of_its_studys_range_is_one_line_before_anything_is_created(
     assert not out.exists()
 
 
-def _slow_run(project, busy_cell: str) -> tuple[subprocess.Popen, Path]:
+def _slow_run(project, busy_cell: str, ignore_sighup: bool = False) -> tuple[subprocess.Popen, Path]:
     """`exactness run slow` in its own process group, once its kernel has started the cell after the one that
-    writes kernel.pid (the kernel's process id) into the run folder: the run folder."""
+    writes kernel.pid (the kernel's process id) into the run folder: the run folder. `ignore_sighup`: started
+    as `nohup` starts it."""
     import time
 
     from conftest import write_notebook
@@ -236,7 +237,8 @@ def _slow_run(project, busy_cell: str) -> tuple[subprocess.Popen, Path]:
     # ignored: reset it, as a terminal's foreground process has it.
     process = subprocess.Popen([sys.executable, "-m", "exactness", "run", "slow"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=cli_env(project), start_new_session=True,
-                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+                               preexec_fn=lambda: (signal.signal(signal.SIGINT, signal.SIG_DFL),
+                                                   ignore_sighup and signal.signal(signal.SIGHUP, signal.SIG_IGN)))
     deadline = time.monotonic() + 120
     while not (pids := list((project / "outputs").glob("slow/*/kernel.pid"))) and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -306,3 +308,43 @@ def test_list_params_names_each_parameter_with_its_type_default_and_meaning():
     unknown = subprocess.run([sys.executable, "-m", "exactness", "list", "--params", "nope"],
                              capture_output=True, text=True, env=cli_env(REPO), timeout=60)
     assert unknown.returncode == 2 and "unknown study 'nope'" in unknown.stderr
+
+
+def test_output_piped_into_a_reader_that_exits_marks_the_run_interrupted_in_one_line(tiny_project):
+    process = subprocess.Popen([sys.executable, "-m", "exactness", "run", "ok"], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, env=cli_env(tiny_project))
+    first = process.stdout.readline()  # `| head -1`: one line read, then the reader is gone
+    process.stdout.close()
+    err = process.stderr.read()
+    process.wait(timeout=300)
+    assert first.startswith("[1/2] environment") and process.returncode == 130, err
+    (folder,) = (tiny_project / "outputs" / "environment").iterdir()
+    assert err.strip().splitlines() == [
+        f"interrupted: its output's reader went away (a pipe closed, as `| head` does); {folder} is marked "
+        f"interrupted (finish it with `exactness run environment --resume {folder}`)"], err
+    recorded = Manifest.read(folder)
+    assert recorded.status == "interrupted" and "reader went away" in recorded.error
+    assert not (tiny_project / "outputs" / "ok").exists()
+
+
+def test_sighup_marks_the_run_interrupted_in_one_line(tiny_project):
+    import signal
+
+    process, folder = _slow_run(tiny_project, "time.sleep(120)")
+    process.send_signal(signal.SIGHUP)  # the terminal closed
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130 and err.strip().splitlines() == [
+        f"interrupted by SIGHUP (the terminal closed); {folder} is marked interrupted (finish it with "
+        f"`exactness run slow --resume {folder}`)"], err
+    recorded = Manifest.read(folder)
+    assert recorded.status == "interrupted" and recorded.error == "interrupted by SIGHUP (the terminal closed)"
+
+
+def test_a_run_started_under_nohup_keeps_running_through_sighup(tiny_project):
+    import signal
+
+    process, folder = _slow_run(tiny_project, "time.sleep(3)", ignore_sighup=True)
+    process.send_signal(signal.SIGHUP)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err
+    assert Manifest.read(folder).status == "passed"

@@ -1,5 +1,6 @@
 import html
 import json
+import re
 
 from exactness.workbook import index
 from exactness.workbook.manifest import Manifest
@@ -156,3 +157,42 @@ def test_a_summary_that_is_not_a_json_object_is_unreadable_and_breaks_nothing(tm
     entries = index.collect(project)
     assert [e.summary for e in entries] == [index.UNREADABLE_SUMMARY] * 5
     assert "summary.json: unreadable" in index.write(project).read_text()
+
+
+def test_a_json_nested_deeper_than_the_parser_follows_is_unreadable_and_breaks_nothing(tmp_path):
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    deep = "[" * 100_000 + "]" * 100_000  # beyond the parser
+    shallower = '{"x": ' + "[" * 500 + "]" * 500 + "}"  # parses, yet would overflow whatever walks it
+    good = _fake_run(project.outputs, "a", "good", "2026-11-30T01:00:00", summary={"n": 3})
+    damaged_summary = _fake_run(project.outputs, "a", "deep_summary", "2026-11-30T02:00:00")
+    (damaged_summary / "summary.json").write_text(deep)
+    damaged_manifest = project.outputs / "a" / "deep_manifest"
+    damaged_manifest.mkdir()
+    (damaged_manifest / "manifest.json").write_text(deep)
+    walked_summary = _fake_run(project.outputs, "a", "walked_summary", "2026-11-30T03:00:00")
+    (walked_summary / "summary.json").write_text(shallower)
+    entries = {e.manifest.run_id: e for e in index.collect(project)}
+    assert entries["good"].summary == {"n": 3} and entries["good"].manifest.status == "passed"
+    assert entries["deep_summary"].summary == entries["walked_summary"].summary == index.UNREADABLE_SUMMARY
+    assert entries["deep_manifest"].manifest.status == "unreadable"
+    assert "nested deeper" in entries["deep_manifest"].manifest.error
+    assert str(good.relative_to(project.outputs)) in index.write(project).read_text()
+
+
+def test_an_environment_run_that_is_not_a_folder_under_outputs_is_never_a_link(tmp_path):
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    planted = ["javascript:alert(document.cookie)", "JavaScript:alert(1)//x", "http://example.com/x",
+               "/etc", "../elsewhere", "environment/../../x", "data:text/html,<script>alert(1)</script>"]
+    for number, value in enumerate(planted):  # a study each: every one is its study's card
+        folder = _fake_run(project.outputs, f"s{number}", "r", f"2026-11-30T0{number}:00:00")
+        manifest = Manifest.read(folder)
+        manifest.environment_run = value
+        manifest.write(folder)
+    _fake_run(project.outputs, "b", "fine", "2026-11-30T09:00:00")
+    fine = Manifest.read(project.outputs / "b" / "fine")
+    fine.environment_run = "environment/20261130-090000-smoke-abcd"
+    fine.write(project.outputs / "b" / "fine")
+    page = index.write(project).read_text()
+    hrefs = [h.lower() for h in re.findall(r'href="([^"]*)"', html.unescape(page))]
+    assert not [h for h in hrefs if ":" in h or h.startswith(("/", "..")) or "/../" in h], hrefs
+    assert 'href="environment/20261130-090000-smoke-abcd/report.html"' in page

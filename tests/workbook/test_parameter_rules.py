@@ -2,6 +2,7 @@ import math
 
 import pytest
 
+from exactness.workbook import parameter_rules
 from exactness.workbook.parameter_rules import AtLeast, EachOf, Matches, OneOf, Positive, RunFolder, problems
 
 
@@ -75,3 +76,31 @@ def test_a_run_folder_is_empty_latest_or_an_absolute_path_to_a_run(tmp_path):
     assert RunFolder().problem(str(tmp_path / "run")) is None
     assert "not a run folder" in RunFolder().problem(str(tmp_path))
     assert "absolute path" in RunFolder().problem("outputs/near_tie/x")
+
+
+class _Counted:
+    """A value that counts how often it is compared: the repeat check must hash, not compare every pair."""
+
+    comparisons = 0
+
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        _Counted.comparisons += 1
+        return isinstance(other, _Counted) and other.value == self.value
+
+    def __hash__(self):
+        return hash(self.value)
+
+    def __repr__(self):
+        return f"seed {self.value}"
+
+
+def test_the_repeat_check_is_linear_in_the_list_and_still_names_each_repeat():
+    values = [_Counted(i) for i in range(20_000)] + [_Counted(7), _Counted(7), _Counted(19_999)]
+    _Counted.comparisons = 0
+    problem = EachOf(Positive()).problem([v.value + 1 for v in values])
+    assert problem == "lists 8, 20000 more than once"
+    assert parameter_rules._repeated(values) == ["seed 7", "seed 19999"]
+    assert _Counted.comparisons < 50  # a few per repeat; a check of every pair makes 200 million

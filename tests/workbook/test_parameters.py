@@ -100,3 +100,31 @@ def test_scientific_notation_is_a_number_in_p_and_in_files(tmp_path):
     path = tmp_path / "set.yaml"
     path.write_text("threshold: 1e-4\n")
     assert load_yaml(path) == {"threshold": 1e-4}
+
+
+def test_a_parameter_file_over_the_size_limit_is_one_line_naming_it_before_it_is_parsed(tiny_project, tmp_path,
+                                                                                       monkeypatch, capsys):
+    from exactness.workbook import cli
+
+    huge = tmp_path / "huge.yaml"
+    huge.write_text("replay_seeds: [" + ", ".join(map(str, range(400_000))) + "]\n")  # 3.1 MB
+    parsed = []
+    monkeypatch.setattr(parameters, "_load", lambda text: parsed.append(text))
+    assert cli.main(["run", "ok", "-f", str(huge)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"exactness: error: {huge} holds 3.1 MB; a parameter file may hold at most "
+                                        "1 MB (for many seeds give seed_start and n_seeds instead of listing them)"]
+    assert all(len(text) < 100 for text in parsed)  # the other studies' small sets only
+    assert not (tiny_project / "outputs").exists()
+
+
+def test_a_parameter_file_that_is_not_utf8_is_one_line_naming_the_file_and_the_byte(tiny_project, tmp_path, capsys):
+    from exactness.workbook import cli
+
+    latin = tmp_path / "latin1.yaml"
+    latin.write_bytes("label: x\nnote: caf\u00e9\n".encode("latin-1"))
+    assert cli.main(["run", "ok", "-f", str(latin)]) == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [f"exactness: error: {latin} is not UTF-8 text: byte 0xe9 on line 2 "
+                                        "(byte 18); save it as UTF-8"]
+    assert not (tiny_project / "outputs").exists()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import cli_env
+from conftest import REPO, cli_env
 from exactness.workbook import catalog, index, manifest, parameters, runs
 from exactness.workbook.cli import find_run
 from exactness.workbook.manifest import CodeVersion, Manifest, WriteError, write_atomically
@@ -202,7 +202,7 @@ def test_resuming_across_a_code_change_when_asked_records_each_attempts_code(tin
     assert result, result.reason
     recorded = Manifest.read(folder)
     assert recorded.attempts[0]["code"] == {"git_commit": _OTHER.git_commit, "git_dirty": False,
-                                            "library_sha256": _OTHER.library_sha256}
+                                            "library_sha256": _OTHER.library_sha256, "named_code_sha256": None}
     assert recorded.code == CodeVersion.current() and recorded.mixed_code is True
     assert json.loads((folder / "manifest.json").read_text())["code"]["library_sha256"] == manifest.library_digest()
 
@@ -211,3 +211,48 @@ def test_the_same_code_resumes_without_being_asked(tiny_project, quick):
     project, study, folder = _failed_with_shards(tiny_project, CodeVersion.current())
     assert runs.resume(project, study, folder)
     assert Manifest.read(folder).mixed_code is False
+
+
+def _builder_run_with_shards(tmp_path, builder):
+    """A failed discrete_ops run over your builder, with a shard, recorded with the code of now."""
+    from exactness.workbook import parameters
+
+    project = Project.at(REPO, tmp_path / "out")
+    study = catalog.get(project, "discrete_ops")
+    params = {**parameters.resolve(study.notebook, [study.param_file("smoke")], []), "models": [f"{builder}:build"]}
+    folder = tmp_path / "out" / "discrete_ops" / "run"
+    (folder / "shards").mkdir(parents=True)
+    (folder / "shards" / "sweep--0-1-n2.pkl").write_bytes(b"x")
+    code = CodeVersion.current(runs.named_code_digest("discrete_ops", params))
+    Manifest(study="discrete_ops", run_id="run", param_set="smoke", params=params, batch="b", status="failed",
+             started="2026-01-01T00:00:00+00:00", code=code).write(folder)
+    return study, folder
+
+
+def test_resuming_after_your_model_file_was_edited_is_refused_as_a_code_change(tmp_path):
+    builder = tmp_path / "mine.py"
+    builder.write_text("def build(seed):\n    return None\n")
+    study, folder = _builder_run_with_shards(tmp_path, builder)
+    assert runs.check_resumable(study, folder, given={"models"})  # unchanged: resumes
+    builder.write_text("def build(seed):\n    return 'edited'\n")
+    with pytest.raises(runs.ResumeError, match="your models' code .*--resume-across-code-change"):
+        runs.check_resumable(study, folder, given={"models"})
+
+
+def test_a_read_only_kernel_socket_folder_fails_the_run_naming_that_folder_not_the_notebook(
+        tiny_project, monkeypatch):
+    sockets = tiny_project / ".state" / "k"
+    make_folder = os.mkdir
+
+    def read_only_sockets(path, *args, **kwargs):
+        if Path(path).parent == sockets:
+            raise OSError(errno.EROFS, os.strerror(errno.EROFS), os.fspath(path))
+        return make_folder(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", read_only_sockets)
+    monkeypatch.setattr(runs, "run_facts", lambda root: {})
+    result = _execute(tiny_project)
+    recorded = Manifest.read(result.folder)
+    assert recorded.status == "failed" and result.write_error is not None
+    assert recorded.error.startswith(f"could not write {sockets}/") and "Read-only file system" in recorded.error
+    assert "ok.ipynb" not in recorded.error

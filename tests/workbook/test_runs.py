@@ -156,3 +156,78 @@ def test_a_studys_kernel_starts_with_its_environment_and_the_caller_gets_its_own
         assert os.environ["EXACTNESS_PROBE"] == "x"
     assert "EXACTNESS_PROBE" not in os.environ
 
+
+
+def test_a_kernel_that_dies_names_the_cell_that_was_running(tiny_project):
+    from conftest import write_notebook
+
+    write_notebook(tiny_project / "notebooks" / "dies.ipynb", "code = 3", "x = 1", "y = 2",
+                   "import os\nos._exit(code)", "z = 4")
+    (tiny_project / "params" / "dies").mkdir()
+    result = _run(tiny_project, "dies")
+    recorded = Manifest.read(result.folder)
+    assert recorded.status == "failed" and "DeadKernelError" in recorded.error
+    # cells: parameters [1], injected parameters [2], x [3], y [4], the exit [5]
+    assert recorded.failed_cell == 5 and result.reason.startswith("dies failed in cell [5]: DeadKernelError")
+
+
+def _answering(root, name, causes):
+    """A study whose notebook answers one line per class with these causes, as a model study does."""
+    from conftest import write_notebook
+
+    write_notebook(root / "notebooks" / f"{name}.ipynb", f"causes = {causes!r}",
+                   "from exactness.workbook.answers import Answer\n"
+                   "from exactness.workbook.artifacts import RunArtifacts\n"
+                   f"RunArtifacts.current({name!r}).summary(answers=[Answer(f'Class{{i}}', cause, 'fix the builder "
+                   "first', '', 'Could not build: your builder raised ValueError for seed 0: broken.').to_dict() "
+                   "for i, cause in enumerate(causes)])")
+    (root / "params" / name).mkdir()
+    (root / "params" / name / "default.yaml").write_text("{}\n")
+
+
+def test_a_run_whose_every_class_did_not_run_fails_and_names_each_on_the_terminal(tiny_project, capsys):
+    from exactness.workbook import cli
+
+    _answering(tiny_project, "nothing", ["not run", "not run"])
+    result = _run(tiny_project, "nothing")
+    recorded = Manifest.read(result.folder)
+    assert recorded.status == "failed" and not result
+    assert recorded.error == ("no class ran: none of the 2 built or exported (the first, Class0: Could not "
+                              "build: your builder raised ValueError for seed 0: broken.)")
+    capsys.readouterr()
+    assert cli.main(["run", "nothing"]) == 1
+    captured = capsys.readouterr()
+    assert [line.strip() for line in captured.out.splitlines() if "not run:" in line] == [
+        f"not run: Class{i}: Could not build: your builder raised ValueError for seed 0: broken." for i in (0, 1)]
+    assert "FAILED: nothing failed: no class ran" in captured.err
+
+
+def test_a_run_where_some_classes_ran_passes_and_still_names_those_that_did_not(tiny_project, capsys):
+    from exactness.workbook import cli
+
+    _answering(tiny_project, "some", ["not run", "exact tie"])
+    assert cli.main(["run", "some"]) == 0
+    assert [line.strip() for line in capsys.readouterr().out.splitlines() if "not run:" in line] == [
+        "not run: Class0: Could not build: your builder raised ValueError for seed 0: broken."]
+
+
+def test_a_cell_that_prints_megabytes_keeps_a_capped_notebook_and_the_rest_in_kernel_log(tiny_project):
+    from conftest import write_notebook
+    from exactness.workbook import cell_output
+
+    write_notebook(tiny_project / "notebooks" / "loud.ipynb", "lines = 60_000",
+                   "for i in range(lines):\n    print(f'line {i:06d} ' + 'x' * 90)",  # 6 MB on stdout
+                   "print('the next cell prints again')")
+    (tiny_project / "params" / "loud").mkdir()
+    result = _run(tiny_project, "loud")
+    assert result, result.reason
+    notebook = nbformat.read(result.folder / "loud.ipynb", as_version=4)
+    loud, after = notebook.cells[-2], notebook.cells[-1]
+    printed = "".join(o.get("text", "") for o in loud.outputs)
+    assert cell_output.LIMIT <= len(printed) < cell_output.LIMIT + 1_000
+    assert "more than 1,000,000 characters to stdout; the rest is in kernel.log" in printed
+    assert "".join(o.get("text", "") for o in after.outputs) == "the next cell prints again\n"
+    log = (result.folder / "kernel.log").read_text()
+    assert "line 059999 " in log and "line 000000 " not in log
+    assert (result.folder / "loud.ipynb").stat().st_size < 3 * cell_output.LIMIT
+    assert (result.folder / "report.html").stat().st_size < 3 * cell_output.LIMIT

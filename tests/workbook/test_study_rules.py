@@ -25,7 +25,7 @@ from exactness.workbook.parameter_rules import StudyParameterError
     ("environment", {"magnitudes": [1e-320]}, "(the smallest normal float64)"),
     ("near_tie", {"models": ["UniSpeechSatForPreTraining"]}, "models must include one of Wav2Vec2ForPreTraining"),
     ("near_tie", {"replay_seeds": [1.5]}, "replay_seeds item 1.5 must be a whole number"),
-    ("near_tie", {"scheduler": "garbage"}, "scheduler must be empty (local processes) or a Dask address"),
+    ("near_tie", {"scheduler": "garbage"}, "scheduler must be empty (local processes) or a Dask scheduler's address"),
     ("near_tie", {"workers": 10_000}, "workers must be at most"),
     ("dac_propagation", {"seed": 2**64}, "seed must be at most"),
     ("dac_propagation", {"seconds": 1e-6}, "seconds must be at least 0.05"),

@@ -106,3 +106,53 @@ def test_the_shard_key_lives_in_the_projects_state_outside_any_run_folder(tiny_p
     assert key_file.is_file() and oct(key_file.stat().st_mode & 0o777) == "0o600"
     assert len(key_file.read_bytes()) == 32 and store.load(key) == [0]
     assert not any(p.name == "shard.key" for p in (tiny_project / "outputs").rglob("*"))
+
+
+_REPO = pathlib.Path(__file__).resolve().parents[2]
+_CHECKOUT = _REPO / "tests" / "fixtures" / "transformers_checkout"
+
+
+def _discrete_ops_run(out, marker, **changes):
+    """A failed discrete_ops run folder whose manifest names `changes` (code to execute) beside the smoke set."""
+    from exactness.workbook import parameters
+
+    project = Project.at(_REPO, out)
+    study = catalog.get(project, "discrete_ops")
+    good = parameters.resolve(study.notebook, [study.param_file("smoke")], [])
+    folder = out / "discrete_ops" / "20260101-000000-smoke-abcd"
+    folder.mkdir(parents=True)
+    Manifest(study="discrete_ops", run_id=folder.name, param_set="smoke", params={**good, **changes}, batch="b",
+             status="failed", started="2026-01-01T00:00:00+00:00", error="RuntimeError: earlier").write(folder)
+    return project, study, folder
+
+
+@pytest.mark.parametrize("changes", ["builder", "checkout"])
+def test_resuming_a_run_folder_never_executes_the_builders_or_checkout_its_manifest_names(
+        tmp_path, monkeypatch, capsys, changes):
+    from exactness.workbook import cli
+
+    marker = tmp_path / "pwned"
+    evil = tmp_path / "evil.py"
+    evil.write_text(f"import pathlib\npathlib.Path({str(marker)!r}).touch()\n\ndef build(seed):\n    return None\n")
+    named = ({"models": [f"{evil}:build"]} if changes == "builder" else
+             {"models": ["BertForMaskedLM"], "transformers_tests": str(_CHECKOUT)})
+    _, _, folder = _discrete_ops_run(tmp_path / "out", marker, **named)
+    resumed = []
+    monkeypatch.setattr(runs, "resume", lambda *a, **k: resumed.append(a))
+    monkeypatch.setattr(runs, "ensure_kernel", lambda: None)
+    code = cli.main(["--out", str(tmp_path / "out"), "run", "discrete_ops", "--resume", str(folder)])
+    err = capsys.readouterr().err
+    assert code == 2 and not resumed and not marker.exists()
+    assert len(err.strip().splitlines()) == 1, err
+    named_param = "models" if changes == "builder" else "transformers_tests"
+    assert str(folder / "manifest.json") in err and f"-p {named_param}" in err
+    assert Manifest.read(folder).status == "failed"
+
+
+def test_a_builder_given_again_on_the_command_line_may_resume(tmp_path):
+    evil = tmp_path / "mine.py"
+    evil.write_text("def build(seed):\n    return None\n")
+    _, study, folder = _discrete_ops_run(tmp_path / "out", None, models=[f"{evil}:build"])
+    with pytest.raises(runs.ResumeError, match="names code to execute"):
+        runs.check_resumable(study, folder)
+    assert runs.check_resumable(study, folder, given={"models"}).params["models"] == [f"{evil}:build"]

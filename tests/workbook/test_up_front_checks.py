@@ -57,3 +57,27 @@ def test_a_long_or_repeated_parameter_file_is_one_line_before_anything_is_create
     assert code == 0, err
     (run,) = os.listdir(tmp_path / "out" / "environment")
     assert len(run) < 80 and "smoke+49more" in run
+
+
+@pytest.mark.parametrize("address", ["foo://h:1", "tls://scheduler:8786", "ucx://h:13337", "inproc://h:1"])
+def test_a_scheduler_address_dask_cannot_reach_without_settings_is_refused_up_front(address):
+    with pytest.raises(StudyParameterError, match=r"scheduler must be empty .*tcp://host:port"):
+        study_rules.check("near_tie", {"scheduler": address})
+    study_rules.check("near_tie", {"scheduler": "tcp://node-1.cluster:8786"})
+
+
+def test_a_near_tie_run_whose_tables_lack_the_columns_read_is_refused_naming_file_and_columns(tmp_path):
+    import pandas as pd
+
+    near_tie = tmp_path / "near-tie-run"
+    (near_tie / "tables").mkdir(parents=True)
+    (near_tie / "manifest.json").write_text(json.dumps({"study": "near_tie"}))
+    pd.DataFrame({"model": ["m"], "seed": [0]}).to_parquet(near_tie / "tables" / "checks.parquet")
+    pd.DataFrame({"model": ["m"], "seed": [0], "shape_mode": ["static"], "label": ["x"],
+                  "max_abs_diff": [0.0]}).to_parquet(near_tie / "tables" / "tensors.parquet")
+    with pytest.raises(StudyParameterError,
+                       match=r"tables/checks.parquet lacks column\(s\) shape_mode, test_rule_passed"):
+        study_rules.check("ulp_noise", {"near_tie_run": str(near_tie)})
+    pd.DataFrame({"model": ["m"], "seed": [0], "shape_mode": ["static"], "test_rule_passed": [True]}).to_parquet(
+        near_tie / "tables" / "checks.parquet")
+    study_rules.check("ulp_noise", {"near_tie_run": str(near_tie)})

@@ -32,6 +32,7 @@ Every failure is a `SubjectError` whose text is one line: what, where, and what 
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib
@@ -39,8 +40,10 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import sys
+import threading
+import time
 import unittest
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -135,7 +138,49 @@ def _checked(name: str, where: str, seed: int, result: Any) -> Made:
     if wrong:
         raise SubjectError(f"{name}: the inputs for seed {seed} hold {', '.join(wrong)}: this study feeds ONNX "
                            "Runtime tensors only, keyed by the forward's argument names")
+    nonfinite = _nonfinite(inputs)
+    if nonfinite:
+        raise SubjectError(f"{name}: {where} returned non-finite inputs for seed {seed}: {', '.join(nonfinite)}; "
+                           "a comparison of eager and ONNX Runtime on NaN or inf inputs decides nothing: make the "
+                           "builder draw finite values")
     return Made(model.eval(), dict(inputs))
+
+
+def _nonfinite(inputs: Mapping[str, torch.Tensor]) -> list[str]:
+    """Each floating input holding NaN or inf, with how many of its values."""
+    found = []
+    for key, value in inputs.items():
+        if value.is_floating_point() or value.is_complex():
+            bad = (~torch.isfinite(value)).sum().item()
+            if bad:
+                nan = torch.isnan(value).sum().item()
+                found.append(f"{key} ({nan:,} NaN and {bad - nan:,} inf of {value.numel():,} values)")
+    return found
+
+
+# A build still running after this long says so on stderr, then again every as long: a builder that hangs
+# must not look like a run that hangs. `exactness.workbook.run_progress` passes these lines to the terminal.
+SLOW_BUILD_S = 30.0
+
+
+@contextlib.contextmanager
+def _said_while_slow(name: str, seed: int, who: str) -> Iterator[None]:
+    """Lines on stderr while the block runs longer than SLOW_BUILD_S: 'still building NAME for seed S: 30 s so
+    far (WHO has not returned)'."""
+    done = threading.Event()
+    began = time.monotonic()
+
+    def watch():
+        while not done.wait(SLOW_BUILD_S):
+            print(f"still building {name} for seed {seed}: {time.monotonic() - began:.0f} s so far ({who} has not "
+                  "returned)", file=sys.stderr, flush=True)
+
+    watcher = threading.Thread(target=watch, daemon=True, name=f"slow build notice {name}")
+    watcher.start()
+    try:
+        yield
+    finally:
+        done.set()
 
 
 @dataclass(frozen=True)
@@ -144,7 +189,8 @@ class BuilderSubject(Subject):
 
     def make(self, seed: int) -> Made:
         try:
-            result = self.function(seed)
+            with _said_while_slow(self.name, seed, "your builder"):
+                result = self.function(seed)
         except Exception as error:  # the user's code: its failure is this class's one line, not the run's end
             raise SubjectError(f"{self.name}: your builder raised {type(error).__name__} for seed {seed}: "
                                f"{str(error)[:300]}") from error
@@ -255,25 +301,8 @@ class CheckoutSubject(Subject):
             raise SubjectError(f"{self.name}: the checkout's tests/test_modeling_common.py has no global_rng; this "
                                "workbook seeds the testers' draws through it")
         try:
-            case = self.test_case("setUp")
-            case.setUp()
-            tester = case.model_tester
-            global_rng.seed(seed)
-            torch.manual_seed(seed)
-            np.random.seed(seed % NUMPY_SEEDS)
-            if hasattr(tester, "prepare_config_and_inputs_for_model_class"):
-                config, inputs = tester.prepare_config_and_inputs_for_model_class(self.model_class)
-            else:
-                config, inputs = tester.prepare_config_and_inputs_for_common()
-            inputs = case._prepare_for_class(inputs, self.model_class)
-            inputs = {k: v for k, v in inputs.items() if v is not None and k not in DROPPED_INPUTS}
-            config.return_loss = False
-            from transformers.testing_utils import set_config_for_less_flaky_test, set_model_for_less_flaky_test
-
-            set_config_for_less_flaky_test(config)
-            torch.manual_seed(seed)
-            model = self.model_class(config).eval()
-            set_model_for_less_flaky_test(model)
+            with _said_while_slow(self.name, seed, "the checkout's tester"):
+                return self._make(seed, global_rng)
         except unittest.SkipTest as skip:
             raise SubjectError(f"{self.name}: its tester skips it here: {skip}") from None
         except SubjectError:
@@ -281,6 +310,28 @@ class CheckoutSubject(Subject):
         except Exception as error:  # the checkout's tester: its failure is this class's one line
             raise SubjectError(f"{self.name}: {self.tester} failed for seed {seed}: {type(error).__name__}: "
                                f"{str(error)[:300]}") from error
+
+    def _make(self, seed: int, global_rng) -> Made:
+        """The tester's steps, in the export test's order."""
+        case = self.test_case("setUp")
+        case.setUp()
+        tester = case.model_tester
+        global_rng.seed(seed)
+        torch.manual_seed(seed)
+        np.random.seed(seed % NUMPY_SEEDS)
+        if hasattr(tester, "prepare_config_and_inputs_for_model_class"):
+            config, inputs = tester.prepare_config_and_inputs_for_model_class(self.model_class)
+        else:
+            config, inputs = tester.prepare_config_and_inputs_for_common()
+        inputs = case._prepare_for_class(inputs, self.model_class)
+        inputs = {k: v for k, v in inputs.items() if v is not None and k not in DROPPED_INPUTS}
+        config.return_loss = False
+        from transformers.testing_utils import set_config_for_less_flaky_test, set_model_for_less_flaky_test
+
+        set_config_for_less_flaky_test(config)
+        torch.manual_seed(seed)
+        model = self.model_class(config).eval()
+        set_model_for_less_flaky_test(model)
         made = _checked(self.name, self.tester, seed, (model, inputs))
         dtype = next((p.dtype for p in model.parameters()), torch.float32)
         return Made(model, {k: v.to(dtype) if v.is_floating_point() else v for k, v in made.inputs.items()})

@@ -133,6 +133,17 @@ class ModelName:
         return (f"names no {self.noun} {value!r}: use a registered one ({', '.join(self.registry)}),{checkout} or "
                 "your own builder, package.module:function or /absolute/path/file.py:function")
 
+    def canonical(self, value: Any) -> Any:
+        """What names the same model twice: a builder file by its resolved path (`sub/../good.py`, a link)."""
+        named = builder(value) if isinstance(value, str) else None
+        if named is None or not named.is_file:
+            return value
+        return f"{Path(named.target).resolve()}:{named.function}"
+
+    def code(self, value: Any) -> list[str]:
+        """The code a run would execute for this value: a builder's name, else nothing."""
+        return [value] if isinstance(value, str) and builder(value) is not None else []
+
 
 def as_list(models: Any) -> list:
     """`models` as a list: the word `skipped` alone is the list holding it."""
@@ -149,6 +160,10 @@ class CheckoutRoot:
         if not isinstance(value, str):
             return f"must be a path, got {value!r}"
         return checkout_index.checkout_problem(value)
+
+    def code(self, value: Any) -> list[str]:
+        """A checkout's testers are code a run imports."""
+        return [value] if isinstance(value, str) and value.strip() else []
 
 
 def cross_problems(models: list, registry: tuple[str, ...], checkout: str, audit: bool = False) -> list[str]:

@@ -8,15 +8,19 @@ transformers, onnx, onnxscript and onnxruntime: a changed weight, option or vers
 a stale one.
 
 An entry is two files written under temporary names and renamed into place, the graph first and its record
-(`<key>.json`: the graph's SHA-256, its outputs and exposed intermediates, the export's duration) last: a
-reader sees an entry whole or not at all, and two runs exporting the same graph at once both leave a valid
-entry. An entry whose graph does not match its record, or that does not parse, is deleted and exported
-again, never used. Nothing in the cache is executed: the graph is protobuf data and the record JSON.
+(`<key>.json`: its own key, the graph's SHA-256, its outputs and exposed intermediates, the export's duration,
+and an HMAC of all of these) last: a reader sees an entry whole or not at all, and two runs exporting the same
+graph at once both leave a valid entry. The HMAC's secret lies beside the cache folder, not in it
+(`<folder>.key`, 0600, made on first use): an entry copied in from elsewhere, one moved under another key, or a
+record edited by hand fails it. The graph's inputs and outputs are checked against the record and the inputs
+of the run before use. An entry that fails any of this, or does not parse, is deleted and exported again, never
+used. Nothing in the cache is executed: the graph is protobuf data and the record JSON.
 """
 
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import tempfile
@@ -27,6 +31,7 @@ from pathlib import Path
 import onnx
 import torch
 
+from exactness import local_secret
 from exactness.runtimes import onnx_graph
 
 # Set it to keep the cache elsewhere (a shared disk, a scratch folder).
@@ -88,11 +93,47 @@ class Lookup:
     rebuilt: str = ""  # why a damaged entry was thrown away, "" when none was
 
 
+class EntryMismatch(ValueError):
+    """A cache entry that is not the one its key names: another key's, edited, or from another cache."""
+
+
+def _signature(secret: bytes, record: dict) -> str:
+    fields = {name: value for name, value in record.items() if name != "hmac"}
+    return hmac.new(secret, json.dumps(fields, sort_keys=True).encode(), hashlib.sha256).hexdigest()
+
+
+def _check_graph(model: onnx.ModelProto, record: dict, input_names) -> None:
+    """The graph's outputs are the record's, in its order, then its intermediates; the graph takes only inputs
+    this run has: a record relabelling another graph's outputs would mislabel every table built from them."""
+    outputs = [o.name for o in model.graph.output]
+    recorded = list(record["outputs"])
+    if outputs[:len(recorded)] != recorded:
+        raise EntryMismatch(f"the graph's outputs {outputs[:len(recorded)]} are not the record's {recorded}")
+    missing = sorted(set(dict(record["intermediates"]).values()) - set(outputs))
+    if missing:
+        raise EntryMismatch(f"the record's intermediates {missing[:3]} are not outputs of the graph")
+    if input_names is not None:
+        constants = {t.name for t in model.graph.initializer}
+        unknown = sorted(i.name for i in model.graph.input if i.name not in constants and i.name not in input_names)
+        if unknown:
+            raise EntryMismatch(f"the graph takes inputs {unknown} that this model's inputs "
+                                f"({sorted(input_names)}) do not have")
+
+
 class ExportCache:
     """`export(model, inputs, dynamic)` from the cache, exporting (and storing) on a miss."""
 
-    def __init__(self, folder: str | os.PathLike):
+    def __init__(self, folder: str | os.PathLike, secret: bytes | None = None):
+        """`secret`: what authenticates the entries; by default the one kept beside the folder."""
         self.folder = Path(folder)
+        self._secret = secret
+
+    @property
+    def secret(self) -> bytes:
+        if self._secret is None:
+            folder = self.folder.resolve()
+            self._secret = local_secret.read_or_make(folder.with_name(folder.name + ".key"))
+        return self._secret
 
     @classmethod
     def default(cls, project_root: str | os.PathLike) -> ExportCache:
@@ -101,20 +142,33 @@ class ExportCache:
     def _paths(self, key: str) -> tuple[Path, Path]:
         return self.folder / f"{key}.onnx", self.folder / f"{key}.json"
 
-    def read(self, key: str) -> tuple[onnx_graph.ExportedGraph | None, str]:
-        """The entry, or (None, why it was unusable; "" when there is none)."""
+    def read(self, key: str, input_names=None) -> tuple[onnx_graph.ExportedGraph | None, str]:
+        """The entry, or (None, why it was unusable; "" when there is none). `input_names`: the inputs the graph
+        will be fed (every input it takes must be one)."""
         graph_path, record_path = self._paths(key)
         if not record_path.exists():
             return None, ""
         try:
+            secret = self.secret
+        except OSError as error:  # no key can be read or kept (a read-only disk): no entry can be trusted
+            return None, f"cache entry {key[:12]} not used: the cache's key cannot be read ({error}); exported again"
+        try:
             record = json.loads(record_path.read_text())
+            if not isinstance(record, dict):
+                raise EntryMismatch("the record is not a JSON object")
+            if not hmac.compare_digest(str(record.get("hmac", "")), _signature(secret, record)):
+                raise EntryMismatch("the record is not authenticated by this cache's key (written by another "
+                                    "cache or version, moved from another key, or edited)")
+            if record.get("key") != key:
+                raise EntryMismatch(f"the record is the entry of key {str(record.get('key'))[:12]}")
             data = graph_path.read_bytes()
             if hashlib.sha256(data).hexdigest() != record["sha256"]:
-                raise ValueError("the graph does not match its record's SHA-256")
+                raise EntryMismatch("the graph does not match its record's SHA-256")
             model = onnx.ModelProto.FromString(data)
+            _check_graph(model, record, input_names)
             graph = onnx_graph.ExportedGraph(model, list(record["outputs"]), dict(record["intermediates"]),
                                              float(record["export_seconds"]))
-        except (OSError, ValueError, KeyError, TypeError) as damage:
+        except (OSError, ValueError, KeyError, TypeError, RecursionError) as damage:
             for path in (record_path, graph_path):
                 path.unlink(missing_ok=True)
             return None, f"cache entry {key[:12]} was damaged ({type(damage).__name__}: {damage}); exported again"
@@ -131,18 +185,20 @@ class ExportCache:
             raise
 
     def store(self, key: str, graph: onnx_graph.ExportedGraph) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(parents=True, exist_ok=True)  # before the key beside it is made: a folder that
+        secret = self.secret  # cannot be made (a path that is no cache) leaves no key file either
         data = graph.model.SerializeToString()
         graph_path, record_path = self._paths(key)
         self._write(graph_path, data)
-        record = {"sha256": hashlib.sha256(data).hexdigest(), "outputs": graph.outputs,
+        record = {"key": key, "sha256": hashlib.sha256(data).hexdigest(), "outputs": graph.outputs,
                   "intermediates": graph.intermediates, "export_seconds": graph.export_seconds}
+        record["hmac"] = _signature(secret, record)
         self._write(record_path, json.dumps(record).encode())
 
     def export(self, model: torch.nn.Module, inputs: dict[str, torch.Tensor], dynamic: bool,
                options: onnx_graph.ExportOptions = onnx_graph.DEFAULT_EXPORT) -> Lookup:
         key = export_key(model, inputs, dynamic, options)
-        graph, rebuilt = self.read(key)
+        graph, rebuilt = self.read(key, set(inputs))
         if graph is not None:
             return Lookup(graph, True)
         graph = onnx_graph.export(model, inputs, dynamic=dynamic, options=options)

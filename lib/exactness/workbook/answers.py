@@ -168,6 +168,13 @@ def show(answers: list[Answer], artifacts=None, columns: Columns | None = None) 
     update_display(HTML(to_html(answers, columns=columns)), display_id=DISPLAY_ID)
 
 
+NOT_RUN = "not run"  # a class that did not build or export: a line of its own, never part of a "passed" alone
+
+
+def not_run(found: list[Answer]) -> list[Answer]:
+    return [a for a in found if a.cause == NOT_RUN]
+
+
 def from_summary(summary: Any) -> list[Answer]:
     """The answers a summary.json holds; records that do not parse are skipped, not fatal."""
     records = summary.get(SUMMARY_KEY, []) if isinstance(summary, dict) else []

@@ -18,6 +18,7 @@ from exactness.workbook.manifest import atomic_output, write_atomically
 from exactness.workbook.project import Project
 
 RUN_DIR_VARIABLE = "EXACTNESS_RUN_DIR"
+KERNEL_LOG = "kernel.log"  # in the run folder: what the kernel and its workers write outside the notebook
 
 
 class RunArtifacts:

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exactness.workbook import answers, catalog, findings, index, parameters
-from exactness.workbook.manifest import MANIFEST, Manifest, WriteError
+from exactness.workbook import answers, catalog, findings, index, parameters, terminal_text
+from exactness.workbook.manifest import INTERRUPTED_BY_USER, MANIFEST, OUTPUT_CLOSED, Manifest, WriteError
 from exactness.workbook.project import Project, keep_state_inside
 
 DEFAULT_SET = "default"
@@ -140,19 +140,21 @@ def cmd_resume(project: Project, args) -> int:
     project = Project(root=project.root, outputs=folder.parent.parent)
     manifest = Manifest.read(folder)
     study = catalog.get(project, args.study)
+    given: set[str] = set()
     if args.file or args.param:
         (planned,) = [p for p in plan(project, args.study, args.file, [tuple(p) for p in args.param])
                       if p.study.name == study.name]
         # only what the user gave now: the rest of `planned` is the default set's, not the run's
         given = {name for name, _ in args.param} | {name for f in args.file
                                                      for name in parameters.load_yaml(study.param_file(f))}
+        given &= set(planned.params)
         changed = sorted(k for k in given if planned.params.get(k) != manifest.params.get(k))
         if changed:
             raise runs.ResumeError(f"a resumed run keeps its parameters; these differ from {folder.name}'s: "
                                    + ", ".join(f"{k} ({manifest.params.get(k)!r} -> {planned.params.get(k)!r})"
                                                for k in changed))
     across = args.resume_across_code_change
-    runs.check_resumable(study, folder, across)  # a passed or running run is refused before "resuming" is printed
+    runs.check_resumable(study, folder, across, given)  # refused (passed, running, naming code) before "resuming"
     runs.ensure_kernel()
     changed = runs.code_change(folder, manifest, across)
     if changed:
@@ -161,19 +163,23 @@ def cmd_resume(project: Project, args) -> int:
     print(f"resuming {folder} ({manifest.observed_status()}; {shards} finished shards kept) ...", flush=True)
     try:
         result = runs.resume(project, study, folder, with_code=args.with_code, log_output=args.log_output,
-                             across_code_change=across)
+                             across_code_change=across, given=given)
     except KeyboardInterrupt as interruption:
         return _interrupted(study.name, interruption)
     _print_result(result)
     indexed = _write_index(project)
     if not result:
-        print(f"FAILED: {result.reason}", file=sys.stderr)
+        print(f"FAILED: {terminal_text.safe(result.reason)}", file=sys.stderr)
     return 0 if result and indexed else 1
 
 
 def _print_result(result) -> None:
+    """The run's status and report, then one line for each class that did not run (its table says the same)."""
     duration = "" if result.manifest.duration_s is None else f" in {result.manifest.duration_s:.1f} s"
     print(f"    {result.manifest.status}{duration} -> {result.folder / 'report.html'}", flush=True)
+    for answer in answers.not_run(answers.from_summary(index.read_summary(result.folder))):
+        proof = " ".join(answer.proof.split())
+        print(terminal_text.safe(f"      not run: {answer.subject}: {proof[:300]}"), flush=True)
 
 
 def _write_index(project: Project) -> bool:
@@ -207,20 +213,25 @@ def cmd_run(project: Project, args) -> int:
     batch = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
     environment_run, failures, stopped = None, [], None
     for number, planned in enumerate(batch_plan, 1):
-        print(f"[{number}/{len(batch_plan)}] {planned.study.name} ({planned.param_set}) ...", flush=True)
         try:
+            print(f"[{number}/{len(batch_plan)}] {planned.study.name} ({planned.param_set}) ...", flush=True)
             result = runs.execute(project, planned.study, planned.params, planned.param_set, batch,
                                   environment_run=environment_run, with_code=args.with_code,
                                   log_output=args.log_output)
         except KeyboardInterrupt as interruption:
             return _interrupted(planned.study.name, interruption)
+        except BrokenPipeError:  # between runs: this one never started
+            return _output_closed(planned.study.name)
         except WriteError as error:  # its run folder could not be made: nothing of it exists
             failures.append(f"{planned.study.name} did not start: {error}")
             stopped = number
             break
         if planned.study.runs_first and result:
             environment_run = str(result.folder.relative_to(project.outputs))
-        _print_result(result)
+        try:
+            _print_result(result)
+        except BrokenPipeError:  # this run ended as its manifest says; the batch stops here
+            return _output_closed(planned.study.name)
         if not result:
             failures.append(result.reason)
         if result.write_error is not None:  # a full disk: every later run would fail the same way
@@ -232,28 +243,59 @@ def cmd_run(project: Project, args) -> int:
                         "write error)")
     indexed = _write_index(project)
     for reason in failures:
-        print(f"FAILED: {reason}", file=sys.stderr)
+        print(f"FAILED: {terminal_text.safe(reason)}", file=sys.stderr)
     return 1 if failures or not indexed else 0
 
 
 def _interrupted(study: str | None, interruption: BaseException) -> int:
-    """Ctrl-C: one line. The notebook client's abandoned cell task would otherwise report its error (a
-    KeyboardInterrupt inside the kernel, a dead kernel, a closed socket) through asyncio's logger as the
-    interpreter exits: several tracebacks of an interruption the user asked for and the manifest records."""
+    """Ctrl-C (SIGTERM, SIGHUP, a closed output pipe): one line on stderr. The notebook client's abandoned cell
+    task would otherwise report its error (a KeyboardInterrupt inside the kernel, a dead kernel, a closed
+    socket) through asyncio's logger as the interpreter exits: several tracebacks of an interruption the user
+    asked for and the manifest records."""
     logging.getLogger("asyncio").setLevel(logging.CRITICAL + 1)
     folder = getattr(interruption, "folder", None)
+    why = getattr(interruption, "why", "")
+    cause = "" if not why or why == INTERRUPTED_BY_USER else why.removeprefix("interrupted")
     if folder is not None:
-        print(f"interrupted; {folder} is marked interrupted (finish it with `exactness run {study} --resume "
-              f"{folder}`)", file=sys.stderr)
+        line = (f"interrupted{cause}; {folder} is marked interrupted (finish it with `exactness run {study} "
+                f"--resume {folder}`)")
     else:
-        print("interrupted before a run folder was created; nothing was kept", file=sys.stderr)
+        line = f"interrupted{cause} before a run folder was created; nothing was kept"
+    _quiet_stdout_if_closed(why)
+    with contextlib.suppress(OSError):  # a terminal that hung up takes stderr with it
+        print(line, file=sys.stderr)
     return 130
 
 
+def _output_closed(study: str) -> int:
+    """The output's reader went away between two runs: one line on stderr, no run marked anything."""
+    _quiet_stdout_if_closed()
+    with contextlib.suppress(OSError):
+        print(f"interrupted: the output's reader went away; the batch stopped at {study} (each run folder's "
+              "manifest says how its run ended)", file=sys.stderr)
+    return 130
+
+
+def _quiet_stdout_if_closed(why: str = OUTPUT_CLOSED) -> None:
+    """After the output's reader went away, stdout points at /dev/null, so flushing at exit raises nothing."""
+    if why == OUTPUT_CLOSED:
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+class _Signalled(KeyboardInterrupt):
+    """A signal that stops a run as Ctrl-C does; `why` names it in the manifest and on the terminal."""
+
+    def __init__(self, why: str):
+        super().__init__(why)
+        self.why = why
+
+
 def _terminate_as_interrupt(signum, frame) -> None:
-    """SIGTERM (a job scheduler, `kill`): stop as Ctrl-C does, so the run is marked interrupted and its
-    kernel and worker processes are shut down instead of orphaned."""
-    raise KeyboardInterrupt
+    """SIGTERM (a job scheduler, `kill`), SIGHUP (the terminal closed): stop as Ctrl-C does, so the run is
+    marked interrupted and its kernel and worker processes are shut down instead of orphaned."""
+    name = signal.Signals(signum).name
+    raise _Signalled(f"interrupted by {name}" + (" (the terminal closed)" if signum == signal.SIGHUP else ""))
 
 
 def find_run(project: Project, reference: str) -> Path:
@@ -270,22 +312,25 @@ def find_run(project: Project, reference: str) -> Path:
 
 
 def cmd_show(project: Project, reference: str) -> int:
+    """A run's status, answers and findings; every text read from the run folder printed through
+    `terminal_text.safe` (it may come from someone else)."""
     folder = find_run(project, reference)
     manifest = Manifest.read(folder)
     duration = "duration unknown" if manifest.duration_s is None else f"{manifest.duration_s} s"
-    print(f"{manifest.study} {manifest.run_id}: {manifest.observed_status()} ({manifest.param_set}), "
-          f"{duration}, started {manifest.started}")
+    say = [f"{manifest.study} {manifest.run_id}: {manifest.observed_status()} ({manifest.param_set}), "
+           f"{duration}, started {manifest.started}"]
     if manifest.error:
-        print(f"  error in cell {manifest.failed_cell}: {manifest.error}")
+        cell = f" in cell [{manifest.failed_cell}]" if manifest.failed_cell is not None else ""
+        say.append(f"  error{cell}: {manifest.error}")
     summary = index.read_summary(folder)
     for answer in answers.from_summary(summary):  # the answer table first, one line per class or configuration
-        print(f"  {answer.subject}: {answer.cause}; {answer.action}" + (f"; {answer.rate}" if answer.rate else ""))
+        say.append(f"  {answer.subject}: {answer.cause}; {answer.action}" + (f"; {answer.rate}" if answer.rate else ""))
     found = findings.from_summary(summary)
-    for finding in found:
-        print(f"  {finding.text()}")
+    say += [f"  {finding.text()}" for finding in found]
     if not found:  # a study without findings (or a run that stopped before them): its headline figures
-        for name, value in summary.items():
-            print(f"  {name}: {index.short(value)}")
+        say += [f"  {name}: {index.short(value)}" for name, value in summary.items()]
+    for line in say:
+        print(terminal_text.safe(line))
     return 0
 
 
@@ -293,8 +338,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _main(sys.argv[1:] if argv is None else list(argv))
     except BrokenPipeError:  # the reader went away (`exactness list | head -1`): stop quietly, as `ls` does
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nor fail flushing at exit
+        _quiet_stdout_if_closed()  # nor fail flushing at exit
         return 128 + signal.SIGPIPE
 
 
@@ -345,6 +389,8 @@ def _main(argv: list[str]) -> int:
         return 2
     keep_state_inside(project)
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    if signal.getsignal(signal.SIGHUP) is not signal.SIG_IGN:  # `nohup exactness run ...` keeps running
+        signal.signal(signal.SIGHUP, _terminate_as_interrupt)
     try:
         if args.command == "list":
             return cmd_list(project, args.params)
@@ -355,15 +401,15 @@ def _main(argv: list[str]) -> int:
             return 0
         return cmd_show(project, args.run)
     except (parameters.ParameterError, catalog.UnknownStudyError, FileNotFoundError, ValueError) as error:
-        print(f"exactness: error: {error}", file=sys.stderr)
+        print(f"exactness: error: {terminal_text.safe(error)}", file=sys.stderr)
         return 2
     except RuntimeError as error:  # e.g. the kernel is not registered
-        print(f"exactness: error: {error}", file=sys.stderr)
+        print(f"exactness: error: {terminal_text.safe(error)}", file=sys.stderr)
         return 2
     except BrokenPipeError:
         raise
     except OSError as error:  # an outputs folder that cannot be made or written (read-only, /sys, a file)
-        print(f"exactness: error: {error}", file=sys.stderr)
+        print(f"exactness: error: {terminal_text.safe(error)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as interruption:  # before or between runs (planning, starting, the index)
         return _interrupted(None, interruption)

@@ -5,13 +5,13 @@ scripts, no network: it opens straight from disk."""
 from __future__ import annotations
 
 import html
-import json
 import os
+import urllib.parse
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from exactness.workbook import answers, findings
-from exactness.workbook.manifest import MANIFEST, Manifest, ManifestError, write_atomically
+from exactness.workbook.manifest import MANIFEST, Manifest, ManifestError, read_json, write_atomically
 from exactness.workbook.project import Project
 
 HEADLINES_SHOWN = 8
@@ -65,7 +65,7 @@ def read_summary(folder: Path) -> dict:
     run's damaged summary must never break the index, `show` or a later run)."""
     path = folder / "summary.json"
     try:
-        summary = json.loads(path.read_text()) if path.exists() else {}
+        summary = read_json(path) if path.exists() else {}
     except (ValueError, OSError):  # not JSON, not UTF-8, not readable
         summary = None
     return summary if isinstance(summary, dict) else dict(UNREADABLE_SUMMARY)
@@ -116,9 +116,25 @@ def _links(entry: RunEntry, outputs: Path) -> list[str]:
     links += [f'<a href="{relative}/{html.escape(nb.name)}">notebook</a>' for nb in notebooks]
     if (entry.folder / "tables").is_dir():
         links.append(f'<a href="{relative}/tables/">tables</a>')
-    if entry.manifest.environment_run:
-        links.append(f'<a href="{html.escape(entry.manifest.environment_run)}/report.html">environment</a>')
+    environment = run_link(outputs, entry.manifest.environment_run)
+    if environment is not None:
+        links.append(f'<a href="{html.escape(environment)}/report.html">environment</a>')
     return links
+
+
+def run_link(outputs: Path, relative: str | None) -> str | None:
+    """`relative` (a manifest's `environment_run`) as a link target, or None unless it is a plain relative path
+    to a folder under `outputs`: a manifest may come from someone else, and a `javascript:` or `http:` value,
+    an absolute path or a `..` would make the page run a script or lead elsewhere."""
+    if not relative or not isinstance(relative, str):
+        return None
+    parts = PurePosixPath(relative).parts
+    if (not parts or PurePosixPath(relative).is_absolute() or "\\" in relative
+            or any(part in ("..", ".") or ":" in part or not part.isprintable() for part in parts)):
+        return None
+    if not (outputs / relative).resolve().is_relative_to(outputs.resolve()):  # a link planted in outputs
+        return None
+    return urllib.parse.quote("/".join(parts))
 
 
 def _when(manifest: Manifest) -> str:

@@ -9,6 +9,7 @@ import hashlib
 import json
 import os
 import socket
+import sys
 import tempfile
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
@@ -16,6 +17,10 @@ from pathlib import Path
 from typing import Any
 
 MANIFEST = "manifest.json"
+# An interrupted run's error, by what stopped it
+INTERRUPTED_BY_USER = "interrupted by the user (Ctrl-C)"
+# `exactness run ... | head`: the reader of the output exited. The run is cut short, not wrong.
+OUTPUT_CLOSED = "interrupted: its output's reader went away (a pipe closed, as `| head` does)"
 STATUSES = ("running", "passed", "failed", "interrupted")
 
 
@@ -74,6 +79,36 @@ def _fill(path: Path, data: bytes) -> None:
         stream.write(data)
 
 
+# The deepest nesting a manifest, summary or record of this workbook has is a few levels; what reads one
+# (the index, `show`, the answers) walks it recursively, so a crafted file nested hundreds deep stops there.
+MAX_JSON_DEPTH = 64
+
+
+def read_json(path: Path) -> Any:
+    """A JSON file's value; a ValueError saying what is wrong when it is not UTF-8, not JSON, or nested deeper
+    than MAX_JSON_DEPTH (a crafted file must never stop a command with a RecursionError)."""
+    text = Path(path).read_text(encoding="utf-8")
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"nested deeper than the {sys.getrecursionlimit():,} levels a JSON parser follows") \
+            from None
+    if _depth(value) > MAX_JSON_DEPTH:
+        raise ValueError(f"nested more than {MAX_JSON_DEPTH} levels deep")
+    return value
+
+
+def _depth(value: Any) -> int:
+    """How deeply lists and objects nest in `value`, found without recursion."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, level = stack.pop()
+        if isinstance(item, (dict, list)):
+            deepest = max(deepest, level)
+            stack += [(child, level + 1) for child in (item.values() if isinstance(item, dict) else item)]
+    return deepest
+
+
 def now() -> str:
     """The time a manifest records: UTC with its offset (`...+00:00`), so that runs started under different
     time zones (a laptop, a cluster node, `TZ=...`) order by the instant, not by their local clocks."""
@@ -102,34 +137,41 @@ class CodeVersion:
     git_commit: str | None
     git_dirty: bool | None
     library_sha256: str | None
+    named_code_sha256: str | None = None  # the builders' files and checkout testers the parameters name
 
     @classmethod
-    def current(cls) -> CodeVersion:
-        """The code this process runs: the checkout holding the package (not the project's notebooks)."""
+    def current(cls, named_code_sha256: str | None = None) -> CodeVersion:
+        """The code this process runs: the checkout holding the package (not the project's notebooks), and the
+        digest of the code the run's parameters name (`named_code.digest`)."""
         from exactness.workbook.machine import git_state
 
         git = git_state(_LIBRARY.parents[1])
-        return cls(git["git_commit"], git["git_dirty"], library_digest())
+        return cls(git["git_commit"], git["git_dirty"], library_digest(), named_code_sha256)
 
     @classmethod
     def from_json(cls, data: Any, where: str) -> CodeVersion:
         if not isinstance(data, dict):
             raise ManifestError(f"{where} is {type(data).__name__}, not an object")
-        types = {"git_commit": str, "git_dirty": bool, "library_sha256": str}
+        types = {"git_commit": str, "git_dirty": bool, "library_sha256": str, "named_code_sha256": str}
         for name, kind in types.items():
             if data.get(name) is not None and not isinstance(data[name], kind):
                 raise ManifestError(f"{where}: field {name!r} is {data[name]!r}, expected {kind.__name__} or null")
-        return cls(data.get("git_commit"), data.get("git_dirty"), data.get("library_sha256"))
+        return cls(data.get("git_commit"), data.get("git_dirty"), data.get("library_sha256"),
+                   data.get("named_code_sha256"))
 
     def describe(self) -> str:
         commit = f"commit {self.git_commit[:12]}" if self.git_commit else "no git commit"
         dirty = " with local changes" if self.git_dirty else ""
         library = f", library {self.library_sha256[:12]}" if self.library_sha256 else ""
-        return commit + dirty + library
+        named = f", your models' code {self.named_code_sha256[:12]}" if self.named_code_sha256 else ""
+        return commit + dirty + library + named
 
     def differs_from(self, other: CodeVersion) -> bool:
-        """Whether results of `other` may differ from ours: compared by the library's digest when both have
-        one; else by the commit, and a tree with local changes never counts as the same."""
+        """Whether results of `other` may differ from ours: the code the parameters name (builders, a checkout's
+        testers) by its digest; the library by its digest when both have one, else by the commit, and a tree
+        with local changes never counts as the same."""
+        if self.named_code_sha256 != other.named_code_sha256:
+            return True
         if self.library_sha256 and other.library_sha256:
             return self.library_sha256 != other.library_sha256
         return (self.git_commit != other.git_commit or self.git_commit is None
@@ -157,12 +199,52 @@ def process_alive(pid: int) -> bool:
     return True
 
 
+def process_start(pid: int | None = None) -> float | None:
+    """When a process started (seconds since the epoch; this process when None): a pid with its start time
+    names one process, where a pid alone may name a later process that reused it."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).create_time()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+
+
+_START_TOLERANCE_S = 1.0  # create_time is derived from the boot time and clock ticks
+
+
+def run_process_alive(pid: int, started: float | None) -> bool:
+    """Whether the process that ran a run is still running: the pid alive and, with its recorded start time,
+    started then (a reused pid is another process); without one (a manifest of an earlier version), a
+    process whose command line runs exactness."""
+    import psutil
+
+    if pid == os.getpid():
+        return True
+    try:
+        process = psutil.Process(pid)
+        if started is not None:
+            return abs(process.create_time() - started) < _START_TOLERANCE_S
+        return _runs_exactness(process.cmdline())
+    except psutil.NoSuchProcess:
+        return False
+    except psutil.AccessDenied:  # it exists, under another user: cannot tell, so it may be the run
+        return True
+
+
+def _runs_exactness(command: list[str]) -> bool:
+    """`exactness ...` or `python -m exactness ...`: what runs a run from the command line."""
+    return any(Path(part).name == "exactness" for part in command[:2]) or any(
+        flag == "-m" and module == "exactness" for flag, module in zip(command, command[1:], strict=False))
+
+
 # The JSON types each field must have (bool is excluded from numbers explicitly below).
 _REQUIRED = ("study", "run_id", "param_set", "params", "batch")
 _TYPES = {"study": (str,), "run_id": (str,), "param_set": (str,), "params": (dict,), "batch": (str,),
           "status": (str,), "started": (str,), "duration_s": (int, float, type(None)),
           "failed_cell": (int, type(None)), "error": (str, type(None)), "environment_run": (str, type(None)),
-          "machine": (dict,), "attempts": (list,), "pid": (int, type(None)), "host": (str, type(None)),
+          "machine": (dict,), "attempts": (list,), "pid": (int, type(None)),
+          "pid_started": (int, float, type(None)), "host": (str, type(None)),
           "code": (dict, type(None)), "mixed_code": (bool,)}
 
 
@@ -205,6 +287,7 @@ class Manifest:
     machine: dict[str, Any] = field(default_factory=dict)
     attempts: list[dict[str, Any]] = field(default_factory=list)  # earlier attempts of a resumed run
     pid: int | None = None  # the process running it (a killed run stays "running": resume checks this)
+    pid_started: float | None = None  # when that process started: a pid reused by another process is not it
     host: str | None = None  # where that process runs: a pid means nothing on another machine
     code: CodeVersion | None = None  # the code of the latest attempt (each earlier one's is in `attempts`)
     mixed_code: bool = False  # resumed with other code than its shards' (--resume-across-code-change)
@@ -225,7 +308,7 @@ class Manifest:
         checked, so that run stays "running"."""
         if self.status != "running" or not self.pid or self.host != socket.gethostname():
             return self.status
-        return "running" if process_alive(self.pid) else "died"
+        return "running" if run_process_alive(self.pid, self.pid_started) else "died"
 
     def write(self, folder: Path) -> None:
         write_atomically(folder / MANIFEST, json.dumps(asdict(self), indent=2, default=str) + "\n")
@@ -236,8 +319,8 @@ class Manifest:
         a field has the wrong type, so no caller ever trips over another run's damaged folder."""
         path = folder / MANIFEST
         try:
-            data = json.loads(path.read_text())
-        except (ValueError, UnicodeDecodeError) as error:  # JSONDecodeError is a ValueError
+            data = read_json(path)
+        except ValueError as error:  # also UnicodeDecodeError  # JSONDecodeError is a ValueError
             raise ManifestError(f"{path} is unreadable: not JSON ({error})") from error
         problem = _type_problem(data)
         if problem:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -104,6 +104,7 @@ class RunFolder:
 
     study: str = ""
     tables: tuple[str, ...] = ()
+    columns: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (table, the columns the study reads from it)
 
     def problem(self, value: Any) -> str | None:
         if value in ("", "latest"):
@@ -115,7 +116,7 @@ class RunFolder:
             return f"must be \"\", \"latest\" or an absolute path to a run folder, got {value!r}"
         if not (path / "manifest.json").is_file():
             return f"names {value!r}, which is not a run folder (no manifest.json there)"
-        return run_folder_problem(path, self.study, self.tables)
+        return run_folder_problem(path, self.study, self.tables, dict(self.columns))
 
 
 @dataclass(frozen=True)
@@ -142,10 +143,15 @@ class EachOf:
                     for item in value if (p := self.item.problem(item))]
         if self.needs_one_of and value and not set(value) & set(self.needs_one_of) and not problems:
             problems.append(f"must include one of {', '.join(self.needs_one_of)} ({self.why_needed})")
-        repeated = _repeated(value)
+        repeated = _repeated(value, getattr(self.item, "canonical", None))
         if repeated and not self.allow_repeats:
             problems.append(f"lists {', '.join(map(str, repeated))} more than once")
         return "; ".join(problems) or None
+
+    def code(self, value: Any) -> list[str]:
+        if not isinstance(value, list) or not hasattr(self.item, "code"):
+            return []
+        return [named for item in value for named in self.item.code(item)]
 
 
 Rule = AtLeast | Positive | OneOf | Matches | RunFolder | EachOf | Switch
@@ -155,13 +161,28 @@ class StudyParameterError(ValueError):
     """A value of the right type outside its study's declared range or choices."""
 
 
-def _repeated(values: Iterable[Any]) -> list[Any]:
-    seen, repeated = [], []
+def _repeated(values: Iterable[Any], canonical: Callable[[Any], Any] | None = None) -> list[str]:
+    """The values listed more than once, in the order of their second listing, each as first listed (and as
+    listed again where it was spelled otherwise); linear in the list (a list of millions of seeds must not take
+    minutes to check). `canonical`: what makes two spellings the same item (a file's resolved path)."""
+    first, repeated = {}, {}
     for value in values:
-        if value in seen and value not in repeated:
-            repeated.append(value)
-        seen.append(value)
-    return repeated
+        key = _key(canonical(value) if canonical else value)
+        if key in first:
+            again = "" if first[key] == value else f" (again as {value})"
+            repeated.setdefault(key, f"{first[key]}{again}")
+        else:
+            first[key] = value
+    return list(repeated.values())
+
+
+def _key(value: Any) -> Any:
+    """A hashable stand-in equal where values are (1 and 1.0 alike); a list or mapping by its repr."""
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return (type(value).__name__, repr(value))
 
 
 def problems(rules: Mapping[str, Rule], values: Mapping[str, Any],
@@ -176,12 +197,24 @@ def problems(rules: Mapping[str, Rule], values: Mapping[str, Any],
     return found
 
 
-def run_folder_problem(path: Path, study: str, tables: tuple[str, ...]) -> str | None:
-    """Why a run folder cannot be read as `study`'s run with these tables whole, or None."""
-    import json
+def named_code(rules: Mapping[str, Rule], values: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The values that name code a run executes (a builder, a checkout's testers), by parameter: a rule says
+    so through its `code(value)`."""
+    found = {}
+    for name, rule in rules.items():
+        if name in values and hasattr(rule, "code") and (code := rule.code(values[name])):
+            found[name] = code
+    return found
+
+
+def run_folder_problem(path: Path, study: str, tables: tuple[str, ...],
+                       columns: Mapping[str, tuple[str, ...]] | None = None) -> str | None:
+    """Why a run folder cannot be read as `study`'s run with these tables whole (and holding `columns`), or
+    None."""
+    from exactness.workbook.manifest import read_json
 
     try:
-        found = json.loads((path / "manifest.json").read_text()).get("study", "")
+        found = read_json(path / "manifest.json").get("study", "")
     except (OSError, ValueError, AttributeError):
         return f"names {str(path)!r}, whose manifest.json does not parse"
     if study and found != study:
@@ -190,7 +223,11 @@ def run_folder_problem(path: Path, study: str, tables: tuple[str, ...]) -> str |
         try:
             import pyarrow.parquet as parquet
 
-            parquet.read_metadata(path / "tables" / f"{table}.parquet")
+            names = parquet.read_schema(path / "tables" / f"{table}.parquet").names
         except (OSError, ValueError) as error:
             return f"names {str(path)!r}, whose tables/{table}.parquet cannot be read ({type(error).__name__})"
+        missing = [c for c in (columns or {}).get(table, ()) if c not in names]
+        if missing:
+            return (f"names {str(path)!r}, whose tables/{table}.parquet lacks column(s) {', '.join(missing)} "
+                    f"(a run of another version of {study or 'the study'}? give a run that has them)")
     return None

@@ -209,8 +209,30 @@ def parse_override(text: str, source: str = "-p") -> Any:
     return parse_yaml(text, source)
 
 
+# The largest parameter file read: the paper sets are about 1 KB. A file of millions of listed seeds would take
+# minutes and gigabytes to parse and check before the run starts; a range (seed_start, n_seeds) says it in two.
+MAX_FILE_BYTES = 1 << 20
+
+
+def read_text(path: Path) -> str:
+    """A parameter file's text; a ParameterError naming the file when it is too large or not UTF-8."""
+    with open(path, "rb") as stream:  # at most one byte past the limit, whatever the file claims to hold
+        data = stream.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        size = path.stat().st_size if path.is_file() else 0
+        held = f"{size / 1e6:,.1f} MB" if size else f"more than {MAX_FILE_BYTES // 2**20} MB"
+        raise ParameterError(f"{path} holds {held}; a parameter file may hold at most {MAX_FILE_BYTES // 2**20} MB "
+                             "(for many seeds give seed_start and n_seeds instead of listing them)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        line = data[:error.start].count(b"\n") + 1
+        raise ParameterError(f"{path} is not UTF-8 text: byte 0x{data[error.start]:02x} on line {line} (byte "
+                             f"{error.start}); save it as UTF-8") from None
+
+
 def load_yaml(path: Path) -> dict[str, Any]:
-    text = path.read_text()
+    text = read_text(path)
     try:
         data = _load(text) or {}
     except _Refused as refused:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,4 +81,14 @@ def keep_state_inside(project: Project) -> None:
         path = project.state / relative
         os.environ.setdefault(variable, str(path))
         Path(os.environ[variable]).mkdir(parents=True, exist_ok=True)
+    private_runtime(Path(os.environ["JUPYTER_RUNTIME_DIR"]))
     os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
+
+
+def private_runtime(folder: Path) -> None:
+    """Jupyter's runtime folder holds the server's token and the kernels' connection keys: 0700, Jupyter's own
+    default, also when an earlier version (or a umask) made it readable by others. Another user's folder is
+    left as it is."""
+    with contextlib.suppress(OSError):
+        if folder.stat().st_uid == os.getuid():
+            folder.chmod(0o700)

@@ -48,7 +48,8 @@ def banner(manifest: Manifest, links: dict[str, str]) -> str:
         cores = machine.get("usable_cpus", "?")
         parts.append(f"ran on {html.escape(str(machine['cpu_model']))} ({html.escape(str(cores))} cores)")
     if manifest.error:
-        parts.append(f"error in cell {manifest.failed_cell}: <code>{html.escape(manifest.error)}</code>")
+        cell = f" in cell [{manifest.failed_cell}]" if manifest.failed_cell is not None else ""
+        parts.append(f"error{cell}: <code>{html.escape(manifest.error)}</code>")
     parts += [f'<a href="{html.escape(href)}">{html.escape(text)}</a>' for text, href in links.items()]
     style = _BANNER_STYLE.format(background=_STATUS_COLOURS.get(manifest.status, "#eee"))
     return f'<div class="exactness-banner" style="{style}">' + " &middot; ".join(parts) + "</div>"

@@ -3,7 +3,8 @@
 A study runs for minutes; a silent terminal looks hung. While papermill executes the notebook this prints
 one line when a new section starts (the markdown heading above the cell, with its cell number) and passes
 through the sweeps' progress lines (`exactness.workbook.sweep.Progress`, which the kernel already writes at most
-every few seconds). Everything else a cell writes stays in the notebook.
+every few seconds) and the lines naming a build that has not returned (`exactness.models.sources`). Everything
+else a cell writes stays in the notebook.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from typing import TextIO
 
 # exactness.workbook.sweep.Progress: "screen Wav2Vec2ForPreTraining: 250/2000 (23/s, 75 s left)"
 _PROGRESS_LINE = re.compile(r"^\S.*: \d+/\d+ \(\d+/s, \S+ s left.*\)$")
+# exactness.models.sources, while a builder or tester has not returned for a while:
+# "still building /abs/my_model.py:build for seed 7: 30 s so far (your builder has not returned)"
+_SLOW_BUILD_LINE = re.compile(r"^still building .+ for seed -?\d+: \d+ s so far \(.+\)$")
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*\s*$")
 
 
@@ -64,7 +68,7 @@ class RunProgress:
         """The cells' stderr, in whatever pieces it arrives: only whole progress lines go through."""
         *lines, self._partial = (self._partial + text).split("\n")
         for line in lines:
-            if _PROGRESS_LINE.match(line.strip()):
+            if _PROGRESS_LINE.match(line.strip()) or _SLOW_BUILD_LINE.match(line.strip()):
                 self._print("  " + line.strip())
 
     def flush(self) -> None:

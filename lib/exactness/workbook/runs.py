@@ -20,7 +20,7 @@ import socket
 import stat
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,16 +29,19 @@ import yaml
 
 from exactness import compat
 from exactness.workbook import index, report
-from exactness.workbook.artifacts import RUN_DIR_VARIABLE
+from exactness.workbook.artifacts import KERNEL_LOG, RUN_DIR_VARIABLE
 from exactness.workbook.catalog import Study
 from exactness.workbook.machine import run_facts
 from exactness.workbook.manifest import (
+    INTERRUPTED_BY_USER,
+    OUTPUT_CLOSED,
     WRITE_ERRNOS,
     CodeVersion,
     Manifest,
     WriteError,
     now,
-    process_alive,
+    process_start,
+    run_process_alive,
     write_atomically,
 )
 from exactness.workbook.project import KERNEL_NAME, Project, keep_state_inside
@@ -112,12 +115,12 @@ def _write_manifest(folder: Path, manifest: Manifest) -> WriteError | None:
 
 
 class RunInterrupted(KeyboardInterrupt):
-    """Ctrl-C (or SIGTERM) during a run: `folder` is the run folder, marked interrupted, or None when the
-    run had not created one yet."""
+    """Ctrl-C (or SIGTERM, SIGHUP, a closed output pipe) during a run: `folder` is the run folder, marked
+    interrupted, or None when the run had not created one yet; `why` says what stopped it."""
 
-    def __init__(self, folder: Path | None):
+    def __init__(self, folder: Path | None, why: str = INTERRUPTED_BY_USER):
         super().__init__(str(folder or ""))
-        self.folder = folder
+        self.folder, self.why = folder, why
 
 
 def ensure_kernel() -> None:
@@ -135,13 +138,13 @@ def execute(project: Project, study: Study, params: dict[str, Any], param_set: s
     keep_state_inside(project)
     try:
         facts = run_facts(project.root)  # seconds of subprocesses: before the folder, so Ctrl-C leaves nothing
-        code = CodeVersion.current()
+        code = CodeVersion.current(named_code_digest(study.name, params))
     except KeyboardInterrupt:
         raise RunInterrupted(None) from None
     run_id, folder = new_run_folder(project, study.name, param_set)
     manifest = Manifest(study=study.name, run_id=run_id, param_set=param_set, params=params, batch=batch,
                         started=now(), environment_run=environment_run, machine=facts, code=code,
-                        pid=os.getpid(), host=socket.gethostname())
+                        pid=os.getpid(), pid_started=process_start(), host=socket.gethostname())
     try:
         _reserve(folder)
         manifest.write(folder)  # at once: a folder without a manifest would be invisible to the index and resume
@@ -152,11 +155,13 @@ def execute(project: Project, study: Study, params: dict[str, Any], param_set: s
     return _execute_into(project, study, folder, manifest, with_code, log_output)
 
 
-def check_resumable(study: Study, folder: Path, across_code_change: bool = False) -> Manifest:
+def check_resumable(study: Study, folder: Path, across_code_change: bool = False,
+                    given: Collection[str] = ()) -> Manifest:
     """The run's manifest, or a ResumeError (a ParameterError for its parameters) saying why it cannot be
     resumed now, checked before anything is printed or moved. The folder may come from someone else: its
     parameters go through the same names, types and rules as `-p`, since they are injected into the
-    notebook as code."""
+    notebook as code, and a value naming code to execute (a builder, a checkout's testers) is used only
+    when `given` (the parameters given again on the command line) names it."""
     from exactness.workbook import parameters
 
     manifest = Manifest.read(folder)
@@ -167,15 +172,40 @@ def check_resumable(study: Study, folder: Path, across_code_change: bool = False
     if manifest.status == "running" and manifest.host not in (None, socket.gethostname()):
         raise ResumeError(f"{folder} is running on {manifest.host} (process {manifest.pid}), which this "
                           f"machine cannot check; resume it there, or stop it first")
-    if manifest.status == "running" and _alive(manifest.pid):
+    if manifest.status == "running" and _alive(manifest.pid, manifest.pid_started):
         raise ResumeError(f"{folder} is still running (process {manifest.pid}); stop it first")
     source = folder / "manifest.json"
     try:
         parameters.check(study.notebook, manifest.params, dict.fromkeys(manifest.params, str(source)))
     except parameters.ParameterError as error:
         raise parameters.ParameterError(f"{source}: {error}") from None
+    refuse_named_code(study, folder, manifest, given)
     code_change(folder, manifest, across_code_change)
     return manifest
+
+
+def refuse_named_code(study: Study, folder: Path, manifest: Manifest, given: Collection[str]) -> None:
+    """A ResumeError when the manifest names code to execute that the command line did not name again."""
+    from exactness.workbook import study_rules
+
+    named = study_rules.named_code(study.name, manifest.params)  # after the parameter check: the types are right
+    unconfirmed = {name: code for name, code in named.items() if name not in given}
+    if unconfirmed:
+        listed = "; ".join(f"{name} names {', '.join(map(repr, code))}" for name, code in unconfirmed.items())
+        again = " ".join(f"-p {name} ..." for name in unconfirmed)
+        raise ResumeError(f"{folder / 'manifest.json'} names code to execute ({listed}); nothing read from a run "
+                          f"folder is executed: give the same value again to resume with it ({again})")
+
+
+def named_code_digest(study: str, params: Mapping[str, Any]) -> str | None:
+    """The digest of the builders' files and checkout testers that `params` name (None: none named)."""
+    from exactness.workbook import named_code, study_rules
+
+    try:
+        named = study_rules.named_code(study, params)
+    except Exception:  # a value of the wrong type: the parameter check names it
+        return None
+    return named_code.digest(named)
 
 
 def has_shards(folder: Path) -> bool:
@@ -187,7 +217,8 @@ def code_change(folder: Path, manifest: Manifest, across_code_change: bool) -> s
     else a line saying how they differ, or a ResumeError unless `across_code_change`."""
     if not has_shards(folder):
         return None
-    then, current = manifest.code_of_latest_attempt(), CodeVersion.current()
+    then = manifest.code_of_latest_attempt()
+    current = CodeVersion.current(named_code_digest(manifest.study, manifest.params))
     if not current.differs_from(then):
         return None
     line = (f"{folder}'s shards were computed by {then.describe()}; the code now is {current.describe()}")
@@ -198,11 +229,11 @@ def code_change(folder: Path, manifest: Manifest, across_code_change: bool) -> s
 
 
 def resume(project: Project, study: Study, folder: Path, with_code: bool = False,
-           log_output: bool = False, across_code_change: bool = False) -> RunResult:
+           log_output: bool = False, across_code_change: bool = False, given: Collection[str] = ()) -> RunResult:
     """Run a failed or interrupted run again in its own folder with its own parameters; sweeps pick up
     their finished shards. The earlier attempt's notebook and report move to attempts/<n>/, and each
     attempt's code is recorded: shards computed by other code are refused unless `across_code_change`."""
-    manifest = check_resumable(study, folder, across_code_change)
+    manifest = check_resumable(study, folder, across_code_change, given)
     changed = code_change(folder, manifest, across_code_change) is not None
     manifest.status = manifest.observed_status()  # a killed attempt is recorded as "died"
     number = len(manifest.attempts) + 1
@@ -222,7 +253,7 @@ def resume(project: Project, study: Study, folder: Path, with_code: bool = False
     manifest.status, manifest.failed_cell, manifest.error = "running", None, None
     manifest.started = now()
     manifest.machine = run_facts(project.root)
-    manifest.code = CodeVersion.current()
+    manifest.code = CodeVersion.current(named_code_digest(study.name, manifest.params))
     manifest.mixed_code = manifest.mixed_code or changed
     keep_state_inside(project)
     return _execute_into(project, study, folder, manifest, with_code, log_output)
@@ -311,9 +342,6 @@ def _listening(path: Path) -> bool:
             return False
 
 
-KERNEL_LOG = "kernel.log"
-
-
 def _ipc_kernel_manager(prefix: str, log: Path):
     """A kernel manager class whose kernel listens on unix sockets only: its channels by jupyter_client's
     ipc transport, IOPub's pipe for forked subprocesses (TCP on 127.0.0.1 in ipykernel) through
@@ -370,8 +398,10 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
+    from exactness.workbook import cell_output
+
     params = manifest.params
-    manifest.pid, manifest.host = os.getpid(), socket.gethostname()
+    manifest.pid, manifest.pid_started, manifest.host = os.getpid(), process_start(), socket.gethostname()
     unwritten = _write_manifest(folder, manifest)
     if unwritten is not None:
         manifest.status, manifest.error = "failed", str(unwritten)
@@ -388,26 +418,71 @@ def _execute_into(project: Project, study: Study, folder: Path, manifest: Manife
                 str(study.notebook), str(partial), parameters=params, kernel_name=KERNEL_NAME, cwd=str(folder),
                 progress_bar=False, log_output=log_output,
                 kernel_manager_class=_ipc_kernel_manager(prefix, folder / KERNEL_LOG),
+                engine_name=cell_output.ENGINE, overflow=folder / KERNEL_LOG,  # a cell's output capped
                 **({} if log_output else RunProgress().engine_arguments()),
             )
         manifest.status = "passed"  # so far: the report must be complete too (_finish)
     except PapermillExecutionError as error:
         manifest.status, manifest.failed_cell = "failed", error.exec_count
         manifest.error = f"{error.ename}: {_last_line(error.evalue)}"
-    except KeyboardInterrupt:
-        manifest.status, manifest.error = "interrupted", "interrupted by the user (Ctrl-C)"
-        raise RunInterrupted(folder) from None
+    except KeyboardInterrupt as interruption:
+        why = getattr(interruption, "why", INTERRUPTED_BY_USER)
+        manifest.status, manifest.error = "interrupted", why
+        raise RunInterrupted(folder, why) from None
+    except BrokenPipeError:  # the progress lines' reader went away: nothing is wrong with the study
+        manifest.status, manifest.error = "interrupted", OUTPUT_CLOSED
+        raise RunInterrupted(folder, OUTPUT_CLOSED) from None
     except Exception as error:  # the kernel died, the notebook could not be read or written, ...
-        if isinstance(error, OSError) and error.errno in WRITE_ERRNOS:  # papermill writing the notebook
-            write_error = WriteError(executed, error)
+        if isinstance(error, OSError) and error.errno in WRITE_ERRNOS:
+            # the file the error names (the kernel's socket folder, say), else papermill writing the notebook
+            named = Path(os.fsdecode(error.filename)) if error.filename else partial
+            write_error = error if isinstance(error, WriteError) else WriteError(
+                executed if named == partial else named, error)
             partial.unlink(missing_ok=True)  # cut where the disk filled: not a notebook
             manifest.status, manifest.error = "failed", str(write_error)
         else:
             manifest.status, manifest.error = "failed", _last_line(f"{type(error).__name__}: {error}")
+            manifest.failed_cell = running_cell(partial)  # a kernel that died: the cell it died in
     finally:
         manifest.duration_s = round(time.monotonic() - began, 2)
         result = _finish(project, folder, partial, executed, manifest, with_code, write_error)
     return result
+
+
+def nothing_ran(folder: Path) -> str | None:
+    """What a run whose every class did not run says (it answered nothing, so it did not pass); None otherwise."""
+    from exactness.workbook import answers
+
+    summary = index.read_summary(folder)
+    found = answers.from_summary(summary)
+    missing = answers.not_run(found)
+    if not found or len(missing) < len(found):
+        return None
+    noun = answers.Columns.from_summary(summary).subject
+    first = " ".join(missing[0].proof.split())[:300]
+    if len(found) == 1:
+        return f"no {noun} ran: {missing[0].subject}: {first}"
+    return f"no {noun} ran: none of the {len(found)} built or exported (the first, {missing[0].subject}: {first})"
+
+
+def running_cell(notebook: Path) -> int | None:
+    """The number of the last cell papermill started in a notebook it was writing (its execution count, else its
+    place among the code cells, as the notebook shows it): where a kernel that died was. papermill marks even
+    that cell "completed" as it gives up, so its start time is what tells it. None when no cell started."""
+    from exactness.workbook.manifest import read_json
+
+    try:
+        started, number = None, 0
+        for cell in read_json(notebook).get("cells", []):
+            if cell.get("cell_type") != "code":
+                continue
+            number += 1
+            if (cell.get("metadata", {}).get("papermill") or {}).get("start_time"):
+                count = cell.get("execution_count")
+                started = count if isinstance(count, int) and not isinstance(count, bool) else number
+    except (OSError, ValueError, AttributeError):
+        return None
+    return started
 
 
 def _finish(project: Project, folder: Path, partial: Path, executed: Path, manifest: Manifest, with_code: bool,
@@ -417,6 +492,9 @@ def _finish(project: Project, folder: Path, partial: Path, executed: Path, manif
     be written fails the run, naming it. Then the index."""
     if partial.exists():
         os.replace(partial, executed)
+    if manifest.status == "passed":
+        manifest.error = nothing_ran(folder)
+        manifest.status = "failed" if manifest.error else "passed"
     if executed.exists():
         problem = _export_report(project, folder, executed, manifest, with_code)
         if isinstance(problem, WriteError):
@@ -444,9 +522,9 @@ def _export_report(project: Project, folder: Path, executed: Path, manifest: Man
     be made."""
     links = {"notebook": executed.name, "parameters": "params.yaml", "manifest": "manifest.json",
              "all runs": os.path.relpath(project.outputs / "index.html", folder)}
-    if manifest.environment_run:
-        links["environment of this batch"] = os.path.relpath(
-            project.outputs / manifest.environment_run / "report.html", folder)
+    environment = index.run_link(project.outputs, manifest.environment_run)
+    if environment is not None:
+        links["environment of this batch"] = os.path.relpath(project.outputs / environment / "report.html", folder)
     try:
         report.export(executed, folder / "report.html", manifest, links, with_code=with_code)
     except WriteError as error:
@@ -456,9 +534,9 @@ def _export_report(project: Project, folder: Path, executed: Path, manifest: Man
     return None
 
 
-def _alive(pid: int | None) -> bool:
+def _alive(pid: int | None, started: float | None) -> bool:
     """Another process still runs it (this process resuming its own run does not count)."""
-    return bool(pid) and pid != os.getpid() and process_alive(pid)
+    return bool(pid) and pid != os.getpid() and run_process_alive(pid, started)
 
 
 def _last_line(text: str) -> str:

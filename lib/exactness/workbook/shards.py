@@ -18,10 +18,10 @@ import hmac
 import os
 import pickle
 import re
-import secrets
 from collections.abc import Sequence
 from pathlib import Path
 
+from exactness import local_secret
 from exactness.workbook.manifest import write_atomically
 
 
@@ -90,26 +90,10 @@ def project_key(state: Path | None = None) -> bytes:
         from exactness.workbook.project import Project
 
         state = Project.at().state
-    path = Path(state) / KEY_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not path.exists():
-        # written whole under a private name, then linked into place: a concurrent run either makes the
-        # link or finds the other's complete key, never a half-written one
-        temporary = path.with_name(f".{KEY_FILE}.{os.getpid()}.{secrets.token_hex(4)}")
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(descriptor, "wb") as stream:
-            stream.write(secrets.token_bytes(_KEY_BYTES))
-        try:
-            os.link(temporary, path)
-        except FileExistsError:
-            pass
-        finally:
-            temporary.unlink()
-    secret = path.read_bytes()
-    if len(secret) != _KEY_BYTES:
-        raise ShardError(f"shard key {path} holds {len(secret)} bytes, expected {_KEY_BYTES}; delete it (the "
-                         "shards it authenticated will then be refused and computed again)")
-    return secret
+    try:
+        return local_secret.read_or_make(Path(state) / KEY_FILE, _KEY_BYTES)
+    except local_secret.SecretError as error:
+        raise ShardError(f"shard {error}") from None
 
 
 def _slug(text: str) -> str:

@@ -59,7 +59,10 @@ SEEDS = AtLeast(1, whole=True, maximum=MAX_SEEDS,
 WORKERS = AtLeast(0, "0 means one worker per core", maximum=CORES, whole=True,
                   why_maximum=f"this machine has {CORES} cores; more workers only add memory")
 TOLERANCE = AtLeast(0)
-SCHEDULER = Matches(r"|[a-z]+://[^\s:/]+:\d+", 'empty (local processes) or a Dask address such as "tcp://host:8786"')
+# tcp:// only: tls:// needs certificates this workbook does not pass to the client, and another scheme is no
+# Dask transport a scheduler on another machine listens on
+SCHEDULER = Matches(r"|tcp://[^\s:/]+:\d+", 'empty (local processes) or a Dask scheduler\'s address "tcp://host:port" '
+                    '(tls:// is not supported: the workbook passes no certificates)')
 
 
 def check(study: str, values: Mapping[str, Any], origin: Mapping[str, str] | None = None) -> None:
@@ -70,6 +73,13 @@ def check(study: str, values: Mapping[str, Any], origin: Mapping[str, str] | Non
         found = registered.across(values)
     if found:
         raise StudyParameterError(f"{study}: " + "; ".join(found))
+
+
+def named_code(study: str, values: Mapping[str, Any]) -> dict[str, list[str]]:
+    """The values that name code to execute (builders, checkouts), by parameter."""
+    from exactness.workbook.parameter_rules import named_code as found
+
+    return found(registration(study).rules, values)
 
 
 def _seed_range_problems(values: Mapping[str, Any]) -> list[str]:

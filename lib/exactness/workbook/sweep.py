@@ -20,6 +20,7 @@ from concurrent.futures.process import BrokenProcessPool
 
 import pandas as pd
 
+from exactness.workbook import dask_scheduler
 from exactness.workbook.shards import ShardStore
 
 
@@ -252,7 +253,8 @@ def _on_dask(function, parts, todo, scheduler: str, finished) -> None:
     from distributed import Client
     from distributed import as_completed as dask_completed
 
-    with Client(scheduler, timeout="30s") as client:
+    dask_scheduler.check(scheduler)  # before the client, which hangs or asks for exabytes on another server
+    with Client(scheduler, timeout=f"{dask_scheduler.CONNECT_TIMEOUT_S:g}s") as client:
         futures = client.map(_SingleThreaded(function), [parts[i] for i in todo], pure=False)
         index = {future.key: i for future, i in zip(futures, todo, strict=True)}
         for future in dask_completed(futures):

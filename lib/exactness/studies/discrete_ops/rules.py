@@ -30,6 +30,9 @@ class ModelList:
             return f"must be a list of model names, or {subject_names.SKIPPED}, got {value!r}"
         return EachOf(self.item).problem(value)
 
+    def code(self, value) -> list[str]:
+        return [] if value == subject_names.SKIPPED else EachOf(self.item).code(value)
+
 
 def cross_problems(values) -> list[str]:
     """What `models` says about `transformers_tests`: each class outside the registry must be in the checkout's

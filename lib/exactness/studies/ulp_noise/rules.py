@@ -15,6 +15,9 @@ STUDY = Registration({
     "seed_start": SEED, "n_draws": AT_LEAST_ONE,
     "shape_mode": OneOf(names.SHAPE_MODES, "shape mode"), "reference_draws": COUNT, "settings_draws": COUNT,
     "device": OneOf(("cpu", "cuda"), "device"), "workers": WORKERS,
-    "near_tie_run": RunFolder("near_tie", ("checks",)),
+    # the tables and columns `study.passing_vs_failing` reads
+    "near_tie_run": RunFolder("near_tie", ("checks", "tensors"), (
+        ("checks", ("model", "seed", "shape_mode", "test_rule_passed")),
+        ("tensors", ("model", "seed", "shape_mode", "label", "max_abs_diff")))),
     "precisions": EachOf(OneOf(("tf32-conv", "tf32", "bf16", "fp16"), "precision"), allow_empty=True),
 })
