@@ -213,6 +213,15 @@ def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = 
     if inside:
         return Finding(claim, ours, "reproduced", source=seed, why=why, evidence=evidence)  # why: a missed target
     side = "above" if seed_k > row.failures_per_scale_high else "below"
+    measured_verdict, measured_why = rate_verdict(int(row.measured_failures), int(row.screened), seed_k,
+                                                  int(reference.value("seeds_screened")))
+    if measured_verdict != "differs":
+        # the prediction is a model learnt from the checks' noise; where this run's own count cannot tell the two
+        # rates apart, a prediction outside the investigation's count is no evidence that they differ
+        return Finding(claim, ours, "not comparable", source=seed, evidence=evidence,
+                       why=(f"the investigation's count lies {side} the predicted interval, learnt from "
+                            f"{count(int(row.noise_checks))} checked seeds' noise, but this run's own count is "
+                            f"consistent with it ({measured_why})"))
     return Finding(claim, ours, "differs", source=seed, evidence=evidence,
                    why=(f"the investigation's count lies {side} the predicted {row.failures_per_scale_low:.0f} to "
                         f"{row.failures_per_scale_high:.0f} per {count(int(row.scale))}, learnt from "
