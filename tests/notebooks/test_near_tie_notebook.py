@@ -24,7 +24,10 @@ def test_tables_have_the_promised_columns(near_tie_run):
             "perplexity_ort", "perplexity_allowed", "test_rule_passed", "first_failing_output",
             "max_abs_diff_codevector_perplexity", "tie_aware_passed"} <= set(checks.columns)
     defects = pd.read_parquet(near_tie_run / "tables" / "defects.parquet")
-    assert defects.caught_by_tie_aware.all()
+    assert defects[defects.required].caught_by_tie_aware.all()  # every required one; the 1x one is measured
+    assert set(defects.kind) >= {"one_bias_1x", "one_bias_10x", "one_bias_100x"}
+    # one bias element moves under 1% of an output: the export test's 5% allowance forgives even 100x
+    assert not defects[defects.kind == "one_bias_100x"].caught_by_test_rule.any()
 
 
 def test_summary_sets_the_seed_beside_ours(near_tie_run):

@@ -5,7 +5,24 @@ from __future__ import annotations
 import numpy as np
 import onnx
 
-DEFECTS = ("perturbed_weight", "wrong_op", "biased_code")
+# One element of `project_q.bias` off by 1, 10 and 100 times the export test's atol: one channel of one output moves
+# (under 1% of its elements), so a comparison with an allowance can miss it and one at full tolerance may not see the
+# smallest: what is caught is measured, never implied by the planting.
+GRADED = {"one_bias_1x": 1.0, "one_bias_10x": 10.0, "one_bias_100x": 100.0}
+TEST_ATOL = 1e-3
+DEFECTS = ("perturbed_weight", "wrong_op", "biased_code", *GRADED)
+REQUIRED_FACTOR = 10.0  # a comparison that keeps value checks must catch every defect at least this many tolerances
+
+
+def tolerances(kind: str) -> float:
+    """How many of the test's tolerances a graded defect moves its element by (NaN for the others)."""
+    return GRADED.get(kind, float("nan"))
+
+
+def required(kind: str) -> bool:
+    """Whether a comparison must catch this defect to keep value checks: every ungraded one, and a graded one of at
+    least REQUIRED_FACTOR tolerances."""
+    return kind not in GRADED or GRADED[kind] >= REQUIRED_FACTOR
 
 
 def _initializer(model: onnx.ModelProto, name: str) -> onnx.TensorProto:
@@ -28,6 +45,11 @@ def inject(model: onnx.ModelProto, kind: str, code: int = 0, amount: float = 2e-
     if kind == "perturbed_weight":  # a bias off by 1e-2: a small, systematic error downstream of the argmax
         _add(model, "project_q.bias", 1e-2)
         return "project_q.bias + 0.01"
+    if kind in GRADED:
+        delta = np.zeros_like(onnx.numpy_helper.to_array(_initializer(model, "project_q.bias")))
+        delta[0] = GRADED[kind] * TEST_ATOL
+        _add(model, "project_q.bias", delta)
+        return f"project_q.bias[0] + {GRADED[kind] * TEST_ATOL:g} ({GRADED[kind]:g}x the test's atol)"
     if kind == "biased_code":
         bias = onnx.numpy_helper.to_array(_initializer(model, "quantizer.weight_proj.bias"))
         delta = np.zeros_like(bias)

@@ -64,7 +64,8 @@ def test_the_summary_counts_and_sets_the_seeds_rate_beside_ours():
     summary = near_tie_report.summary(screen, _checks(), rates, defects, 1e-5, ["UniSpeechSatForPreTraining"])
     assert summary == {"seeds_screened": 3, "candidates": 2, "checks": 4, "flips": 3, "failures": 2,
                        "failure_rate": {SEED_MODEL: {"ours": 0.5, "seed": reference.value("failure_rate")}},
-                       "tie_aware_passes": 3, "defects_caught": 2, "never_argmax": ["UniSpeechSatForPreTraining"]}
+                       "tie_aware_passes": 3, "defects_caught": 2, "defects_required": 3,
+                       "never_argmax": ["UniSpeechSatForPreTraining"]}
     # candidates chosen in ulps are counted in ulps, as the run chose them
     ulps_screen = screen.assign(smallest_gap_ulps=[5.0, 2.0, 50.0], min_gap=[1e-6, 1e-6, 1e-6])  # all 3 below 1e-5
     in_ulps = near_tie_report.summary(ulps_screen, _checks(), rates, defects, 1e-5, [], threshold_ulps=10.0)

@@ -11,6 +11,7 @@ import pandas as pd
 from exactness import reference
 from exactness.compare.rates import RatePolicy, wilson_interval
 from exactness.studies.near_tie import findings as near_tie_findings
+from exactness.studies.near_tie.planted import DefectTally, size_words
 from exactness.studies.near_tie.prediction import PAPER_SEEDS
 from exactness.studies.near_tie.rate import Tally
 from exactness.studies.near_tie.scale import is_candidate
@@ -76,13 +77,16 @@ def _rate(c: ClassCounts) -> str:
 
 
 def _tie_aware(checks: pd.DataFrame, defects: pd.DataFrame) -> tuple[bool, str]:
-    """Whether the tie-aware comparison passed every check of the run and caught every injected defect."""
+    """Whether the tie-aware comparison passed every check of the run and caught every required planted defect
+    (`planted.DefectTally`), and the words that say so."""
     if not len(checks) or "tie_aware_passed" not in checks or not len(defects):
         return False, ""
-    passed, caught = int(checks.tie_aware_passed.astype(bool).sum()), int(defects.caught_by_tie_aware.sum())
-    holds = passed == len(checks) and caught == len(defects)
+    passed, tally = int(checks.tie_aware_passed.astype(bool).sum()), DefectTally.of(defects)
+    holds = passed == len(checks) and tally.keeps
     return holds, (f"tie-aware comparison passes {count(passed)} of {plural(len(checks), 'check')} and catches "
-                   f"{count(caught)} of {plural(len(defects), 'injected defect')}")
+                   f"{count(tally.tie_aware)} of {plural(tally.required, 'required planted defect')} (one bias "
+                   f"element off by {size_words(tally.smallest_tie_aware)} and more caught on every seed; the export "
+                   f"test's rule: {count(tally.test_rule)}, from {size_words(tally.smallest_test_rule)})")
 
 
 def _flip_changes(outputs: pd.DataFrame, checks: pd.DataFrame) -> list[str]:

@@ -17,6 +17,7 @@ from exactness.studies.near_tie import kernels as near_tie_kernels
 from exactness.studies.near_tie import prediction as near_tie_prediction
 from exactness.studies.near_tie import scale as near_tie_scale
 from exactness.studies.near_tie import ties as near_tie_ties
+from exactness.studies.near_tie.planted import DefectTally, size_words
 from exactness.workbook.findings import Finding, count, one_in, rate_text, rate_verdict, significant
 from exactness.workbook.presentation import plural
 
@@ -327,15 +328,16 @@ def tie_aware_finding(checks: pd.DataFrame, defects: pd.DataFrame, bound: float)
     flipped = checks[checks.n_flipped_rows > 0]
     ties_passed = int(flipped.tie_aware_passed.astype(bool).sum())
     all_passed = int(checks.tie_aware_passed.astype(bool).sum())
-    caught = int(defects.caught_by_tie_aware.sum()) if len(defects) else 0
-    rule_caught = int(defects.caught_by_test_rule.sum()) if len(defects) else 0
+    tally = DefectTally.of(defects)
     ours = (f"passes {count(all_passed)} of {plural(len(checks), 'check')} ({count(ties_passed)} of "
-            f"{count(len(flipped))} with a flip); catches {count(caught)} of {plural(len(defects), 'defect')}")
-    keeps = all_passed == len(checks) and caught == len(defects) and len(defects) > 0
+            f"{count(len(flipped))} with a flip); catches {count(tally.tie_aware)} of "
+            f"{plural(tally.required, 'required planted defect')}, the smallest caught on every seed one bias element "
+            f"off by {size_words(tally.smallest_tie_aware)}")
+    keeps = all_passed == len(checks) and tally.keeps
     verb = "keeps" if keeps else "does not keep"
     claim = (f"A tie-aware comparison (flips excused within the noise bound {significant(bound)}, every output "
              f"then compared at full tolerance) {verb} value checks: it {ours} (the export test's rule catches "
-             f"{count(rule_caught)}).")
+             f"{count(tally.test_rule)}, the smallest {size_words(tally.smallest_test_rule)}).")
     return Finding(claim, ours, "new", evidence="defects table")
 
 

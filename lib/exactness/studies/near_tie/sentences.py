@@ -12,6 +12,7 @@ from exactness.studies.near_tie import findings as near_tie_findings
 from exactness.studies.near_tie import kernels as near_tie_kernels
 from exactness.studies.near_tie import prediction as near_tie_prediction
 from exactness.studies.near_tie import rate as near_tie_rate
+from exactness.studies.near_tie.planted import DefectTally, size_words
 from exactness.studies.near_tie.scale import is_candidate
 from exactness.workbook import findings
 from exactness.workbook.parameter_rules import StudyParameterError
@@ -141,10 +142,13 @@ def predict(screen: pd.DataFrame, first_mode: pd.DataFrame, deltas: dict, thresh
 
 
 def tie_aware_sentence(checks: pd.DataFrame, defects: pd.DataFrame, bound: float) -> str:
+    tally = DefectTally.of(defects)
     return (f"Noise bound {bound:.2e}. The tie-aware comparison passes {int(checks.tie_aware_passed.sum())} of "
             f"{plural(len(checks), 'check')} (the export test's rule: {int(checks.test_rule_passed.sum())}), and "
-            f"catches {int(defects.caught_by_tie_aware.sum())} of {plural(len(defects), 'injected defect')} "
-            f"(the export test's rule: {int(defects.caught_by_test_rule.sum())}).")
+            f"catches {tally.tie_aware} of {plural(tally.required, 'required planted defect')} (the export test's "
+            f"rule: {tally.test_rule}). Of the graded ones (one bias element off by 1, 10 and 100 times the "
+            f"tolerance), it catches on every seed those from {size_words(tally.smallest_tie_aware)}, the export "
+            f"test's rule those from {size_words(tally.smallest_test_rule)}.")
 
 
 def summary(screen: pd.DataFrame, checks: pd.DataFrame, rates: pd.DataFrame, defects: pd.DataFrame,
@@ -158,7 +162,8 @@ def summary(screen: pd.DataFrame, checks: pd.DataFrame, rates: pd.DataFrame, def
         failure_rate={r.model: {"ours": r.failure_rate, "seed": reference.value("failure_rate")}
                       for r in rates.itertuples()} if len(rates) else {},
         tie_aware_passes=int(checks.tie_aware_passed.sum()) if checked else 0,
-        defects_caught=int(defects.caught_by_tie_aware.sum()) if checked else 0,
+        defects_caught=DefectTally.of(defects).tie_aware if checked else 0,
+        defects_required=DefectTally.of(defects).required if checked else 0,
         never_argmax=immune)
 
 

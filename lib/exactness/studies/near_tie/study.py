@@ -315,8 +315,8 @@ def replay(seeds, models, shape_modes, *, atol: float = 1e-3, rtol: float = 1e-3
     return pd.DataFrame([have[t] for t in tasks], columns=list(_REPLAY_COLUMNS))
 
 
-DEFECT_COLUMNS = ("model", "shape_mode", "seed", "defect", "kind", "caught_by_tie_aware", "caught_by_test_rule",
-                  "n_flipped_rows", "aligned_failing", "max_output_diff")
+DEFECT_COLUMNS = ("model", "shape_mode", "seed", "defect", "kind", "tolerances", "required", "caught_by_tie_aware",
+                  "caught_by_test_rule", "n_flipped_rows", "aligned_failing", "max_output_diff")
 
 
 def defects(pools: dict, seeds_by_model: dict[str, list[int]], bound: float, *, atol: float = 1e-3,
@@ -324,7 +324,7 @@ def defects(pools: dict, seeds_by_model: dict[str, list[int]], bound: float, *, 
     """Each defect injected into the graph of each model: does the tie-aware comparison catch it, and
     does the export test's rule? A seed with its own export, or without a learnt swap, takes the defect into
     that export; the others into the template with their weights swapped in."""
-    from exactness.runtimes.defects import DEFECTS
+    from exactness.runtimes.defects import DEFECTS, required, tolerances
 
     rows = []
     for (model, mode), pool in pools.items():
@@ -336,6 +336,7 @@ def defects(pools: dict, seeds_by_model: dict[str, list[int]], bound: float, *, 
                                        all_tensors=False, what_if=False, fast_paths=fast_paths).row  # need neither
                 caught = not (row.aligned.aligned_ok and row.gaps.max_flip_margin <= bound)
                 rows.append({"model": model, "shape_mode": mode, "seed": seed, "defect": row.defect, "kind": kind,
+                             "tolerances": tolerances(kind), "required": required(kind),
                              "caught_by_tie_aware": caught, "caught_by_test_rule": not row.rule.test_rule_passed,
                              "n_flipped_rows": row.gaps.n_flipped_rows, "aligned_failing": row.aligned.aligned_failing,
                              "max_output_diff": max(row.max_abs_diff.values())})

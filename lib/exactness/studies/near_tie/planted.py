@@ -1,0 +1,46 @@
+"""What the planted defects measured, read from the defects table once for every sentence and answer."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class DefectTally:
+    """What the planted defects measured: the required ones (every ungraded one, graded ones of 10 tolerances and
+    more) caught by each comparison, and the smallest graded defect each caught on every seed it was planted on."""
+
+    required: int
+    tie_aware: int
+    test_rule: int
+    planted: int
+    smallest_tie_aware: float  # tolerances; NaN when no graded size was caught everywhere
+    smallest_test_rule: float
+
+    @classmethod
+    def of(cls, defects: pd.DataFrame) -> DefectTally:
+        if not len(defects):
+            return cls(0, 0, 0, 0, float("nan"), float("nan"))
+        needed = defects[defects.required.astype(bool)] if "required" in defects else defects
+
+        def smallest(column: str) -> float:
+            if "tolerances" not in defects:
+                return float("nan")
+            graded = defects[defects.tolerances.notna()]
+            sizes = [size for size, group in graded.groupby("tolerances") if group[column].astype(bool).all()]
+            return float(min(sizes)) if sizes else float("nan")
+
+        rule = needed["caught_by_test_rule"] if "caught_by_test_rule" in needed else needed.caught_by_tie_aware * 0
+        return cls(len(needed), int(needed.caught_by_tie_aware.sum()), int(rule.sum()),
+                   len(defects), smallest("caught_by_tie_aware"), smallest("caught_by_test_rule"))
+
+    @property
+    def keeps(self) -> bool:
+        return self.required > 0 and self.tie_aware == self.required
+
+
+def size_words(tolerances: float) -> str:
+    """'10x the tolerance' for a graded size; 'none' where no graded size was caught on every seed."""
+    return "none" if tolerances != tolerances else f"{tolerances:g}x the tolerance"
