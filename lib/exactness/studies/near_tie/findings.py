@@ -331,13 +331,13 @@ def tie_aware_finding(checks: pd.DataFrame, defects: pd.DataFrame, bound: float)
     tally = DefectTally.of(defects)
     ours = (f"passes {count(all_passed)} of {plural(len(checks), 'check')} ({count(ties_passed)} of "
             f"{count(len(flipped))} with a flip); catches {count(tally.tie_aware)} of "
-            f"{plural(tally.required, 'required planted defect')}, the smallest caught on every seed one bias element "
-            f"off by {size_words(tally.smallest_tie_aware)}")
+            f"{plural(tally.required, 'required planted defect')}, and on every seed "
+            f"{size_words(tally.smallest_tie_aware)}")
     keeps = all_passed == len(checks) and tally.keeps
     verb = "keeps" if keeps else "does not keep"
     claim = (f"A tie-aware comparison (flips excused within the noise bound {significant(bound)}, every output "
              f"then compared at full tolerance) {verb} value checks: it {ours} (the export test's rule catches "
-             f"{count(tally.test_rule)}, the smallest {size_words(tally.smallest_test_rule)}).")
+             f"{count(tally.test_rule)}, and {size_words(tally.smallest_test_rule)}).")
     return Finding(claim, ours, "new", evidence="defects table")
 
 

@@ -42,5 +42,8 @@ class DefectTally:
 
 
 def size_words(tolerances: float) -> str:
-    """'10x the tolerance' for a graded size; 'none' where no graded size was caught on every seed."""
-    return "none" if tolerances != tolerances else f"{tolerances:g}x the tolerance"
+    """What a comparison catches of the graded defects on every seed: 'one bias element off by 10x the tolerance
+    and more', or 'no graded size'."""
+    if tolerances != tolerances:  # NaN
+        return "no graded size"
+    return f"one bias element off by {tolerances:g}x the tolerance and more"

@@ -147,8 +147,8 @@ def tie_aware_sentence(checks: pd.DataFrame, defects: pd.DataFrame, bound: float
             f"{plural(len(checks), 'check')} (the export test's rule: {int(checks.test_rule_passed.sum())}), and "
             f"catches {tally.tie_aware} of {plural(tally.required, 'required planted defect')} (the export test's "
             f"rule: {tally.test_rule}). Of the graded ones (one bias element off by 1, 10 and 100 times the "
-            f"tolerance), it catches on every seed those from {size_words(tally.smallest_tie_aware)}, the export "
-            f"test's rule those from {size_words(tally.smallest_test_rule)}.")
+            f"tolerance) it catches on every seed {size_words(tally.smallest_tie_aware)}; the export test's rule "
+            f"catches {size_words(tally.smallest_test_rule)}.")
 
 
 def summary(screen: pd.DataFrame, checks: pd.DataFrame, rates: pd.DataFrame, defects: pd.DataFrame,
