@@ -17,6 +17,10 @@ SEED_000, SEED_002 = NEAR_TIE_PR, DAC_PR
 GPU_PROTOTYPE = ("the GPU prototype (an NVIDIA H200, torch 2.11.0+cu130, transformers 5.17.0; the tester's conformer "
                  "seeded as the workbook seeds it, seeds 0-19,884, 19,493 run)")
 
+# #50575's reason for adding a class to the skips that had not failed (its section 5), quoted
+UNISPEECHSAT_REASON = ("UniSpeechSatForPreTraining has not failed on CI yet, but it is in "
+                       "UniSpeechSatModelTest.all_model_classes and has the same argmax, so it is added too")
+
 _ROWS = [
     # seed, section, key, value, what it is
     (SEED_000, "2", "argmax_rows", 364, "argmax rows per forward (13 x 14 frames x 2 groups), over 320 codes"),

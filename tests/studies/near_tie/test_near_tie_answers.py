@@ -81,3 +81,9 @@ def test_without_a_verified_tie_aware_comparison_the_action_excludes_what_a_flip
     (line,) = answers.answers(_screen(SEED_MODEL, 100, 1), checks, outputs, _DEFECTS, 1e-4, 2e-5)
     assert line.action.startswith("exclude codevector_perplexity") and "projected_states" not in line.action
     assert line.verified is False
+
+
+def test_unispeechsats_skip_reason_from_50575_is_set_against_its_forward():
+    (line,) = answers.answers(_screen(SEED_MODEL, 10, 0).iloc[:0], pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
+                              1e-4, 2e-5, immune=["UniSpeechSatForPreTraining"])
+    assert line.cause == "no argmax" and "has the same argmax" in line.proof and "does not hold" in line.proof
