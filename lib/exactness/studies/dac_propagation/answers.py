@@ -28,8 +28,9 @@ def _one(init: str, fold: str, weights: pd.DataFrame, propagated: pd.DataFrame, 
     rate = f"{significant(encoder)}; {significant(100 * changed)}% of code frames"
     if weight == 0 and anywhere == 0:
         return Answer(f"{init}, {FOLDS[fold]}", "exact", "nothing to allow for: the folded model computes what "
-                      "weight norm recomputes, bit for bit", rate, f"weights identical to the recomputed ones; "
-                      f"every layer output bit-identical to the weight-norm run{margin_words}")
+                      "weight norm recomputes, bit for bit", rate, "the same call (torch._weight_norm) on the same "
+                      "(g, v), so identical weights (checked) and the weight-norm run's outputs (run once, not "
+                      f"measured twice){margin_words}")
     proof = f"weights up to {significant(weight)} from the recomputed ones, layer outputs up to {significant(anywhere)}"
     if changed > 0:
         return Answer(f"{init}, {FOLDS[fold]}", "codes flip", "compare the codes tie-aware: a frame whose winning "
