@@ -144,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     from exactness.studies.near_tie.screen import replay_proof
 
     facts = machine_facts()
+    facts["perplexity_in_side_dtype"] = True  # each side's perplexity computed as it computes it (bf16/fp16 too)
     if not facts["cuda_available"]:
         print("no CUDA device: the CUDA pairs are skipped (the rest runs, for testing the command)", file=sys.stderr)
     probe = tf32_probe()

@@ -76,6 +76,15 @@ def round_to(values: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return values.to(dtype).to(torch.float32)
 
 
+def _one_channel(name: str, args: tuple) -> bool:
+    """A convolution with one input channel per group. aten.convolution's weight is (out, in/groups, ...), but a
+    transposed one's is (in, out/groups, ...): its input channels per group are in/groups."""
+    weight = args[1]
+    transposed = name != "conv_tbc" and len(args) > 6 and bool(args[6])
+    groups = int(args[8]) if transposed and len(args) > 8 else 1
+    return (weight.shape[0] // groups if transposed else weight.shape[1]) == 1
+
+
 def _operands(name: str) -> tuple[int, ...]:
     """The positions of an op's multiplied operands: its bias or added term keeps float32."""
     if name in ("addmm", "baddbmm", "addbmm", "addmv", "addr"):
@@ -98,7 +107,7 @@ class EmulatedPrecision(compat.torch_dispatch_mode()):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = func.overloadpacket.__name__
-        if name in self.tf32_ops and not (ONE_CHANNEL_IN_FP32 and name in CONVOLUTIONS and args[1].shape[1] == 1):
+        if name in self.tf32_ops and not (ONE_CHANNEL_IN_FP32 and name in CONVOLUTIONS and _one_channel(name, args)):
             args = self._round_operands(name, args, round_tf32)
         elif self.low_dtype is not None and name in AUTOCAST_LOW:
             # autocast casts every floating argument (a bias too) to the low dtype; the kernel accumulates in float32

@@ -76,8 +76,9 @@ def emulation_note(sides) -> str:
     if not emulated:
         return ""
     return (f"Emulated on this CPU: {', '.join(emulated)}. The emulation rounds the multiplied operands of every "
-            "convolution (but one input channel per group, which cuDNN keeps in float32) and, for TF32 or autocast, "
-            "matrix product as the precision does, and accumulates in float32; it leaves out "
+            "convolution (for TF32 not those with one input channel per group, which cuDNN keeps in float32) and, "
+            "for `tf32` and autocast, of every matrix product, as the precision does, and accumulates in float32; "
+            "it leaves out "
             f"{EMULATION_LEAVES_OUT}. Its rate can match a GPU's while the seeds that fail differ.")
 
 

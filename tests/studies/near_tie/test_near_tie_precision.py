@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from conftest import REPO
 from exactness.runtimes.sides import Pair, SideError
@@ -46,8 +47,11 @@ def test_tf32_flips_codes_and_every_failure_flipped_one(tf32_table):
 def test_a_defect_is_not_called_noise(tf32_table):
     (summary,) = precision.summarize(tf32_table.assign(other_error_units=1e6))
     assert precision_answers.cause(summary) == "defect"
+    # failures with the codes unchanged and both sides near float64: the precision's noise in the perplexity itself
     (summary,) = precision.summarize(tf32_table.assign(n_flipped_rows=0))
-    assert precision_answers.cause(summary) == "undecided"
+    assert precision_answers.cause(summary) == "precision noise"
+    assert "use_tf32=0" in precision_answers.answer(summary).action
+    assert "tie-aware" not in precision_answers.answer(summary).action  # no flip to excuse
 
 
 def test_the_answer_names_both_sides_and_what_to_turn_off(tf32_table):
@@ -109,3 +113,22 @@ def test_a_gpu_runs_machine_json_is_read_as_data_only(tmp_path):
     assert "is not JSON" in STUDY.rules["gpu_run"].problem(str(folder))
     (folder / "machine.json").write_text(json.dumps({"gpu": "x"}))
     assert "no torch version" in STUDY.rules["gpu_run"].problem(str(folder))
+
+
+def test_a_low_precision_sides_perplexity_rounds_in_its_own_dtype():
+    """Autocast leaves the quantizer's mean and logarithm in bf16: the same codes give another perplexity there."""
+    from exactness.models.quantizer_logits import plain_logits
+    from exactness.runtimes.sides import Side
+
+    logits = plain_logits(MODEL, 0)
+    codes = logits.argmax(-1)
+    fp32 = precision._perplexity(MODEL, codes, logits.shape)
+    bf16 = precision._perplexity(MODEL, codes, logits.shape, torch.bfloat16, Side.parse("eager:cpu:bf16"))
+    assert fp32 != bf16 and abs(bf16 - fp32) > 1e-3 * abs(fp32)  # beyond the export test's rtol, codes unchanged
+    assert precision._perplexity(MODEL, codes, logits.shape, torch.float32, Side.parse("eager:cpu:tf32")) == fp32
+
+
+def test_missing_float64_errors_are_undecided_never_a_defect(tf32_table):
+    (summary,) = precision.summarize(tf32_table.assign(reference_error_units=float("nan"),
+                                                       other_error_units=float("nan")))
+    assert precision_answers.cause(summary) == "undecided"

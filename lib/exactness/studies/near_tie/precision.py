@@ -3,8 +3,8 @@
 A CI runner on a GPU computes the convolutions in TF32 unless told otherwise; its flips are not the CPU's rare
 near-ties but TF32's noise, about a thousand times larger. Because that noise is large, every seed is compared (no
 gap threshold): both sides' quantizer logits (the fast replay or a plain forward, as the screen), each row's code,
-and `codevector_perplexity` computed from each side's codes with the quantizer's own function in float32 (the
-perplexity depends on the codes alone), judged by the export test's rule for a scalar.
+and `codevector_perplexity` computed from each side's codes with the quantizer's own function as that side
+computes it (in bf16/fp16 autocast the function itself rounds), judged by the export test's rule for a scalar.
 
 The prediction asks whether the gap-noise law extrapolates to this noise. The first `calibration` seeds measure
 the law (every row's change of the reference's top-1 minus top-2 difference on the other side); the rest are
@@ -74,14 +74,15 @@ def compare_seed(model: str, pair: Pair, seed: int, atol: float, rtol: float, fa
         reference, other = fast(seed, pair.reference), fast(seed, pair.other)
     else:
         reference, other = plain_logits(model, seed, pair.reference), plain_logits(model, seed, pair.other)
+    # the export test's perplexity is computed as each side computes it: in the side's own dtype and precision
+    p_ref = _perplexity(model, reference.float().argmax(-1), reference.shape, reference.dtype, pair.reference)
+    p_other = _perplexity(model, other.float().argmax(-1), other.shape, other.dtype, pair.other)
     reference, other = reference.float(), other.float()
     gaps = top_two(reference)
     rows = torch.arange(len(reference))
     delta = (other[rows, gaps.top1_index] - other[rows, gaps.top2_index]) - gaps.gap
     codes_other = other.argmax(-1)
     flipped = codes_other != gaps.top1_index
-    p_ref, p_other = _perplexity(model, reference.argmax(-1), reference.shape), _perplexity(model, codes_other,
-                                                                                          reference.shape)
     allowed = atol + rtol * abs(p_ref)
     row = {"model": model, "pair": pair.spec, "seed": int(seed), "n_flipped_rows": int(flipped.sum()),
            "flipped_gap_max": float(gaps.gap[flipped].max()) if flipped.any() else float("nan"),
@@ -115,11 +116,20 @@ def _quantizer(model: str):
     return family.construct(model).quantizer
 
 
-def _perplexity(model: str, codes: torch.Tensor, shape: torch.Size) -> float:
-    """The quantizer's own perplexity of one-hot codes (the model's eval forward passes no time mask)."""
+def _perplexity(model: str, codes: torch.Tensor, shape: torch.Size, dtype: torch.dtype = torch.float32,
+                side=None) -> float:
+    """The quantizer's own perplexity of one-hot codes (the model's eval forward passes no time mask), as `side`
+    computes it: the one-hot in the logits' dtype (the quantizer's `new_zeros`), the function run on the side's
+    device under its precision (bf16/fp16 autocast leaves the mean and the logarithm in the low dtype)."""
     quantizer = _quantizer(model)
-    probs = torch.zeros(shape).scatter_(-1, codes.view(-1, 1), 1.0).view(-1, quantizer.num_groups, shape[-1])
-    return float(compat.perplexity_of(quantizer)(probs))
+    probs = torch.zeros(shape, dtype=dtype).scatter_(-1, codes.view(-1, 1), 1.0).view(-1, quantizer.num_groups,
+                                                                                         shape[-1])
+    if side is None:
+        return float(compat.perplexity_of(quantizer)(probs))
+    if side.device.value == "cuda":
+        probs = probs.cuda()
+    with torch.no_grad(), side.applied():
+        return float(compat.perplexity_of(quantizer)(probs))
 
 
 class _PairChunk:
@@ -197,7 +207,7 @@ class PairSummary:
     fail_given_flip: float
     smallest_row_law: Predicted  # the study's ORT law: each seed's smallest-gap row alone
     every_row_law: Predicted
-    reach_covered: bool  # every seed's 64th smallest gap beyond the largest noise: no row left out could flip
+    reach_covered: bool  # every seed's 64th smallest gap beyond the most negative noise: no row left out could flip
 
 
 def _ecdf(noise: np.ndarray) -> np.ndarray:
@@ -230,36 +240,39 @@ def summarize(table: pd.DataFrame) -> list[PairSummary]:
         failed = ~group.test_rule_passed.astype(bool)
         noise_rows = np.stack([np.asarray(n, dtype=np.float64) for n in calib.noise]) if len(calib) else \
             np.zeros((0, 0))
-        noise_max = float(np.abs(noise_rows).max()) if noise_rows.size else float("nan")
+        reach = float(-noise_rows.min()) if noise_rows.size else float("nan")  # only a negative change flips
         calib_flipped = calib[calib.n_flipped_rows > 0]
-        fail_given_flip = (float((~calib_flipped.test_rule_passed.astype(bool)).mean()) if len(calib_flipped)
-                           else 1.0)
+        fails_of_flips = (~calib_flipped.test_rule_passed.astype(bool)).to_numpy(dtype=float)
+        fail_given_flip = float(fails_of_flips.mean()) if len(fails_of_flips) else float("nan")
         gaps = np.stack([np.asarray(g, dtype=np.float64) for g in held.smallest_gaps]) if len(held) else \
             np.zeros((0, SMALLEST_ROWS))
-        smallest, every = _predictions(gaps, noise_rows, fail_given_flip)
+        smallest, every = _predictions(gaps, noise_rows, fails_of_flips)
         out.append(PairSummary(
             model, pair, Rate(int(flipped.sum()), len(group)), Rate(int(failed.sum()), len(group)),
             int((failed & ~flipped).sum()), float(group.reference_error_units.max()),
             float(group.other_error_units.max()), float(group.max_logit_diff.median()),
             float(group.max_logit_diff.max()), len(calib), len(held), int((held.n_flipped_rows > 0).sum()),
             int((~held.test_rule_passed.astype(bool)).sum()), fail_given_flip, smallest, every,
-            bool(len(gaps) == 0 or not noise_rows.size or gaps[:, -1].min() > noise_max)))
+            bool(len(gaps) == 0 or not noise_rows.size or gaps[:, -1].min() > reach)))
     return out
 
 
-def _predictions(gaps: np.ndarray, noise_rows: np.ndarray, fail_given_flip: float) -> tuple[Predicted, Predicted]:
-    """Failures expected on the held-out seeds by each law, with the bootstrap's 95% interval (calibration seeds
-    resampled whole: a seed's rows share its weights) and a Poisson draw for the count itself."""
-    if not len(gaps) or not noise_rows.size:
+def _predictions(gaps: np.ndarray, noise_rows: np.ndarray, fails_of_flips: np.ndarray) -> tuple[Predicted, Predicted]:
+    """Failures expected on the held-out seeds by each law: flips from the noise law times the fraction of the
+    calibration seeds' flips that failed. The bootstrap resamples the calibration seeds whole (a seed's rows share
+    its weights) and, with them, that fraction; a Poisson draw stands for the count itself. Without a flipped
+    calibration seed the fraction is unknown and nothing is predicted (NaN)."""
+    if not len(gaps) or not noise_rows.size or not len(fails_of_flips):
         nan = Predicted(float("nan"), float("nan"), float("nan"))
         return nan, nan
     rng = np.random.default_rng(RANDOM_SEED)
-    point = np.array(_laws(gaps, _ecdf(noise_rows.ravel()))) * fail_given_flip
+    point = np.array(_laws(gaps, _ecdf(noise_rows.ravel()))) * fails_of_flips.mean()
     draws = np.empty((BOOTSTRAP, 2))
     n = len(noise_rows)
     for b in range(BOOTSTRAP):
         picked = noise_rows[rng.integers(0, n, n)]
-        draws[b] = np.array(_laws(gaps, _ecdf(picked.ravel()))) * fail_given_flip
+        fraction = fails_of_flips[rng.integers(0, len(fails_of_flips), len(fails_of_flips))].mean()
+        draws[b] = np.array(_laws(gaps, _ecdf(picked.ravel()))) * fraction
     counts = rng.poisson(draws)
     low, high = np.percentile(counts, [2.5, 97.5], axis=0)
     return (Predicted(float(point[0]), float(low[0]), float(high[0])),

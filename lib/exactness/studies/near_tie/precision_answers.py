@@ -23,15 +23,23 @@ _TURN_OFF = {
 }
 
 
-def is_noise(s: PairSummary) -> bool:
+def is_noise(s: PairSummary) -> bool | None:
+    """None where no float64 error was measured (no calibration seed ran in float64): not measured, never a defect."""
+    if s.other_error_units != s.other_error_units or s.reference_error_units != s.reference_error_units:
+        return None
     return s.other_error_units <= NOISE_FACTOR * s.reference_error_units
 
 
 def cause(s: PairSummary) -> str:
-    if s.failures_without_flip:
+    noise = is_noise(s)
+    if noise is None:
         return "undecided"
-    if not is_noise(s):
+    if not noise:
         return "defect"
+    if s.failures_without_flip == s.failures.events and s.failures.events:
+        return "precision noise"  # the perplexity itself moves beyond the tolerance, with the same codes
+    if s.failures_without_flip:
+        return "near-tie and noise"
     return "near-tie" if s.failures.events else "never flips"
 
 
@@ -43,20 +51,27 @@ def answer(s: PairSummary, fp32_rate: str = "") -> Answer:
              f"{pair.reference.label} {significant(s.reference_error_units)} of its own")
     what = cause(s)
     if what == "undecided":
-        action = "look at the seeds that failed without a flipped code: a failure no flip explains may be a bug"
-        proof = f"{plural(s.failures_without_flip, 'failure')} without a flipped code; {noise}"
+        action = "run with calibration seeds (pair_calibration_seeds): no side was measured against float64"
+        proof = "no float64 forward ran, so noise cannot be told from a defect"
     elif what == "defect":
         action = f"find where {pair.other.label} leaves the float64 reference (more than {NOISE_FACTOR}x the noise)"
         proof = noise
     else:
         tie_aware = "compare tie-aware (excuse code rows within the noise, compare the rest)"
+        becomes = f": this rate becomes {fp32_rate}" if fp32_rate else ""
         if precision is Precision.FP32:
             action = tie_aware if s.failures.events else "compare every output at the test's tolerance"
+        elif what == "precision noise":  # the codes agree: excusing flipped rows would change nothing
+            action = f"{_TURN_OFF[precision]}{becomes}"
         else:
-            becomes = f": this rate becomes {fp32_rate}" if fp32_rate else ""
             action = f"{_TURN_OFF[precision]}{becomes}; or {tie_aware}"
-        proof = (f"every one of {plural(s.failures.events, 'failure')} flipped a code row; {noise} (noise); the "
-                 f"logits differ by a median of {significant(s.noise_median)}, at most {significant(s.noise_max)}")
+        if s.failures_without_flip:
+            flips = (f"{count(s.failures_without_flip)} of {plural(s.failures.events, 'failure')} with no flipped "
+                     "code (the perplexity computed in this precision moves beyond the tolerance)")
+        else:
+            flips = f"every one of {plural(s.failures.events, 'failure')} flipped a code row"
+        proof = (f"{flips}; {noise} (noise); the logits differ by a median of {significant(s.noise_median)}, at most "
+                 f"{significant(s.noise_max)}")
     per, low, high = s.failures.per_scale
     return Answer(f"{s.model} · {pair.label}", what, action, rate_words(s.failures.events, s.failures.seeds), proof,
                   failures_per_40000=per, failures_low=low, failures_high=high)
@@ -118,7 +133,10 @@ def gpu_run_sentence(gpu) -> str:
     return (f"A GPU run, measured on {gpu.machine} by `python -m exactness.gpu` ({count(f.get('seeds', 0))} conformer "
             f"seeds per pair, {significant(f.get('seconds', 0))} s), read back from `{gpu.folder.name}`: its CUDA "
             "sides are real, its CPU sides ran on that machine's CPU"
-            + (f"; not run there: {'; '.join(skipped)}" if skipped else "") + ".")
+            + (f"; not run there: {'; '.join(skipped)}" if skipped else "") + "."
+            + ("" if f.get("perplexity_in_side_dtype") else " That run computed every side's perplexity in float32 "
+               "from its codes: its bf16 and fp16 failures are those a flipped code makes, a lower bound on the "
+               "export test's, whose perplexity rounds in the low dtype too."))
 
 
 def same_models(gpu_table, here_table) -> tuple[bool, float]:
