@@ -125,3 +125,15 @@ def test_autocast_emulation_runs_products_low_and_norms_in_float32():
 def test_low_dtype_must_be_half_or_bfloat16():
     with pytest.raises(ValueError, match="float16 or bfloat16"):
         EmulatedPrecision(low_dtype=torch.float64)
+
+
+def test_a_transposed_convolutions_input_channels_are_read_from_its_own_weight_layout():
+    """A transposed weight is (in, out/groups, k): one input channel stays float32, one output channel does not."""
+    torch.manual_seed(0)
+    one_in, one_out = torch.nn.ConvTranspose1d(1, 8, 4), torch.nn.ConvTranspose1d(8, 1, 4)
+    with torch.no_grad():
+        x1, x8 = torch.randn(1, 1, 32), torch.randn(1, 8, 32)
+        plain_in, plain_out = one_in(x1), one_out(x8)
+        with EmulatedPrecision(tf32_ops=Precision.TF32_CONV.tf32_ops):
+            assert torch.equal(one_in(x1), plain_in)
+            assert not torch.equal(one_out(x8), plain_out)
