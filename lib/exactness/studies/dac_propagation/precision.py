@@ -154,7 +154,7 @@ def answers(chain: pd.DataFrame) -> list:
         numbers = "; ".join(f"{p.side}: Conv1 {significant(p.first)}, Block0 {significant(p.jump)}" for p in pats)
         ref = f"the investigation's Conv1 {significant(pats[0].first_ref)}, Block0 {significant(pats[0].jump_ref)}"
         rate = "; ".join(f"{p.side}: Block0 {significant(p.jump)}" for p in yes) or "no precision reproduces it"
-        if yes and not any(p.reproduces for p in fp32):
+        if yes and fp32 and not any(p.reproduces for p in fp32):
             found.append(Answer(
                 f"{init}, the investigation's growth", "TF32 rounding",
                 "the fold is not at fault: run the reference with TF32 off (torch.backends.cudnn.allow_tf32 = False) "
