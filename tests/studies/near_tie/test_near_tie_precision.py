@@ -132,3 +132,11 @@ def test_missing_float64_errors_are_undecided_never_a_defect(tf32_table):
     (summary,) = precision.summarize(tf32_table.assign(reference_error_units=float("nan"),
                                                        other_error_units=float("nan")))
     assert precision_answers.cause(summary) == "undecided"
+
+
+def test_no_flipped_calibration_seed_predicts_nothing_and_says_so(tf32_table):
+    calm = tf32_table.assign(n_flipped_rows=tf32_table.n_flipped_rows.where(~tf32_table.calibration, 0))
+    (summary,) = precision.summarize(calm)
+    assert summary.every_row_law.expected != summary.every_row_law.expected  # NaN
+    words = precision_answers.prediction_sentence([summary])
+    assert "not predicted (no calibration seed flipped" in words and "outside" not in words

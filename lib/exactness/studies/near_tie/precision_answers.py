@@ -85,6 +85,11 @@ def prediction_sentence(summaries: Sequence[PairSummary]) -> str:
     """Does the gap-noise law extrapolate to this noise? Measured failures on the held-out seeds beside both laws."""
     parts = []
     for s in summaries:
+        if s.every_row_law.expected != s.every_row_law.expected:  # NaN: nothing to predict from
+            parts.append(f"{Pair.parse(s.pair).other.label}: {count(s.held_out_failures)} failures on "
+                         f"{plural(s.held_out, 'held-out seed')}; not predicted (no calibration seed flipped, so the "
+                         "failing fraction of flips is unknown)")
+            continue
         inside = [name for name, p in (("every row", s.every_row_law), ("smallest row", s.smallest_row_law))
                   if p.low <= s.held_out_failures <= p.high]
         verdict = (f"within the interval of {' and '.join(inside)}" if inside else "outside both intervals")
