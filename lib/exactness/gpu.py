@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
 
+    from exactness.runtimes.sides import Pair
     from exactness.studies.near_tie import precision
     from exactness.studies.near_tie.screen import replay_proof
 
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     n = args.seeds if fast_paths else min(args.seeds, args.plain_seeds)
     tables, skipped = [], []
     for spec in PAIRS:
-        pair = precision.Pair.parse(spec)
+        pair = Pair.parse(spec)
         if pair.needs_cuda and not facts["cuda_available"]:
             skipped.append(f"{spec}: no CUDA device")
             continue

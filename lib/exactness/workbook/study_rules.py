@@ -127,3 +127,28 @@ class EagerPairs:
         if len(set(value)) < len(value):
             found.append("lists a pair more than once")
         return "; ".join(found) or None
+
+
+@dataclass(frozen=True)
+class GpuFolder:
+    """"" or a folder written by `python -m exactness.gpu` (absolute, or relative to the project's root) holding
+    `needed`: checked before a run, read as data (JSON, parquet, CSV), never executed."""
+
+    needed: tuple[str, ...] = ()
+
+    def problem(self, value) -> str | None:
+        from pathlib import Path
+
+        from exactness.runtimes.gpu_folder import GpuFolderError, machine_facts
+        from exactness.workbook.project import find_root
+
+        if value == "":
+            return None
+        if not isinstance(value, str) or len(value) > 4096:
+            return "must be \"\" or the path of a folder written by python -m exactness.gpu"
+        folder = Path(value) if Path(value).is_absolute() else find_root() / value
+        try:
+            machine_facts(folder, self.needed, value)
+        except GpuFolderError as error:
+            return str(error)
+        return None

@@ -99,35 +99,23 @@ def chains(plain_by_init: dict, audio: torch.Tensor, precisions: list[str]) -> p
                       for init, plain in plain_by_init.items() for side in sides], ignore_index=True)
 
 
-class GpuChainError(ValueError):
-    """A GPU run folder without a readable DAC chain: one line naming the file."""
-
-
 def read_gpu_chain(path: str) -> tuple[str, pd.DataFrame]:
     """(the GPU machine in words, its chain table) from a folder `python -m exactness.gpu` wrote: data only."""
-    import json
     from pathlib import Path
 
+    from exactness.runtimes.gpu_folder import GpuFolderError, machine_facts, machine_words
     from exactness.workbook.project import find_root
 
     folder = Path(path) if Path(path).is_absolute() else find_root() / path
-    machine, chain = folder / "machine.json", folder / "dac_chain.csv"
-    for needed in (machine, chain):
-        if not needed.is_file():
-            raise GpuChainError(f"gpu_run {path!r} lacks {needed.name}: not a folder written by "
-                                "python -m exactness.gpu")
-    if machine.stat().st_size > 1 << 20:
-        raise GpuChainError(f"{machine} is {machine.stat().st_size:,} bytes: not a GPU run's machine.json")
+    facts = machine_facts(folder, ("dac_chain.csv",), path)
     try:
-        facts = json.loads(machine.read_text(encoding="utf-8"))
-        table = pd.read_csv(chain)
-    except (UnicodeDecodeError, ValueError, RecursionError) as error:
-        raise GpuChainError(f"{folder}: machine.json or dac_chain.csv unreadable ({type(error).__name__})") from None
+        table = pd.read_csv(folder / "dac_chain.csv")
+    except (UnicodeDecodeError, ValueError) as error:
+        raise GpuFolderError(f"{folder / 'dac_chain.csv'} unreadable ({type(error).__name__})") from None
     needed = {"side", "layer", "max_abs_diff", "init"}
-    if not isinstance(facts, dict) or not needed <= set(table.columns):
-        raise GpuChainError(f"{chain} lacks the columns {', '.join(sorted(needed - set(table.columns)))}")
-    gpu = facts.get("gpu") or "no GPU"
-    return f"{gpu} (torch {facts.get('torch')}, transformers {facts.get('transformers')})", table
+    if not needed <= set(table.columns):
+        raise GpuFolderError(f"{folder / 'dac_chain.csv'} lacks the columns {', '.join(sorted(needed - set(table)))}")
+    return machine_words(facts), table
 
 
 def pattern_sentence(found: list[Pattern], init: str) -> str:
@@ -173,3 +161,27 @@ def emulation_words(precisions: list[str]) -> str:
     from exactness.runtimes.sides import emulation_note
 
     return emulation_note([Side.parse(f"eager:cpu:{p}") for p in precisions])
+
+
+def show(chain: pd.DataFrame, gpu_chain: pd.DataFrame, gpu_machine: str, precisions: list[str], artifacts) -> \
+        pd.DataFrame:
+    """The precision section: this run's chains with a GPU run's CUDA rows beside them (its CPU rows ran on another
+    CPU), a table and a sentence per init; returns the table the answers read."""
+    from exactness.workbook.presentation import say, table
+
+    cuda = gpu_chain[gpu_chain.side.str.contains("CUDA")] if len(gpu_chain) else gpu_chain
+    if len(cuda):
+        chain = pd.concat([chain, cuda.assign(side=cuda.side + " (GPU run)")], ignore_index=True)
+    if not len(chain):
+        say("No other precision asked for (`precisions` is empty and no `gpu_run`): the comparison above is float32.")
+        return chain
+    artifacts.table("precision_chain", chain)
+    if gpu_machine:
+        say(f"The CUDA rows were measured on {gpu_machine} by `python -m exactness.gpu`, on the 44.1 kHz model and "
+            "1 s of audio; the emulated rows on this CPU, with this run's model and clip.")
+    for init, part in chain.groupby("init", sort=False):
+        table(beside_investigation(part), caption=f"Init {init}: the largest |difference| after each encoder layer, "
+              "per side, beside the investigation's figure.")
+        say(pattern_sentence(patterns(part), init))
+    say(emulation_words(precisions))
+    return chain

@@ -1,8 +1,8 @@
 """The DAC propagation study's parameter rules (imports no torch: the command line checks them before a run)."""
 
 from exactness.models import names
-from exactness.workbook.parameter_rules import AtLeast, EachOf, Matches, OneOf
-from exactness.workbook.study_rules import SEED, Registration
+from exactness.workbook.parameter_rules import AtLeast, EachOf, OneOf
+from exactness.workbook.study_rules import SEED, GpuFolder, Registration
 
 CLIP_SECONDS = AtLeast(names.DAC_MIN_SECONDS, "shorter clips do not fill the encoder's strides")
 
@@ -16,5 +16,5 @@ STUDY = Registration({
     "other_variants": EachOf(OneOf(names.DAC_VARIANTS, "DAC variant"), allow_empty=True),
     "other_seconds": CLIP_SECONDS,
     "precisions": EachOf(OneOf(("tf32-conv", "tf32", "bf16", "fp16"), "precision"), allow_empty=True),
-    "gpu_run": Matches(r"(|[^\x00]{1,4096})", "\"\" or the folder python -m exactness.gpu wrote"),
+    "gpu_run": GpuFolder(("dac_chain.csv",)),
 }, kernel_environment={"THP_MEM_ALLOC_ENABLE": "1"})

@@ -6,18 +6,13 @@ a near_tie run shows it with `-p gpu_run FOLDER`, beside this run's emulation of
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
-FILES = ("machine.json", "pairs.parquet", "noise_law.parquet", "smallest_gaps.parquet", "tf32_probe.csv")
-MAX_JSON = 1 << 20  # machine.json is a few KB; anything this large is not one
-
-
-class GpuRunError(ValueError):
-    """The folder is not a GPU run: one line naming the file and what is wrong."""
+from exactness.runtimes.gpu_folder import GpuFolderError, machine_facts, machine_words
+from exactness.studies.near_tie.rules import GPU_RUN_FILES as FILES  # noqa: E402
 
 
 def resolve(path: str) -> Path:
@@ -29,25 +24,10 @@ def resolve(path: str) -> Path:
     return find_root() / folder
 
 
-def check_folder(path: str) -> Path:
+def check_folder(path: str) -> tuple[Path, dict]:
+    """The folder and its machine facts, or `GpuFolderError` naming what is wrong."""
     folder = resolve(path)
-    if not folder.is_dir():
-        raise GpuRunError(f"names {path!r}, which is not a folder (write the folder python -m exactness.gpu --out "
-                          "wrote, absolute or relative to the project)")
-    missing = [name for name in FILES if not (folder / name).is_file()]
-    if missing:
-        raise GpuRunError(f"names {path!r}, which lacks {', '.join(missing)}: not a folder written by "
-                          "python -m exactness.gpu")
-    machine = folder / "machine.json"
-    if machine.stat().st_size > MAX_JSON:
-        raise GpuRunError(f"{machine} is {machine.stat().st_size:,} bytes: not a GPU run's machine.json")
-    try:
-        facts = json.loads(machine.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
-        raise GpuRunError(f"{machine} is not JSON ({type(error).__name__})") from None
-    if not isinstance(facts, dict) or not isinstance(facts.get("torch"), str):
-        raise GpuRunError(f"{machine} does not describe a GPU run (no torch version)")
-    return folder
+    return folder, machine_facts(folder, FILES, path)
 
 
 @dataclass(frozen=True)
@@ -60,17 +40,13 @@ class GpuRun:
 
     @property
     def machine(self) -> str:
-        f = self.facts
-        gpu = f.get("gpu") or "no GPU"
-        return (f"{gpu} (torch {f.get('torch')}, transformers {f.get('transformers')}, CUDA {f.get('cuda')}, "
-                f"cuDNN {f.get('cudnn')})")
+        return machine_words(self.facts)
 
 
 def read(path: str) -> GpuRun:
     from exactness.studies.near_tie import precision
 
-    folder = check_folder(path)
-    facts = json.loads((folder / "machine.json").read_text(encoding="utf-8"))
+    folder, facts = check_folder(path)
     try:
         table = precision.with_read_back(pd.read_parquet(folder / "pairs.parquet"),
                                          pd.read_parquet(folder / "noise_law.parquet"),
@@ -78,8 +54,8 @@ def read(path: str) -> GpuRun:
         probe = pd.read_csv(folder / "tf32_probe.csv")
         dac = pd.read_csv(folder / "dac_chain.csv") if (folder / "dac_chain.csv").is_file() else pd.DataFrame()
     except (OSError, ValueError, KeyError) as error:
-        raise GpuRunError(f"{folder}: a table could not be read ({type(error).__name__}: {error})") from None
+        raise GpuFolderError(f"{folder}: a table could not be read ({type(error).__name__}: {error})") from None
     missing = [c for c in precision.PAIR_COLUMNS if c not in table]
     if missing:
-        raise GpuRunError(f"{folder / 'pairs.parquet'} lacks the columns {', '.join(missing)}")
+        raise GpuFolderError(f"{folder / 'pairs.parquet'} lacks the columns {', '.join(missing)}")
     return GpuRun(folder, facts, table, probe, dac)

@@ -74,14 +74,15 @@ def compare_seed(model: str, pair: Pair, seed: int, atol: float, rtol: float, fa
         reference, other = fast(seed, pair.reference), fast(seed, pair.other)
     else:
         reference, other = plain_logits(model, seed, pair.reference), plain_logits(model, seed, pair.other)
-    # the export test's perplexity is computed as each side computes it: in the side's own dtype and precision
-    p_ref = _perplexity(model, reference.float().argmax(-1), reference.shape, reference.dtype, pair.reference)
-    p_other = _perplexity(model, other.float().argmax(-1), other.shape, other.dtype, pair.other)
+    dtypes = reference.dtype, other.dtype
     reference, other = reference.float(), other.float()
+    codes_other = other.argmax(-1)
+    # the export test's perplexity is computed as each side computes it: in the side's own dtype and precision
+    p_ref = _perplexity(model, reference.argmax(-1), reference.shape, dtypes[0], pair.reference)
+    p_other = _perplexity(model, codes_other, other.shape, dtypes[1], pair.other)
     gaps = top_two(reference)
     rows = torch.arange(len(reference))
     delta = (other[rows, gaps.top1_index] - other[rows, gaps.top2_index]) - gaps.gap
-    codes_other = other.argmax(-1)
     flipped = codes_other != gaps.top1_index
     allowed = atol + rtol * abs(p_ref)
     row = {"model": model, "pair": pair.spec, "seed": int(seed), "n_flipped_rows": int(flipped.sum()),

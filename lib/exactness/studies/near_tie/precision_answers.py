@@ -255,3 +255,25 @@ def with_pairs(ort_answers: list[Answer], pairs: Sequence[PairSummary], gpu_pair
         line = answer(s, fp32_gpu.get(s.model, ""))
         found.append(replace(line, subject=line.subject + where))
     return found
+
+
+def show_gpu_run(gpu, pair_table, artifacts) -> list[PairSummary]:
+    """A GPU run's section: its pairs' rates, the emulation beside CUDA, the probe, the prototype's figures and the
+    prediction; its tables and summary kept in the run folder. Returns its pairs' summaries (for the answers)."""
+    from exactness.studies.near_tie.precision import summarize, summary_table
+    from exactness.workbook.presentation import say
+
+    summaries = summarize(gpu.table)
+    rates = summary_table(summaries)
+    agreement = emulated_against_cuda(gpu.table, pair_table)
+    artifacts.table("gpu_pair_rates", rates)
+    artifacts.table("gpu_tf32_probe", gpu.probe)
+    artifacts.table("gpu_agreement", agreement)
+    artifacts.summary(gpu_run={"machine": gpu.machine, "pairs": rates.to_dict("records")})
+    say(gpu_run_sentence(gpu))
+    show_rates(rates)
+    show_agreement(agreement)
+    for words in (models_sentence(gpu, pair_table), probe_sentence(gpu.probe), prototype_sentence(summaries),
+                  prediction_sentence(summaries)):
+        say(words)
+    return summaries

@@ -11,26 +11,9 @@ from exactness.workbook.study_rules import (
     TOLERANCE,
     WORKERS,
     EagerPairs,
+    GpuFolder,
     Registration,
 )
-
-
-class GpuRun:
-    """"" or a folder written by `python -m exactness.gpu` (absolute, or relative to the project's root); its
-    tables are read as data (parquet, CSV, JSON), never executed."""
-
-    def problem(self, value) -> str | None:
-        from exactness.studies.near_tie.gpu_run import GpuRunError, check_folder
-
-        if value == "":
-            return None
-        if not isinstance(value, str) or len(value) > 4096:
-            return "must be \"\" or the path of a folder written by python -m exactness.gpu"
-        try:
-            check_folder(value)
-        except GpuRunError as error:
-            return str(error)
-        return None
 
 
 def kernel_sets_here(values) -> list[str]:
@@ -40,6 +23,9 @@ def kernel_sets_here(values) -> list[str]:
     kernel_sets = values.get("cpu_kernels")
     return unavailable(kernel_sets) if isinstance(kernel_sets, list) else []
 
+
+# what `gpu_run.read` reads (named here too: the rules module imports neither pandas nor torch)
+GPU_RUN_FILES = ("pairs.parquet", "noise_law.parquet", "smallest_gaps.parquet", "tf32_probe.csv")
 
 STUDY = Registration({
     "models": EachOf(OneOf(names.WAV2VEC2_FAMILY, "model"), needs_one_of=names.QUANTIZER_CALLED,
@@ -51,5 +37,6 @@ STUDY = Registration({
     "max_checks": AtLeast(0, "0 checks every candidate"), "replay_seeds": EachOf(SEED, allow_empty=True),
     "defect_seeds": COUNT, "what_if_checks": COUNT, "workers": WORKERS, "atol": TOLERANCE, "rtol": TOLERANCE,
     "fast_paths": Switch("every speed-up off: plain builds, a fresh export and session per seed, plain lookups"),
-    "pairs": EagerPairs(), "pair_calibration_seeds": AtLeast(10, maximum=100_000, whole=True), "gpu_run": GpuRun(),
+    "pairs": EagerPairs(), "pair_calibration_seeds": AtLeast(10, maximum=100_000, whole=True),
+    "gpu_run": GpuFolder(GPU_RUN_FILES),
 }, across=kernel_sets_here)
