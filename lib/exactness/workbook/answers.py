@@ -98,6 +98,15 @@ MEANINGS = {
     "nothing reaches": "no discrete choice reaches an output, and both sides are within rounding of float64",
     "never flips": "discrete choices reach outputs but flipped on no seed, often enough to bound the rate",
     "no argmax": "the class never calls its quantizer in eval forward: no discrete choice to flip",
+    "never fails here": "under this pair of sides the export test passed on every seed run (a bound, not never)",
+    "precision noise": "a reduced precision's rounding moves an output beyond the test's tolerance with every "
+                       "discrete choice the same; each side near float64 in its own roundoff",
+    "near-tie and noise": "some failures flipped a near-tie, others are the precision's rounding with the same "
+                          "choices",
+    "TF32 rounding": "a TF32 convolution's 10-bit operands turn a one-ulp weight difference into TF32-sized "
+                     "differences; float32 does not",
+    "not reproduced": "no precision run here grows the difference as the investigation saw",
+    "not comparable": "this run's subject is not the one the investigation measured: set the run beside it first",
     "undecided": "the run cannot decide yet; the line says what would",
     "not run": "the class did not build or did not export: the line says why",
     "exact": "bit-identical to the reference: no rounding step differs",

@@ -128,14 +128,24 @@ def pattern_sentence(found: list[Pattern], init: str) -> str:
             f"(within {AGREE_FACTOR:g}x each counts as reproduced): " + "; ".join(words) + ".")
 
 
-def answers(chain: pd.DataFrame) -> list:
+INVESTIGATION_VARIANT = "44khz"  # the investigation measured the 44.1 kHz model; a GPU run's chain is that model too
+
+
+def answers(chain: pd.DataFrame, variant: str = INVESTIGATION_VARIANT) -> list:
     """Per init: does a precision reproduce the investigation's growth (its first convolution at float32 size, its
-    first block at the investigation's), with the numbers that show it. A line per init that ran a chain."""
+    first block at the investigation's), with the numbers that show it. A line per init that ran a chain; only
+    chains of the investigation's model (this run's when `variant` is it, a GPU run's always) are set against it."""
     from exactness.workbook.answers import Answer
     from exactness.workbook.findings import significant
 
+    comparable = chain if variant == INVESTIGATION_VARIANT else chain[chain.side.str.endswith("(GPU run)")]
     found = []
-    for init, part in chain.groupby("init", sort=False):
+    if not len(comparable) and len(chain):
+        return [Answer(f"{init}, the investigation's growth", "not comparable",
+                       f"run the {INVESTIGATION_VARIANT} model (-p variant {INVESTIGATION_VARIANT}) to set the chain "
+                       "against the investigation's", "", f"this run's model is {variant}, the investigation's "
+                       f"{INVESTIGATION_VARIANT}") for init in chain.init.unique()]
+    for init, part in comparable.groupby("init", sort=False):
         pats = patterns(part)
         yes = [p for p in pats if p.reproduces]
         fp32 = [p for p in pats if "fp32" in p.side]
