@@ -252,6 +252,11 @@ def _import_tester(root: Path, path: Path):
         raise SubjectError(f"{path.relative_to(root)} does not import: no module {missing!r} (transformers' tests "
                            f"need their test dependencies; install {missing.split('.')[0]} in the workbook's "
                            "environment)") from None
+    except FileNotFoundError as error:
+        raise SubjectError(f"{path.relative_to(root)} does not import: it reads {error.filename}, which the checkout "
+                           "lacks: a checkout needs transformers' src/ and tests/ of one version (a source "
+                           "distribution leaves out tests/utils, tests/generation and tests/exporters: copy them from "
+                           "transformers' repository at that version)") from None
     except ImportError as error:
         raise SubjectError(f"{path.relative_to(root)} does not import: {error} (is the checkout's version the "
                            "installed transformers'? its tests import names of their own version)") from None
