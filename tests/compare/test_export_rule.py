@@ -7,6 +7,7 @@ import torch
 
 from exactness.compare.export_rule import OutputCount, count, export_test_rule, judge, names_match
 from exactness.studies.discrete_ops import verdicts
+from planted_outputs import planted_case
 
 
 def _outputs(perplexity=92.1406, states_changed=0, total=1000):
@@ -79,42 +80,6 @@ def test_the_count_is_torchs_isclose_in_the_outputs_own_dtype():
     assert counted == int((~torch.isclose(actual, expected, rtol=1e-3, atol=1e-3)).sum())
 
 
-def _planted_case(rng: np.random.Generator) -> tuple[dict, dict]:
-    """Two output dicts with a planted difference of a random kind in some outputs."""
-    expected, actual = {}, {}
-    for index in range(int(rng.integers(1, 5))):
-        name = f"out_{rng.integers(0, 99):02d}_{index}"
-        kind = rng.choice(["float", "scalar", "int", "one", "empty"])
-        shape = {"float": (int(rng.integers(2, 60)),), "scalar": (), "int": (int(rng.integers(2, 40)),),
-                 "one": (1,), "empty": (0, 3)}[kind]
-        if kind == "int":
-            value = torch.from_numpy(rng.integers(0, 5, size=shape))
-        else:
-            value = torch.from_numpy(rng.normal(size=shape).astype(np.float32))
-        moved = value.clone()
-        change = rng.choice(["none", "few", "many", "nan", "nan_both", "inf", "edge", "shape", "dtype"])
-        flat = moved.reshape(-1)
-        if flat.numel():
-            k = 1 if change == "few" and flat.numel() < 25 else int(rng.integers(1, max(2, flat.numel() // 20 + 1)))
-            at = torch.from_numpy(rng.choice(flat.numel(), size=min(k, flat.numel()), replace=False))
-            if change == "few" or change == "many":
-                flat[at] += 1 if kind == "int" else 0.5
-                if change == "many":
-                    flat += 1 if kind == "int" else 0.5
-            elif change in ("nan", "nan_both", "inf") and kind != "int":
-                flat[at] = {"nan": float("nan"), "nan_both": float("nan"), "inf": float("inf")}[change]
-                if change == "nan_both":
-                    value.reshape(-1)[at] = float("nan")
-            elif change == "edge" and kind != "int":
-                flat[at] = flat[at] + (1e-3 + 1e-3 * flat[at].abs())
-        if change == "shape":
-            moved = torch.cat([moved.reshape(-1), moved.reshape(-1)[:1]]) if moved.numel() else torch.zeros(1)
-        elif change == "dtype":
-            moved = moved.double()
-        expected[name], actual[name] = value, moved
-    return actual, expected
-
-
 def _rows(actual: dict, expected: dict) -> pd.DataFrame:
     """The discrete-ops study's output rows for the same outputs: the counts verdicts.rule_passes reads."""
     rows = []
@@ -130,7 +95,7 @@ def _rows(actual: dict, expected: dict) -> pd.DataFrame:
 
 @pytest.mark.parametrize("seed", range(400))
 def test_counts_judge_as_torch_and_the_export_test_decide(seed):
-    actual, expected = _planted_case(np.random.default_rng(seed))
+    actual, expected = planted_case(np.random.default_rng(seed))
     real = _torch_outcome(actual, expected)
     assert export_test_rule(actual, expected).passed == real
     assert verdicts.rule_passes(_rows(actual, expected)) == real

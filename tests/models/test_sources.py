@@ -195,14 +195,16 @@ def test_a_registered_class_whose_checkout_tester_fails_falls_back_only_when_ask
                                                                                     "BitModel)"))
     with pytest.raises(sources.SubjectError, match="does not import: no module 'a_package_nobody_installed'"):
         sources.resolve("BitModel", str(copy))
-    assert sources.source_of("BitModel", str(copy)) == "the checkout's tester tests/models/broken/test_modeling_broken.py"
+    tester = "the checkout's tester tests/models/broken/test_modeling_broken.py"
+    assert sources.source_of("BitModel", str(copy)) == tester
     asked = sources.resolve("BitModel", sources.Checkout(str(copy), "registry"))
     assert asked.source is sources.Source.REGISTRY and "a_package_nobody_installed" in asked.tester
 
 
 def test_every_source_is_named_in_words():
     assert sources.source_of("BertModel", CHECKOUT) == "the checkout's tester tests/models/tiny/test_modeling_tiny.py"
-    assert sources.source_of("BertModel").startswith("the built-in registry, huggingface/transformers tests/models/bert")
+    assert sources.source_of("BertModel").startswith(
+        "the built-in registry, huggingface/transformers tests/models/bert")
     assert sources.source_of("UniSpeechForPreTraining").startswith(
         "the built-in registry, huggingface/transformers tests/models/unispeech/test_modeling_unispeech.py@")
     assert sources.source_of("my_package.models:build") == "your builder my_package.models:build"

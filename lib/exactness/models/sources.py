@@ -257,6 +257,11 @@ def _activate(root: Path) -> None:
     _import_tester.cache_clear()
 
 
+def activate(root: Path) -> None:
+    """Serve `tests` (and `tests.*`) from this checkout in this process (its export test, its testers)."""
+    _activate(root)
+
+
 def _module_name(root: Path, path: Path) -> str:
     return ".".join(path.relative_to(root).with_suffix("").parts)
 

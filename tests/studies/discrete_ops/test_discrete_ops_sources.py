@@ -102,5 +102,6 @@ def test_fallback_registry_needs_a_checkout_and_names_the_registry_as_the_source
     with pytest.raises(StudyParameterError, match="choose one of none, registry"):
         study_rules.check("discrete_ops", {"models": ["BitModel"], "fallback": "yes"})
     frame = sections.registered(["BitModel"], sources.Checkout(CHECKOUT, "registry")).frame.set_index("class")
-    assert frame.loc["BitModel", "built by"].startswith("the built-in registry, huggingface/transformers tests/models/bit")
+    assert frame.loc["BitModel", "built by"].startswith(
+        "the built-in registry, huggingface/transformers tests/models/bit")
     assert "fallback: no tester of the checkout lists it" in frame.loc["BitModel", "built by"]
