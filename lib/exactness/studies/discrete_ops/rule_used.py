@@ -1,0 +1,72 @@
+"""Which version of the export test's check judged each class: the built-in replica without a checkout; with one,
+the checkout's own `_check_outputs_close` (`models.checkout_rule`), applied to the same counts of every checked
+seed beside the replica's, so a seed the two judge differently is named."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from exactness.compare.export_rule import BUILT_IN, OutputCount, Rule
+from exactness.models import checkout_index, checkout_rule, sources
+from exactness.studies.discrete_ops.sections import Section, plural
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The rule a run's classes are judged by, or why the checkout's could not be read (one line)."""
+
+    rule: Rule
+    problem: str = ""
+
+
+def rule_of(checkout: str | sources.Checkout = "") -> Judged:
+    root = str(checkout) if checkout else ""
+    if not root:
+        return Judged(BUILT_IN)
+    try:
+        return Judged(checkout_rule.read(checkout_index.root_of(root)).rule)
+    except checkout_index.CheckoutError as error:
+        return Judged(BUILT_IN, str(error))
+
+
+def _counts(rows: pd.DataFrame) -> list[OutputCount]:
+    return [OutputCount(r.output, int(r.numel), int(r.rule_mismatched), bool(r.zero_dim),
+                        bool(r.same_shape and r.same_dtype)) for r in rows.itertuples()]
+
+
+def per_seed(outputs: pd.DataFrame, rule: Rule) -> pd.DataFrame:
+    """model, shape_mode, seed, and whether the built-in replica and `rule` pass the seed's outputs."""
+    rows = []
+    for (model, mode, seed), group in outputs.groupby(["model", "shape_mode", "seed"], sort=True):
+        counts = _counts(group)
+        rows.append({"model": model, "shape_mode": mode, "seed": int(seed),
+                     "built_in_passes": BUILT_IN.judge(counts).passed, "rule_passes": rule.judge(counts).passed})
+    return pd.DataFrame(rows, columns=["model", "shape_mode", "seed", "built_in_passes", "rule_passes"])
+
+
+def section(outputs: pd.DataFrame, checkout: str | sources.Checkout = "") -> Section:
+    judged = rule_of(checkout)
+    seeds = per_seed(outputs, judged.rule)
+    rows = []
+    for (model, mode), group in seeds.groupby(["model", "shape_mode"], sort=False):
+        differ = group[group.built_in_passes != group.rule_passes].seed.tolist()
+        rows.append({"class": model, "shape mode": mode, "rule": judged.rule.name, "seeds checked": len(group),
+                     "pass (built-in replica)": int(group.built_in_passes.sum()),
+                     "pass (this rule)": int(group.rule_passes.sum()),
+                     "seeds judged differently": ", ".join(map(str, differ))})
+    frame = pd.DataFrame(rows)
+    if judged.problem:
+        sentence = f"The checkout's rule could not be read: {judged.problem}. Every class is judged by {BUILT_IN.name}."
+    elif judged.rule is BUILT_IN:
+        sentence = f"No checkout given: every class is judged by {BUILT_IN.name}."
+    else:
+        moved = sum(bool(r["seeds judged differently"]) for r in rows)
+        sentence = (f"Every checked seed judged by {judged.rule.name}; the built-in replica, which the rates above "
+                    "use, judges "
+                    + (f"{plural(moved, 'class', 'classes')} differently on some seed (named in the table)."
+                       if moved else "every checked seed the same.")
+                    + (" The half-precision floor is not applied to these counts (taken at the test's own "
+                       "tolerances)." if judged.rule.half_tolerance is not None else ""))
+    return Section(frame, sentence)

@@ -1,0 +1,48 @@
+"""The report names the rule that judged each class: the built-in replica without a checkout, the checkout's own
+with one, each seed judged both ways from the same counts."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from exactness.compare.export_rule import BUILT_IN
+from exactness.studies.discrete_ops import rule_used
+
+CHECKOUT = str(Path(__file__).resolve().parents[2] / "fixtures" / "transformers_checkout")
+
+
+def _outputs() -> pd.DataFrame:
+    """Two seeds of a QA class: on seed 1 only the top-k pick moved (every element), on seed 2 the logits too."""
+    rows = []
+    for seed, picked_off, logits_off in ((1, 13, 0), (2, 13, 13)):
+        for output, numel, off in (("start_top_index", 13, picked_off), ("start_logits", 13 * 7, logits_off)):
+            rows.append({"model": "XLMForQuestionAnswering", "shape_mode": "static", "seed": seed, "output": output,
+                         "numel": numel, "rule_mismatched": off, "zero_dim": False, "same_shape": True,
+                         "same_dtype": True})
+    return pd.DataFrame(rows)
+
+
+def test_without_a_checkout_the_built_in_replica_judges():
+    section = rule_used.section(_outputs())
+    assert section.frame["rule"].tolist() == [BUILT_IN.name]
+    assert section.frame["pass (built-in replica)"].tolist() == [0]
+    assert section.sentence.startswith("No checkout given")
+
+
+def test_with_a_checkout_its_rule_judges_and_the_seeds_it_judges_differently_are_named():
+    section = rule_used.section(_outputs(), CHECKOUT)
+    row = section.frame.iloc[0]
+    assert "the checkout's _check_outputs_close" in row["rule"] and "test_export.py:" in row["rule"]
+    assert row["pass (built-in replica)"] == 0 and row["pass (this rule)"] == 1  # seed 1: the pick left out
+    assert row["seeds judged differently"] == "1"
+    assert "judges 1 class differently" in section.sentence
+
+
+def test_a_checkout_whose_rule_cannot_be_read_says_so_and_judges_by_the_replica(tmp_path):
+    (tmp_path / "tests" / "models").mkdir(parents=True)
+    for folder in ("tests", "tests/models"):
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "tests" / "test_modeling_common.py").write_text("")
+    section = rule_used.section(_outputs(), str(tmp_path))
+    assert "could not be read" in section.sentence and "test_export.py does not exist" in section.sentence
+    assert section.frame["rule"].tolist() == [BUILT_IN.name]
