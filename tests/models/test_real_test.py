@@ -100,3 +100,18 @@ def test_the_agreement_table_sets_each_replayed_seed_beside_the_workbooks(checko
     table = real_test.agreement(checkout, workbook, keep={"BertModel": ("last_hidden_state",)})
     assert table["agree"].all() and list(table["seed"]) == seeds
     assert set(table["real test, outputs kept"]) == {"passed"}
+
+
+def test_the_replay_command_prints_the_real_outcome_beside_the_workbooks(checkout, tmp_path, capsys):
+    from exactness.workbook import cli
+
+    run = tmp_path / "run"
+    (run / "tables").mkdir(parents=True)
+    (run / "manifest.json").write_text("{}")
+    seed = next(s for s in range(10) if _workbook_says_moved(checkout, s))
+    pd.DataFrame({"model": ["BertModel"], "seed": [seed], "test_rule_passed": [False]}).to_parquet(
+        run / "tables" / "seeds.parquet")
+    code = cli.main(["--out", str(tmp_path / "outputs"), "replay", checkout, "BertModel", str(seed), "--run", str(run)])
+    said = capsys.readouterr().out.strip()
+    assert code == 1 and said.startswith(f"BertModel seed {seed}: the real test failed (skip lifted)")
+    assert said.endswith("; the workbook: failed")
