@@ -46,3 +46,22 @@ def test_a_checkout_whose_rule_cannot_be_read_says_so_and_judges_by_the_replica(
     section = rule_used.section(_outputs(), str(tmp_path))
     assert "could not be read" in section.sentence and "test_export.py does not exist" in section.sentence
     assert section.frame["rule"].tolist() == [BUILT_IN.name]
+
+
+def test_replayed_seeds_are_set_beside_the_workbooks_and_a_disagreement_is_named(tmp_path):
+    from types import SimpleNamespace
+
+    import runnable_checkout
+
+    checkout = runnable_checkout.make(tmp_path)
+    seeds = [0, 1, 2]
+    truth = [not runnable_checkout.moved(checkout, s) for s in seeds]
+    claimed = [truth[0], truth[1], not truth[2]]  # the workbook wrong on seed 2
+    result = SimpleNamespace(
+        seeds=pd.DataFrame({"model": "BertModel", "shape_mode": "static", "seed": seeds, "test_rule_passed": claimed}),
+        verdicts=[SimpleNamespace(model="BertModel", compare=["last_hidden_state"])])
+    section = rule_used.replayed(result, checkout, per_class=3)
+    assert section.frame["agree"].tolist() == [True, True, False]
+    assert section.frame["real test, outputs kept"].tolist() == ["passed"] * 3
+    assert section.sentence == "The real test agrees with the workbook on 2 of 3 replayed seeds; it differs on " \
+                               "BertModel seed 2."

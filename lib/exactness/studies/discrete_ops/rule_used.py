@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from exactness.compare.export_rule import BUILT_IN, OutputCount, Rule
-from exactness.models import checkout_index, checkout_rule, sources
+from exactness.models import checkout_index, checkout_rule, real_test, sources
 from exactness.studies.discrete_ops.sections import Section, plural
 
 
@@ -70,3 +70,20 @@ def section(outputs: pd.DataFrame, checkout: str | sources.Checkout = "") -> Sec
                     + (" The half-precision floor is not applied to these counts (taken at the test's own "
                        "tolerances)." if judged.rule.half_tolerance is not None else ""))
     return Section(frame, sentence)
+
+
+def replayed(result, checkout: str | sources.Checkout, per_class: int) -> Section:
+    """Each class's first `per_class` checked seeds (static shape mode: the test replayed is the static one) in
+    the checkout's real export test, skip lifted, and narrowed to the outputs its answer keeps where it keeps
+    some, beside the workbook's own pass/fail of each."""
+    seeds = result.seeds[result.seeds.shape_mode == "static"].sort_values(["model", "seed"])
+    chosen = seeds.groupby("model", sort=False).head(per_class)
+    keep = {v.model: tuple(v.compare) for v in result.verdicts if v.compare}
+    table = real_test.agreement(str(checkout), chosen, keep=keep) if len(chosen) else pd.DataFrame()
+    if not len(table):
+        return Section(table, "No static-mode seed was checked: nothing to replay in the real test.")
+    agree = int(table["agree"].sum())
+    differ = [f"{model} seed {seed}" for model, seed in table.loc[~table.agree, ["class", "seed"]].itertuples(
+        index=False)]
+    return Section(table, f"The real test agrees with the workbook on {agree} of {len(table)} replayed seeds"
+                   + (f"; it differs on {', '.join(differ)}." if differ else "."))
