@@ -54,9 +54,11 @@ def test_the_skip_audit_and_your_builder_run_in_one_command_every_class_answered
     assert "no module 'a_package_nobody_installed'" in graphs.error["BertForTokenClassification"]
     assert "skipped here: test requires CUDA" in graphs.error["BertForSequenceClassification"]
     assert "no tester of the checkout lists it" in graphs.error["GhostModel"]
-    built_by = sections.registered(result.graphs.model, settings.transformers_tests).frame.set_index("class")
-    assert built_by.loc["BertModel", "built by"] == "the checkout's tester tests/models/tiny/test_modeling_tiny.py"
-    assert built_by.loc["GhostModel", "built by"] == "not built: no tester of the checkout lists it"
+    built_by = sections.registered(result.graphs.model, settings.transformers_tests,
+                                   result.graphs).frame.set_index("class")["built by"]
+    assert built_by["BertModel"] == "the checkout's tester tests/models/tiny/test_modeling_tiny.py"
+    assert built_by["GhostModel"].startswith("not built: could not build: GhostModel: no tester of the checkout")
+    assert built_by["BertForSequenceClassification"].startswith("not built: could not build:")
     verdicts = {v.model: v for v in result.verdicts}
     assert set(verdicts) == set(audited + [mine])
     assert verdicts["BertModel"].cause is not Cause.NO_EXPORT and verdicts[mine].cause is not Cause.NO_EXPORT
