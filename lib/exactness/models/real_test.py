@@ -60,14 +60,18 @@ def tester_file(root: Path, model: str) -> Path:
 
 
 def replay(checkout: str, model: str, seed: int, *, lift: bool = True, keep: Iterable[str] = (),
-           test: str = DEFAULT_TEST, timeout: float = 900.0) -> Replay:
-    """The checkout's `test` for `model` on `seed` (see `exactness.models.replay_plugin`)."""
+           left_out: Iterable[str] = (), plant: tuple[str, float, int] | None = None, test: str = DEFAULT_TEST,
+           timeout: float = 900.0) -> Replay:
+    """The checkout's `test` for `model` on `seed` (see `exactness.models.replay_plugin`): `left_out` adds
+    outputs to the test's own left-out set, `plant` (output, factor, elements; 0: all) plants a defect."""
     root = checkout_index.root_of(str(checkout))
     path = tester_file(root, model)
     kept = tuple(keep)
     with tempfile.TemporaryDirectory(prefix="exactness-replay-") as folder:
         out = Path(folder) / "outcome.jsonl"
-        request = {"model": model, "seed": int(seed), "lift": lift, "keep": list(kept), "out": str(out)}
+        request = {"model": model, "seed": int(seed), "lift": lift, "keep": list(kept), "out": str(out),
+                   "left_out": list(left_out),
+                   "plant": {"output": plant[0], "factor": plant[1], "elements": plant[2]} if plant else None}
         env = {**os.environ, "RUN_SLOW": "1", replay_plugin.REQUEST: json.dumps(request)}
         command = [sys.executable, "-m", "pytest", str(path), "-k", test, "-p", replay_plugin.__name__, "-q",
                    "-p", "no:cacheprovider", "--rootdir", str(root),

@@ -65,3 +65,41 @@ def test_replayed_seeds_are_set_beside_the_workbooks_and_a_disagreement_is_named
     assert section.frame["real test, outputs kept"].tolist() == ["passed"] * 3
     assert section.sentence == "The real test agrees with the workbook on 2 of 3 replayed seeds; it differs on " \
                                "BertModel seed 2."
+
+
+def _tie_result(seeds):
+    from types import SimpleNamespace
+
+    from exactness.studies.discrete_ops.verdicts import Cause
+
+    verdict = SimpleNamespace(model="BertModel", cause=Cause.EXACT_TIE, exclude=["pooler_output"],
+                              compare=["last_hidden_state"], proof="the pooler's scores tie on every seed",
+                              verification=SimpleNamespace(holds=True))
+    outputs = pd.DataFrame({"model": "BertModel", "output": ["last_hidden_state", "pooler_output"]})
+    return SimpleNamespace(verdicts=[verdict], outputs=outputs, seeds=pd.DataFrame(
+        {"model": "BertModel", "shape_mode": "static", "seed": seeds, "test_rule_passed": True}))
+
+
+def test_the_patch_is_written_to_the_run_and_the_patched_real_test_passes_and_catches_the_plants(tmp_path):
+    import runnable_checkout
+    from exactness.studies.discrete_ops import export_test_change
+    from exactness.workbook.artifacts import RunArtifacts
+
+    checkout = runnable_checkout.make(tmp_path)
+    moved = [s for s in range(12) if runnable_checkout.moved(checkout, s)][:1]
+    still = [s for s in range(12) if not runnable_checkout.moved(checkout, s)][:1]
+    result = _tie_result(moved + still)
+    section = export_test_change.written(result.verdicts, checkout, RunArtifacts(tmp_path / "run"))
+    patch = (tmp_path / "run" / "patches" / "test_export.patch").read_text()
+    assert patch.startswith("# exactness: BertModel: leave outputs out (pooler_output): the pooler's scores tie")
+    assert any(line.startswith("+") and line.strip("+ ") == "# BertModel: the pooler's scores tie on every seed"
+               for line in patch.splitlines())
+    assert '-        "BertModel":' in patch and "patches/test_export.patch" in section.sentence
+    replay = export_test_change.replayed(result, checkout, per_class=2)
+    assert replay.frame["patched test"].tolist() == ["passed", "passed"]  # pooler_output moved on the first
+    # 3 wrong elements of last_hidden_state's 2,912 are under the test's 5% allowance: forgiven; a whole one is not
+    assert replay.frame["caught: 3 elements off"].tolist() == ["0 of 1", "0 of 1"]
+    assert replay.frame["caught: every element off"].tolist() == ["1 of 1", "1 of 1"]
+    assert replay.sentence == ("The patched real test passes 2 of 2 replayed seeds. Planted in each compared output, "
+                               "100x the tolerance: 3 elements off, caught on every compared output on 0; every "
+                               "element off, caught on every compared output on 2 of them.")
