@@ -199,7 +199,8 @@ def cross_problems(models: list, registry: tuple[str, ...], checkout: str, audit
                  f"registered ({', '.join(registry)}), and no transformers checkout is given "
                  "(-p transformers_tests PATH builds any class its testers have)")
         problems.append(f"models names an unknown class {name!r}: not {where}; to add a class to the registry, add a "
-                        "Subject to exactness.models.tiny_subjects as the README shows")
+                        "Subject (config class and values, input draws in the tester's order, the tester file and "
+                        "commit it was read from) to SUBJECTS in lib/exactness/models/tiny_subjects.py")
     return problems
 
 

@@ -12,7 +12,9 @@ file and commit it was read from, and `exactness.models.registry_check` compares
 wherever a checkout is given.
 
 This module imports neither torch nor transformers: the command line checks a run's `models` against
-`NAMES` before anything heavy loads. To add a class, add one `Subject` to `SUBJECTS` (see the README).
+`NAMES` before anything heavy loads. To add a class, add one `Subject` to `SUBJECTS`: its config class and
+values, its draws in the tester's order, and the tester file and commit they were read from; then check it against
+a checkout (`exactness.models.registry_check`).
 """
 
 from __future__ import annotations
@@ -322,7 +324,7 @@ class UnknownSubjectError(KeyError):
         name = self.args[0]
         return (f"no tiny config registered for {name!r}; registered: {', '.join(NAMES)}. To add a class, add a "
                 "Subject (config class and values, input draws, tester source) to SUBJECTS in "
-                "lib/exactness/models/tiny_subjects.py, as the README's discrete-ops section shows")
+                "lib/exactness/models/tiny_subjects.py (its module docstring says how)")
 
 
 def subject(name: str) -> Subject:
