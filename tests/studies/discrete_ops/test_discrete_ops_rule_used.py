@@ -100,6 +100,6 @@ def test_the_patch_is_written_to_the_run_and_the_patched_real_test_passes_and_ca
     # 3 wrong elements of last_hidden_state's 2,912 are under the test's 5% allowance: forgiven; a whole one is not
     assert replay.frame["caught: 3 elements off"].tolist() == ["0 of 1", "0 of 1"]
     assert replay.frame["caught: every element off"].tolist() == ["1 of 1", "1 of 1"]
-    assert replay.sentence == ("The patched real test passes 2 of 2 replayed seeds. Planted in each compared output, "
-                               "100x the tolerance: 3 elements off, caught on every compared output on 0; every "
-                               "element off, caught on every compared output on 2 of them.")
+    assert replay.sentence == ("The patched real test passes 2 of 2 replayed seeds. A defect planted in each "
+                               "compared output (100x the tolerance) fails it in every output: 3 elements off, on 0 "
+                               "of 2; every element off, on 2 of 2 seeds.")

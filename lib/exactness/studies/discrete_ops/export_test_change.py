@@ -77,8 +77,10 @@ def replayed(result, checkout: str | sources.Checkout, per_class: int) -> Sectio
     if not rows:
         return Section(frame, "No changed class has a checked static-mode seed to replay.")
     passing = int((frame["patched test"] == "passed").sum())
-    words = "; ".join(f"{column}, caught on every compared output on "
-                      f"{int(frame[f'caught: {column}'].map(lambda x: x.split(' of ')[0] == x.split(' of ')[1]).sum())}"
-                      for column, _ in PLANTS)
-    return Section(frame, f"The patched real test passes {passing} of {len(frame)} replayed seeds. Planted in each "
-                   f"compared output, {PLANT_FACTOR:g}x the tolerance: {words} of them.")
+    def everywhere(column: str) -> int:  # seeds on which the plant was caught in every compared output
+        return int(frame[f"caught: {column}"].map(lambda x: x.split(" of ")[0] == x.split(" of ")[1]).sum())
+
+    words = "; ".join(f"{column}, on {everywhere(column)} of {len(frame)}" for column, _ in PLANTS)
+    return Section(frame, f"The patched real test passes {passing} of {len(frame)} replayed seeds. A defect planted "
+                   f"in each compared output ({PLANT_FACTOR:g}x the tolerance) fails it in every output: {words} "
+                   "seeds.")
