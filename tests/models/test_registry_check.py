@@ -43,3 +43,12 @@ def test_every_registry_entry_equals_its_tester_in_the_given_checkout(name):
         pytest.skip(f"the checkout at {REAL} has no tester listing {name}")
     differences = registry_check.compare(name, REAL)
     assert differences == [], "\n".join(map(str, differences[:20]))
+
+
+def test_each_check_the_registry_was_corrected_by_is_the_tester_its_entry_cites():
+    for checked in registry_check.CHECKED:
+        assert checked.tester in tiny_subjects.SUBJECTS[checked.model].source, checked.model
+    from exactness.models.wav2vec2_family import specs
+
+    # UniSpeechRobustModelTest passes do_stable_layer_norm=True to its tester, whose get_config() drops it
+    assert specs.tester_config("UniSpeechForPreTraining").do_stable_layer_norm is False

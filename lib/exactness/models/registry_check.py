@@ -15,6 +15,33 @@ import torch
 
 from exactness.models import sources
 
+
+@dataclass(frozen=True)
+class Checked:
+    """One registry entry checked against a tester that imports under the pinned transformers: the tester file
+    and commit (as the entry cites it), what had to be adapted for it to import, and what was compared."""
+
+    model: str
+    tester: str  # tiny_subjects.TESTS form: "huggingface/transformers tests/models/<file>@<commit>"
+    adapted: str = ""  # "" when the file imports as stored
+    seeds: tuple[int, ...] = (0, 1, 2)
+    transformers: str = "5.23.0"
+
+
+# The checks this registry was corrected by (the testers placed in a 5.23.0 source distribution's tests/; config,
+# inputs and weights equal on every seed listed, after UniSpeech's do_stable_layer_norm was corrected to False).
+CHECKED = (
+    Checked("UniSpeechForPreTraining",
+            "huggingface/transformers tests/models/unispeech/test_modeling_unispeech.py@"
+            "040e1a7e4bb4f48ff62dfbbb1f6f8eff23e894ac"),
+    Checked("RTDetrForObjectDetection",
+            "huggingface/transformers tests/models/rt_detr/test_modeling_rt_detr.py@"
+            "080c858c90241a5049212969a9aacf310a002a0c"),
+    Checked("BitModel", "huggingface/transformers tests/models/bit/test_modeling_bit.py@"
+                        "0e97420c9957149b80ff57632148e8ce80203b48",
+            adapted="cached_property imported from functools (5.23.0's transformers.utils has none)"),
+)
+
 # Config keys that say how and where a config was made, not what it builds.
 PROVENANCE = frozenset({"transformers_version", "_name_or_path", "_commit_hash"})
 
