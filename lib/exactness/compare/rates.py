@@ -8,49 +8,25 @@ from dataclasses import dataclass
 from exactness import reference
 
 
-def wilson_interval(k: int, n: int, z: float = 1.959964) -> tuple[float, float]:
-    """95% Wilson score interval for k successes in n trials (sensible at k = 0, unlike k/n +- ...)."""
+def wilson_interval(k: int, n: int) -> tuple[float, float]:
+    """95% Wilson score interval for k successes in n trials (sensible at k = 0, unlike k/n +- ...): scipy's."""
+    from scipy.stats import binomtest  # here: the command line's parameter rules import this module, not scipy
+
     if n == 0:
         return float("nan"), float("nan")
-    p = k / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return (0.0 if k == 0 else max(0.0, centre - half)), min(1.0, centre + half)
+    ci = binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+    return (0.0 if k == 0 else float(ci.low)), float(ci.high)
 
 
 def binomial_two_sided_p(k1: int, n1: int, k2: int, n2: int) -> float:
     """Exact conditional test that two binomial rates are equal: given k1 + k2 events, k1 is binomial
-    with p = n1 / (n1 + n2); the p-value sums every outcome no more likely than the one observed (scipy's
-    `binomtest`, which works in logarithms: thousands of events do not overflow)."""
+    with p = n1 / (n1 + n2); the p-value sums every outcome no more likely than the one observed."""
     from scipy.stats import binomtest
 
     total = k1 + k2
     if total == 0:
         return 1.0
     return min(1.0, float(binomtest(k1, total, n1 / (n1 + n2)).pvalue))
-
-
-def _poisson_cdf(k: int, mean: float) -> float:
-    if k < 0:
-        return 0.0
-    term = total = math.exp(-mean)
-    for i in range(1, k + 1):
-        term *= mean / i
-        total += term
-    return min(1.0, total)
-
-
-def poisson_interval(mean: float, level: float = 0.95) -> tuple[int, int]:
-    """The central `level` interval of a Poisson count with this mean: the smallest low with
-    P(X < low) <= (1 - level) / 2, the smallest high with P(X > high) <= (1 - level) / 2."""
-    tail = (1 - level) / 2
-    low = 0
-    while _poisson_cdf(low, mean) <= tail:  # P(X <= low) <= tail: low is still in the lower tail
-        low += 1
-    high = low
-    while 1 - _poisson_cdf(high, mean) > tail:
-        high += 1
-    return low, high
 
 
 @dataclass(frozen=True)
