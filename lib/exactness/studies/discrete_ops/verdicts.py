@@ -19,35 +19,18 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import Enum
 
 import numpy as np
 import pandas as pd
 
 from exactness import reference
+from exactness.causes import CLAIMED, Cause
 from exactness.compare.export_rule import ALLOWED_FRACTION
 from exactness.compare.rates import RatePolicy, wilson_interval
 from exactness.models import tiny_subjects
 from exactness.studies.discrete_ops.check import NOISE_FACTOR, PLANTS
 
 PER = 40_000  # failures are stated per this many seeds: the seed investigation's scale
-
-
-class Cause(Enum):
-    DEFECT = "defect"
-    RANDOM_DRAW = "random draw"
-    EXACT_TIE = "exact tie"
-    NEAR_TIE = "near-tie"
-    FLOAT_NOISE = "float noise"
-    NOTHING_REACHES = "nothing reaches"
-    NEVER_FLIPS = "never flips"
-    UNDECIDED = "undecided"
-    NO_EXPORT = "not run"  # the class did not build or did not export
-
-
-# The cause a skip reason's labelled claim names (exactness.reference), by measured cause.
-CLAIMED = {Cause.EXACT_TIE: reference.EXACT_TIE, Cause.NEAR_TIE: reference.NEAR_TIE,
-           Cause.RANDOM_DRAW: reference.RANDOM_DRAW, Cause.FLOAT_NOISE: reference.FLOAT_NOISE}
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from exactness import reference
+from exactness.causes import Cause
 from exactness.compare.rates import RatePolicy, wilson_interval
 from exactness.studies.near_tie import findings as near_tie_findings
 from exactness.studies.near_tie.planted import DefectTally, size_words
@@ -108,24 +109,24 @@ def _answer(c: ClassCounts, tie_aware: tuple[bool, str], changed: list[str], bou
                   f"exclude {', '.join(changed)} (what a flip changes); compare the rest" if changed else
                   "exclude the outputs a flipped code changes (codevector_perplexity first)")
     if c.unexplained:
-        cause = "undecided"
+        cause = Cause.UNDECIDED.value
         action = "look at the failure-causes table: a failure no flipped near-tie explains may be a bug"
         proof = (f"{count(c.unexplained)} of {plural(t.failed, 'failure')} not explained by a flipped near-tie "
                  f"({count(c.no_flip)} without a flip, {count(c.flip_apart)} still apart with ORT's codes forced)")
     elif t.failed:
-        cause = "exact tie" if t.exact_ties_failed == t.failed else "near-tie"
+        cause = (Cause.EXACT_TIE if t.exact_ties_failed == t.failed else Cause.NEAR_TIE).value
         action = tie_action
         proof = (f"every one of {plural(t.failed, 'failure')} flipped a code row whose eager gap is within the "
                  "noise, and forcing ORT's codes on eager makes every output agree" + (f"; {tie_words}" if tie_words
                                                                                         else ""))
     elif (policy := RatePolicy(seed_k / seed_n)).upper_bound(c.screened) < policy.rate:
-        cause, action = "never flips", "compare every output at the test's tolerance (remove the skip)"
+        cause, action = Cause.NEVER_FLIPS.value, "compare every output at the test's tolerance (remove the skip)"
         proof = (f"no failure in {plural(c.screened, 'seed')}: the rate is below "
                  f"{significant(PAPER_SEEDS * policy.upper_bound(c.screened))} per {PAPER_SEEDS:,} (one-sided 95%), "
                  f"under the investigation's {count(seed_k)}")
     else:
         needed = policy.seeds_needed()
-        cause = "undecided"
+        cause = Cause.UNDECIDED.value
         action = (f"screen about {count(needed)} seeds (-p n_seeds {needed}): with no failure they bound the rate "
                   f"below the investigation's" + (f"; meanwhile {tie_action}" if keeps else ""))
         proof = (f"{plural(t.flipped, 'flip')} and no failure in {plural(t.checks, 'check')} of "
@@ -150,7 +151,8 @@ def answers(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, d
     tie_aware = _tie_aware(checks, defects)
     changed = _flip_changes(outputs, checks)
     found = [_answer(c, tie_aware, changed, bound) for c in class_counts(screen, checks, threshold, threshold_ulps)]
-    found += [Answer(model, "no argmax", "compare every output at the test's tolerance (remove the skip)",
+    found += [Answer(model, Cause.NOTHING_REACHES.value,
+                     "compare every output at the test's tolerance (remove the skip)",
                      "never: no argmax runs", _no_argmax_proof(model),
                      failures_per_40000=0.0, failures_low=0.0, failures_high=0.0) for model in immune]
     return found
