@@ -87,3 +87,16 @@ def test_unispeechsats_skip_reason_from_50575_is_set_against_its_forward():
     (line,) = answers.answers(_screen(SEED_MODEL, 10, 0).iloc[:0], pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
                               1e-4, 2e-5, immune=["UniSpeechSatForPreTraining"])
     assert line.cause == "nothing reaches" and "has the same argmax" in line.proof and "does not hold" in line.proof
+
+
+def test_candidates_left_unchecked_widen_the_rate_to_a_worst_case_as_in_discrete_ops():
+    """One rate estimate for both studies: 4 of 10 candidates checked, one failing; the six unchecked may all fail."""
+    from exactness.compare.rates import PER, estimate
+
+    checks = _checks(SEED_MODEL, [1, 0, 0, 0], [False, True, True, True])
+    (line,) = answers.answers(_screen(SEED_MODEL, 2000, 10), checks, pd.DataFrame(), _DEFECTS, 1e-4, 2e-5)
+    expected = estimate(1, 4, 10, 2000)
+    assert expected.worst_case and not expected.exact
+    assert (line.failures_per_40000, line.failures_low, line.failures_high) == (expected.per, expected.low,
+                                                                                 expected.high)
+    assert line.failures_high == pytest.approx(PER * 7 / 2000) and line.failures_low == pytest.approx(PER / 2000)

@@ -10,7 +10,7 @@ import pandas as pd
 
 from exactness import reference
 from exactness.causes import Cause
-from exactness.compare.rates import RatePolicy, wilson_interval
+from exactness.compare.rates import Estimate, RatePolicy, estimate, wilson_interval
 from exactness.studies.near_tie import findings as near_tie_findings
 from exactness.studies.near_tie.planted import DefectTally, size_words
 from exactness.studies.near_tie.prediction import PAPER_SEEDS
@@ -41,9 +41,15 @@ class ClassCounts:
         return self.no_flip + self.flip_apart
 
     @property
+    def failures(self) -> Estimate:
+        """The failure rate as every study estimates it (`compare.rates.estimate`): the candidates are the seeds
+        within reach of a flip, checked smallest gaps first; beyond them no seed fails (the screen's premise)."""
+        return estimate(self.tally.failed, self.tally.checks, self.candidates, self.screened)
+
+    @property
     def per_40000(self) -> tuple[float, float, float]:
-        low, high = wilson_interval(self.tally.failed, self.screened)
-        return (PAPER_SEEDS * self.tally.failed / self.screened, PAPER_SEEDS * low, PAPER_SEEDS * high)
+        e = self.failures
+        return e.per, e.low, e.high
 
 
 def class_counts(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float,
