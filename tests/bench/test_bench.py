@@ -1,8 +1,11 @@
 """The benchmark code runs and computes its ratios; the timings themselves are never asserted."""
 
+import pytest
 import yaml
 
 from exactness.bench import run as benchmarks
+
+pytestmark = pytest.mark.slow  # a smoke batch, a browser or a benchmark: the fast tier leaves it out
 
 
 def test_ratios_are_the_faster_rate_over_the_slower_one_against_a_target():

@@ -5,6 +5,7 @@ same verdict."""
 import dataclasses
 
 import numpy as np
+import pytest
 import torch
 
 from exactness.runtimes import discrete_recorder, onnx_graph, worker_state
@@ -50,6 +51,7 @@ def test_the_screens_margins_are_the_checks_eager_margins_for_every_kind_of_op()
                                                for a, b in zip(stopped, records, strict=False))
 
 
+@pytest.mark.slow
 def test_the_plain_path_checks_every_seed_and_gives_the_same_verdict(tmp_path):
     seeds, fast = 6, study.Settings(calibration_seeds=2, max_checks=6, cache=str(tmp_path))
     plain = study.Settings(calibration_seeds=2, max_checks=6, fast_paths=False, cache=str(tmp_path))
@@ -68,6 +70,7 @@ def test_the_plain_path_checks_every_seed_and_gives_the_same_verdict(tmp_path):
     assert int(b.graphs.exports.sum()) == 0  # the second run exports nothing
 
 
+@pytest.mark.slow
 def test_a_worker_learns_a_class_once_and_a_fallback_stays_in_its_chunk(tmp_path, monkeypatch):
     from exactness.runtimes import discrete_taps
 
@@ -97,6 +100,7 @@ def test_a_worker_learns_a_class_once_and_a_fallback_stays_in_its_chunk(tmp_path
     assert worker_state.current() is not state  # the process's own state is back
 
 
+@pytest.mark.slow
 def test_one_or_two_workers_give_the_same_tables(tmp_path):
     settings = study.Settings(calibration_seeds=2, max_checks=4, cache=str(tmp_path))
     models = ["XLMForQuestionAnswering", "BertModel"]
@@ -111,6 +115,7 @@ def test_one_or_two_workers_give_the_same_tables(tmp_path):
     assert one.verdicts_table.equals(two.verdicts_table)
 
 
+@pytest.mark.slow
 def test_one_forward_a_seed_screens_every_shape_mode_as_each_screened_alone(tmp_path, monkeypatch):
     from exactness.runtimes import discrete_taps
 
