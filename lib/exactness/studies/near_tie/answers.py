@@ -96,31 +96,47 @@ def _tie_aware(checks: pd.DataFrame, defects: pd.DataFrame) -> tuple[bool, str]:
                    f"and {size_words(tally.smallest_test_rule)})")
 
 
-def _flip_changes(outputs: pd.DataFrame, checks: pd.DataFrame) -> list[str]:
-    """The outputs that fail on their own on a check with a flipped code: what excluding would leave out."""
+def _flip_changes(outputs: pd.DataFrame, checks: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """(every output, those a flipped code moved beyond the test's tolerance on some check): the engine's rule
+    (`discrete_ops.verdicts.changed_by_flips`), not whether the output still passes alone: a flip that moves one
+    frame's quantized vector passes under the test's 5% allowance only because the sequence is long enough."""
     if not len(outputs) or not len(checks):
-        return []
+        return [], []
     flipped = checks[checks.n_flipped_rows > 0][["model", "seed", "shape_mode"]]
     hit = outputs.merge(flipped, on=["model", "seed", "shape_mode"])
-    return sorted(set(hit[~hit.passes_alone.astype(bool)].output))
+    moved = hit.n_mismatched > 0 if "n_mismatched" in hit else ~hit.passes_alone.astype(bool)
+    return sorted(set(outputs.output)), sorted(set(hit[moved].output))
 
 
-def _answer(c: ClassCounts, tie_aware: tuple[bool, str], changed: list[str], bound: float) -> Answer:
+def _tie_action(outputs: tuple[list[str], list[str]], keeps: bool, bound: float, near: bool) -> str:
+    """The engine's action for a tie class (`discrete_ops.verdict_words.action`): compare what no flip moved, exclude
+    the rest, or compare those tie-aware, said verified where this run verified it."""
+    every, changed = outputs
+    tie_aware = (f" (or compare them tie-aware: excuse code rows within the noise bound {significant(bound)}, "
+                 "verified here)" if keeps else " (or compare them tie-aware)" if near else "")
+    if changed:
+        rest = [o for o in every if o not in changed]
+        return f"compare {', '.join(rest) or 'nothing'}; exclude {', '.join(changed)}{tie_aware}"
+    return ("compare tie-aware: excuse code rows within the noise bound "
+            f"{significant(bound)}, then every output at full tolerance" if keeps else
+            "exclude the outputs a flipped code changes (codevector_perplexity first)")
+
+
+def _answer(c: ClassCounts, tie_aware: tuple[bool, str], changed: tuple[list[str], list[str]],
+            bound: float) -> Answer:
     per, low, high = c.per_40000
     seed_k, seed_n = int(reference.value("failures")), int(reference.value("seeds_screened"))
     t = c.tally
     keeps, tie_words = tie_aware
-    tie_action = (f"compare tie-aware: excuse rows within the noise bound {significant(bound)}, then every output "
-                  "at full tolerance" if keeps else
-                  f"exclude {', '.join(changed)} (what a flip changes); compare the rest" if changed else
-                  "exclude the outputs a flipped code changes (codevector_perplexity first)")
+    exact = t.failed and t.exact_ties_failed == t.failed
+    tie_action = _tie_action(changed, keeps, bound, near=not exact)
     if c.unexplained:
         cause = Cause.UNDECIDED.value
         action = "look at the failure-causes table: a failure no flipped near-tie explains may be a bug"
         proof = (f"{count(c.unexplained)} of {plural(t.failed, 'failure')} not explained by a flipped near-tie "
                  f"({count(c.no_flip)} without a flip, {count(c.flip_apart)} still apart with ORT's codes forced)")
     elif t.failed:
-        cause = (Cause.EXACT_TIE if t.exact_ties_failed == t.failed else Cause.NEAR_TIE).value
+        cause = (Cause.EXACT_TIE if exact else Cause.NEAR_TIE).value
         action = tie_action
         proof = (f"every one of {plural(t.failed, 'failure')} flipped a code row whose eager gap is within the "
                  "noise, and forcing ORT's codes on eager makes every output agree" + (f"; {tie_words}" if tie_words
