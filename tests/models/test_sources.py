@@ -62,7 +62,7 @@ def test_the_skip_reason_is_quoted_from_the_checkouts_export_test():
     ("BertForTokenClassification", "tests/models/broken/test_modeling_broken.py does not import: no module "
                                    "'a_package_nobody_installed'"),
     ("BertForSequenceClassification", "GpuOnlyTest is skipped here: test requires CUDA"),
-    ("GhostModel", "GhostModel is not registered in exactness.models.tiny_subjects nor in the checkout's testers"),
+    ("GhostModel", "GhostModel: no tester of the checkout lists it in all_model_classes"),
 ])
 def test_a_class_the_checkout_cannot_build_is_one_line_saying_why(name, says):
     with pytest.raises(sources.SubjectError) as error:
@@ -171,3 +171,40 @@ def test_a_builder_that_does_not_return_is_named_with_its_seed_on_stderr_while_i
     assert terminal.getvalue().strip() == said[0]
     time.sleep(0.6)
     assert capsys.readouterr().err == ""  # nothing once the build has returned
+
+
+def test_with_a_checkout_a_registered_class_it_cannot_build_is_never_silently_the_registrys():
+    with pytest.raises(sources.SubjectError) as error:
+        sources.resolve("BitModel", CHECKOUT)  # registered, but no tester of this checkout lists it
+    said = str(error.value)
+    assert "no tester of the checkout lists it" in said and "-p fallback registry" in said and "\n" not in said
+    assert sources.source_of("BitModel", CHECKOUT) == "not built: no tester of the checkout lists it"
+    asked = sources.resolve("BitModel", sources.Checkout(CHECKOUT, "registry"))
+    assert asked.source is sources.Source.REGISTRY and asked.tester.startswith("the built-in registry")
+    assert "fallback: BitModel: no tester of the checkout lists it" in asked.tester
+    assert "fallback" in sources.source_of("BitModel", sources.Checkout(CHECKOUT, "registry"))
+
+
+def test_a_registered_class_whose_checkout_tester_fails_falls_back_only_when_asked(tmp_path):
+    import shutil
+
+    copy = tmp_path / "checkout"
+    shutil.copytree(CHECKOUT, copy)
+    broken = copy / "tests" / "models" / "broken" / "test_modeling_broken.py"
+    broken.write_text(broken.read_text().replace("(BertForTokenClassification,)", "(BertForTokenClassification, "
+                                                                                    "BitModel)"))
+    with pytest.raises(sources.SubjectError, match="does not import: no module 'a_package_nobody_installed'"):
+        sources.resolve("BitModel", str(copy))
+    tester = "the checkout's tester tests/models/broken/test_modeling_broken.py"
+    assert sources.source_of("BitModel", str(copy)) == tester
+    asked = sources.resolve("BitModel", sources.Checkout(str(copy), "registry"))
+    assert asked.source is sources.Source.REGISTRY and "a_package_nobody_installed" in asked.tester
+
+
+def test_every_source_is_named_in_words():
+    assert sources.source_of("BertModel", CHECKOUT) == "the checkout's tester tests/models/tiny/test_modeling_tiny.py"
+    assert sources.source_of("BertModel").startswith(
+        "the built-in registry, huggingface/transformers tests/models/bert")
+    assert sources.source_of("UniSpeechForPreTraining").startswith(
+        "the built-in registry, huggingface/transformers tests/models/unispeech/test_modeling_unispeech.py@")
+    assert sources.source_of("my_package.models:build") == "your builder my_package.models:build"

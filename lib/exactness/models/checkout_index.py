@@ -47,7 +47,13 @@ def checkout_problem(path: str) -> str | None:
         return (f"names {path!r}, which is not a transformers checkout: there is no {COMMON} there (give the "
                 "repository's root, the folder holding src/ and tests/)")
     if not (root / MODELS).is_dir():
-        return f"names {path!r}, whose tests/ has no models/ folder of model testers"
+        return (f"names {path!r}, whose tests/ has no models/ folder of model testers (a source distribution "
+                f"carries none: put each tester at {root / MODELS}/<name>/test_modeling_<name>.py)")
+    missing = [str(root / folder / "__init__.py") for folder in (Path("tests"), MODELS)
+               if not (root / folder / "__init__.py").is_file()]
+    if missing:
+        return (f"names {path!r}, whose testers' relative imports need {' and '.join(missing)} (a source "
+                f"distribution leaves them out): create them empty, e.g. touch {' '.join(missing)}")
     return None
 
 

@@ -33,6 +33,7 @@ Every failure is a `SubjectError` whose text is one line: what, where, and what 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import hashlib
 import importlib
@@ -68,6 +69,29 @@ class SubjectError(Exception):
 
 
 Source = Kind  # where a subject comes from: the same three kinds its name is checked as
+FALLBACKS = subject_names.FALLBACKS
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """A run's transformers checkout and what builds a class its testers cannot: nothing (`fallback` "none"), or
+    the built-in registry (`fallback` "registry"). Stands for the checkout's root wherever a path is read."""
+
+    root: str = ""
+    fallback: str = "none"
+
+    def __fspath__(self) -> str:
+        return self.root
+
+    def __bool__(self) -> bool:
+        return bool(self.root)
+
+    def __str__(self) -> str:
+        return self.root
+
+
+def _checkout(transformers_tests: str | Checkout) -> Checkout:
+    return transformers_tests if isinstance(transformers_tests, Checkout) else Checkout(transformers_tests or "")
 
 
 @dataclass(frozen=True)
@@ -233,6 +257,11 @@ def _activate(root: Path) -> None:
     _import_tester.cache_clear()
 
 
+def activate(root: Path) -> None:
+    """Serve `tests` (and `tests.*`) from this checkout in this process (its export test, its testers)."""
+    _activate(root)
+
+
 def _module_name(root: Path, path: Path) -> str:
     return ".".join(path.relative_to(root).with_suffix("").parts)
 
@@ -252,6 +281,11 @@ def _import_tester(root: Path, path: Path):
         raise SubjectError(f"{path.relative_to(root)} does not import: no module {missing!r} (transformers' tests "
                            f"need their test dependencies; install {missing.split('.')[0]} in the workbook's "
                            "environment)") from None
+    except FileNotFoundError as error:
+        raise SubjectError(f"{path.relative_to(root)} does not import: it reads {error.filename}, which the checkout "
+                           "lacks: a checkout needs transformers' src/ and tests/ of one version (a source "
+                           "distribution leaves out tests/utils, tests/generation and tests/exporters: copy them from "
+                           "transformers' repository at that version)") from None
     except ImportError as error:
         raise SubjectError(f"{path.relative_to(root)} does not import: {error} (is the checkout's version the "
                            "installed transformers'? its tests import names of their own version)") from None
@@ -406,23 +440,63 @@ def from_registry(name: str) -> RegistrySubject:
 
 
 @functools.cache
-def resolve(name: str, transformers_tests: str = "") -> Subject:
-    """The subject a name names (see `exactness.models.subject_names`), made once per process."""
-    kind = subject_names.kind(name, tiny_subjects.NAMES, transformers_tests)
+def resolve(name: str, transformers_tests: str | Checkout = "") -> Subject:
+    """The subject a name names (see `exactness.models.subject_names`), made once per process. With a checkout, a
+    class comes from the checkout's tester; one its testers cannot build is a SubjectError saying why, unless the
+    checkout's `fallback` is "registry" and the registry has the class (its tester text then says so)."""
+    checkout = _checkout(transformers_tests)
+    kind = subject_names.kind(name, tiny_subjects.NAMES, checkout.root)
     if kind is Kind.BUILDER:
         return from_builder(name)
-    if kind is Kind.CHECKOUT:
-        return from_checkout(name, transformers_tests)
     if kind is Kind.SKIPPED:
         raise SubjectError(f"{subject_names.SKIPPED!r} names a list of classes, not one: expand it first "
                            "(subject_names.expand)")
+    if kind is Kind.CHECKOUT:
+        try:
+            return from_checkout(name, checkout.root)
+        except SubjectError as error:
+            return _fallback(name, checkout, str(error))
+    if checkout and not checkout_index.checkout_problem(checkout.root):
+        return _fallback(name, checkout, f"{name}: no tester of the checkout lists it in all_model_classes "
+                                         f"({checkout_index.root_of(checkout.root) / checkout_index.MODELS}"
+                                         "/*/test_modeling_*.py)")
     if name not in tiny_subjects.SUBJECTS:
-        where = " nor in the checkout's testers" if transformers_tests else " (no transformers checkout given)"
+        where = " nor in the checkout's testers" if checkout else " (no transformers checkout given)"
         raise SubjectError(f"{name} is not registered in exactness.models.tiny_subjects{where}")
     return from_registry(name)
 
 
-def make(name: str, seed: int, transformers_tests: str = "") -> Made:
+def _fallback(name: str, checkout: Checkout, why: str) -> Subject:
+    """The registry's class where the run asked for it (`fallback` "registry"), else the reason as the error."""
+    if checkout.fallback != "registry" or name not in tiny_subjects.SUBJECTS:
+        hint = ("; -p fallback registry builds it from the built-in registry instead"
+                if name in tiny_subjects.SUBJECTS else "")
+        raise SubjectError(why + hint)
+    subject = from_registry(name)
+    return dataclasses.replace(subject, tester=f"the built-in registry, {subject.tester} (fallback: {why})")
+
+
+def source_of(name: str, transformers_tests: str | Checkout = "") -> str:
+    """What builds `name` in a run, in words, read without importing anything: a checkout's tester file, your
+    builder, the registry (with what it cites), or why nothing will."""
+    checkout = _checkout(transformers_tests)
+    kind = subject_names.kind(name, tiny_subjects.NAMES, checkout.root)
+    registry = tiny_subjects.SUBJECTS.get(name)
+    cited = (registry.source or "the near-tie study's builders") if registry else ""
+    if kind is Kind.BUILDER:
+        return f"your builder {name}"
+    if kind is Kind.CHECKOUT:
+        root = checkout_index.root_of(checkout.root)
+        path = checkout_index.testers_of(root, name)[0].relative_to(root)
+        return f"the checkout's tester {path}"
+    if checkout and not checkout_index.checkout_problem(checkout.root):
+        if checkout.fallback == "registry" and registry:
+            return f"the built-in registry, {cited} (fallback: no tester of the checkout lists it)"
+        return "not built: no tester of the checkout lists it"
+    return f"the built-in registry, {cited}" if registry else "not built: not registered"
+
+
+def make(name: str, seed: int, transformers_tests: str | Checkout = "") -> Made:
     """`resolve(name).make(seed)`; a checkout's class the export test would split into components is refused
     (the test compares each component, this study a whole model's graph)."""
     subject = resolve(name, transformers_tests)
@@ -433,12 +507,13 @@ def make(name: str, seed: int, transformers_tests: str = "") -> Made:
     return made
 
 
-def stated(name: str, transformers_tests: str = "") -> Stated:
+def stated(name: str, transformers_tests: str | Checkout = "") -> Stated:
     """The class's skip without building it: with a checkout, the reason its export test states (whichever source
     builds the class: the audit judges the checkout's skips); else the registry's (an unknown name: none)."""
-    if transformers_tests and not checkout_index.checkout_problem(transformers_tests):
-        found = stated_in_checkout(checkout_index.root_of(transformers_tests), name)
-        if found.reason or subject_names.kind(name, tiny_subjects.NAMES, transformers_tests) is Kind.CHECKOUT:
+    root = _checkout(transformers_tests).root
+    if root and not checkout_index.checkout_problem(root):
+        found = stated_in_checkout(checkout_index.root_of(root), name)
+        if found.reason or subject_names.kind(name, tiny_subjects.NAMES, root) is Kind.CHECKOUT:
             return found
     if name in tiny_subjects.SUBJECTS and subject_names.builder(name) is None:
         return from_registry(name).stated

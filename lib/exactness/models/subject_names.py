@@ -24,6 +24,9 @@ from typing import Any
 from exactness.models import checkout_index
 
 SKIPPED = "skipped"
+# `-p fallback`: what builds a class a given checkout's testers cannot: nothing (the class is one line saying why),
+# or the built-in registry
+FALLBACKS = ("none", "registry")
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*")
 
 

@@ -81,6 +81,13 @@ class RunArtifacts:
         write_atomically(path, code)
         return path
 
+    def patch(self, name: str, text: str) -> Path:
+        """A change the run recommends to someone else's file, as a unified diff under patches/ (data: applied
+        by the reader, never by the workbook)."""
+        path = self._path("patches", re.sub(r"[^\w.-]", "_", name), ".patch")
+        write_atomically(path, text)
+        return path
+
     def summary(self, **figures: Any) -> Path:
         """Add headline figures to summary.json (machine-readable; the index shows them)."""
         path = self.folder / "summary.json"

@@ -57,7 +57,44 @@ def _parser() -> argparse.ArgumentParser:
     show = commands.add_parser("show", help="a run's headline figures")
     show.add_argument("--out", default=argparse.SUPPRESS, help=out_help)
     show.add_argument("run", help="a run folder, a run id, or a study name (its newest run)")
+    replay = commands.add_parser("replay", help="a class's seeds in a transformers checkout's real export test, "
+                                                "seeded as the workbook seeds, beside the workbook's outcome")
+    replay.add_argument("--out", default=argparse.SUPPRESS, help=out_help)
+    replay.add_argument("checkout", help="the checkout's root (absolute)")
+    replay.add_argument("model", help="the class, as its tester's all_model_classes names it")
+    replay.add_argument("seeds", nargs="+", type=int, help="seeds, as the workbook numbers them")
+    replay.add_argument("--keep", nargs="+", default=[], metavar="OUTPUT",
+                        help="compare only these outputs (an answer's recommended comparison)")
+    replay.add_argument("--keep-skip", action="store_true", help="leave the class's comparison skip in place")
+    replay.add_argument("--run", help="a discrete_ops run (folder or id) whose pass/fail of each seed is shown beside")
+    replay.add_argument("--test", default="test_onnx_export_static", help="the export test to run")
     return parser
+
+
+def cmd_replay(project: Project, args) -> int:
+    """One line per seed: the real test's outcome, then the workbook's where a run checked the seed."""
+    import pandas as pd
+
+    from exactness.models import real_test
+
+    checked = {}
+    if args.run:
+        seeds_table = find_run(project, args.run) / "tables" / "seeds.parquet"
+        if not seeds_table.is_file():
+            raise FileNotFoundError(f"{seeds_table} does not exist: --run names a discrete_ops run with its tables")
+        table = pd.read_parquet(seeds_table)
+        mine = table[table.model == args.model]
+        checked = dict(zip(mine.seed.astype(int), mine.test_rule_passed.astype(bool), strict=True))
+    failed = 0
+    for seed in args.seeds:
+        replayed = real_test.replay(args.checkout, args.model, seed, lift=not args.keep_skip, keep=args.keep,
+                                    test=args.test)
+        workbook = ("the workbook: " + ("passed" if checked[seed] else "failed")) if seed in checked else (
+            "the workbook: not checked in that run" if args.run else "")
+        print(terminal_text.safe(f"{args.model} seed {seed}: {replayed.words()}" + (f"; {workbook}" if workbook
+                                                                                      else "")))
+        failed += replayed.outcome is not real_test.Outcome.PASSED
+    return 1 if failed else 0
 
 
 def plan(project: Project, study_name: str, files: list[str], overrides: list[tuple[str, str]]) -> list[PlannedRun]:
@@ -399,6 +436,8 @@ def _main(argv: list[str]) -> int:
         if args.command == "index":
             print(index.write(project))
             return 0
+        if args.command == "replay":
+            return cmd_replay(project, args)
         return cmd_show(project, args.run)
     except (parameters.ParameterError, catalog.UnknownStudyError, FileNotFoundError, ValueError) as error:
         print(f"exactness: error: {terminal_text.safe(error)}", file=sys.stderr)

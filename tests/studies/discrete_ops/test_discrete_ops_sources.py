@@ -54,7 +54,12 @@ def test_the_skip_audit_and_your_builder_run_in_one_command_every_class_answered
     assert graphs.error["BertForTokenClassification"].startswith("could not build: ")
     assert "no module 'a_package_nobody_installed'" in graphs.error["BertForTokenClassification"]
     assert "skipped here: test requires CUDA" in graphs.error["BertForSequenceClassification"]
-    assert "nor in the checkout's testers" in graphs.error["GhostModel"]
+    assert "no tester of the checkout lists it" in graphs.error["GhostModel"]
+    built_by = sections.registered(result.graphs.model, settings.transformers_tests,
+                                   result.graphs).frame.set_index("class")["built by"]
+    assert built_by["BertModel"] == "the checkout's tester tests/models/tiny/test_modeling_tiny.py"
+    assert built_by["GhostModel"].startswith("not built: could not build: GhostModel: no tester of the checkout")
+    assert built_by["BertForSequenceClassification"].startswith("not built: could not build:")
     verdicts = {v.model: v for v in result.verdicts}
     assert set(verdicts) == set(audited + [mine])
     assert verdicts["BertModel"].cause is not Cause.NO_EXPORT and verdicts[mine].cause is not Cause.NO_EXPORT
@@ -88,3 +93,19 @@ def test_models_skipped_is_one_word_on_the_command_line_and_needs_a_checkout():
         study.validate("skipped", 3, 0, ["static"], 1)
     assert study.classes("skipped", CHECKOUT) == ["BertForTokenClassification", "BertModel", "GhostModel",
                                                   "BertForSequenceClassification"]
+
+
+def test_fallback_registry_needs_a_checkout_and_names_the_registry_as_the_source():
+    from exactness.models import sources
+    from exactness.workbook import study_rules
+    from exactness.workbook.parameter_rules import StudyParameterError
+
+    study_rules.check("discrete_ops", {"models": ["BitModel"], "transformers_tests": CHECKOUT, "fallback": "registry"})
+    with pytest.raises(StudyParameterError, match="fallback registry builds from the registry what a checkout"):
+        study_rules.check("discrete_ops", {"models": ["BitModel"], "fallback": "registry"})
+    with pytest.raises(StudyParameterError, match="choose one of none, registry"):
+        study_rules.check("discrete_ops", {"models": ["BitModel"], "fallback": "yes"})
+    frame = sections.registered(["BitModel"], sources.Checkout(CHECKOUT, "registry")).frame.set_index("class")
+    assert frame.loc["BitModel", "built by"].startswith(
+        "the built-in registry, huggingface/transformers tests/models/bit")
+    assert "fallback: no tester of the checkout lists it" in frame.loc["BitModel", "built by"]

@@ -43,15 +43,23 @@ def cross_problems(values) -> list[str]:
         return []
     models = subject_names.as_list(models)
     checkout = values.get("transformers_tests") or ""
+    fallback = [] if values.get("replay", 0) == 0 or checkout else [
+        "replay runs a checkout's real export test: give the checkout with -p transformers_tests PATH, or leave "
+        "replay 0"]
+    fallback += [] if values.get("fallback", "none") == "none" or checkout else [
+        "fallback registry builds from the registry what a checkout's testers cannot: give the checkout with "
+        "-p transformers_tests PATH, or leave fallback none"]
     if not isinstance(checkout, str) or subject_names.CheckoutRoot().problem(checkout):
         checkout = ""  # the checkout's own rule says what is wrong with it
-    return subject_names.cross_problems(models, tiny_subjects.NAMES, checkout, audit=True)
+    return fallback + subject_names.cross_problems(models, tiny_subjects.NAMES, checkout, audit=True)
 
 
 STUDY = Registration({
     # a registered class, a class of the checkout's testers, your builder (module:function), or `skipped`
     "models": ModelList(subject_names.ModelName(tiny_subjects.NAMES, "model", audit=True)),
     "transformers_tests": subject_names.CheckoutRoot(),
+    "fallback": OneOf(subject_names.FALLBACKS, "fallback"),
+    "replay": AtLeast(0, "no replay", whole=True),
     "seed_start": SEED, "n_seeds": SEEDS, "shape_modes": EachOf(OneOf(names.SHAPE_MODES, "shape mode")),
     "workers": WORKERS, "max_fresh_exports": AT_LEAST_ONE, "scheduler": SCHEDULER,
     "calibration_seeds": AT_LEAST_ONE, "max_checks": AT_LEAST_ONE, "atol": TOLERANCE, "rtol": TOLERANCE,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from exactness.models import tiny_subjects
+from exactness.models import sources, tiny_subjects
 from exactness.models.names import ClassTask
 from exactness.studies.discrete_ops import verdicts as v
 from exactness.studies.discrete_ops.check import NOISE_FACTOR, PLANTS
@@ -127,16 +127,22 @@ def answers(result: Result) -> list[Answer]:
     return found
 
 
-def registered(models) -> Section:
+def registered(models, checkout: str | sources.Checkout = "", graphs: pd.DataFrame | None = None) -> Section:
     """Every registered class and whether this run checked it, then the run's classes from elsewhere (a
-    checkout's testers, your own builder)."""
+    checkout's testers, your own builder); "built by" is what builds each in this run (`sources.source_of`), or,
+    for a class of this run that could not be built, why (from the run's `graphs` table)."""
     ran = list(dict.fromkeys(models))
-    rows = [{"class": name, "in this run": name in ran, "built by": s.source or "the near-tie builders",
+    unbuilt = {} if graphs is None else {
+        row.model: row.error for row in graphs.itertuples() if str(row.error).startswith("could not build")}
+
+    def built_by(name: str) -> str:
+        return f"not built: {unbuilt[name]}" if name in unbuilt else sources.source_of(name, checkout)
+
+    rows = [{"class": name, "in this run": name in ran, "built by": built_by(name),
              "skipped by the export test": bool(v.stated_reason(name)[0])}
-            for name, s in tiny_subjects.SUBJECTS.items()]
+            for name in tiny_subjects.SUBJECTS]
     others = [name for name in ran if name not in tiny_subjects.SUBJECTS]
-    rows += [{"class": name, "in this run": True,
-              "built by": "your builder" if ":" in name else "the checkout's tester",
+    rows += [{"class": name, "in this run": True, "built by": built_by(name),
               "skipped by the export test": bool(v.stated_reason(name)[0])} for name in others]
     left = [name for name in tiny_subjects.NAMES if name not in ran]
     registered_run = len(ran) - len(others)

@@ -25,7 +25,7 @@ import pandas as pd
 
 from exactness import reference
 from exactness.causes import CLAIMED, Cause
-from exactness.compare.export_rule import ALLOWED_FRACTION
+from exactness.compare import export_rule
 from exactness.compare.rates import PER, Estimate, RatePolicy, estimate
 from exactness.models import tiny_subjects
 from exactness.studies.discrete_ops import verdict_words as words
@@ -43,14 +43,10 @@ from exactness.studies.discrete_ops.evidence import (
 
 
 def rule_passes(rows: pd.DataFrame) -> bool:
-    """The export test's rule over these output rows, from their counts: one `assert_close` over the outputs in
-    sorted order stops at the first output with a mismatch; the test forgives that error when fewer than 5% of
-    its elements mismatch (a 0-d tensor's message gives no count: no allowance), and then passes."""
-    for row in rows.sort_values("output").itertuples():
-        if row.same_shape and row.rule_mismatched == 0:
-            continue
-        return bool(row.same_shape and not row.zero_dim and row.rule_mismatched / row.numel < ALLOWED_FRACTION)
-    return True
+    """The export test's rule (`compare.export_rule.judge`) over these output rows' counts."""
+    return export_rule.judge(export_rule.OutputCount(
+        row.output, int(row.numel), int(row.rule_mismatched), bool(row.zero_dim),
+        bool(row.same_shape and getattr(row, "same_dtype", True))) for row in rows.itertuples()).passed
 
 
 def planted_defect_caught(rows: pd.DataFrame, output: str, column: str = "") -> bool:

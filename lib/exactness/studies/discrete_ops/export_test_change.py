@@ -1,0 +1,84 @@
+"""What a run's answers change in the checkout's export test, as a patch, and that change replayed in the real
+test: on the checked seeds it passes, and with a defect planted in each compared output it fails.
+
+A class changes only where the checkout skips its comparison and every shape mode's verdict agrees: "nothing
+reaches" removes the skip; an exact tie or near-tie whose comparison was verified on every checked seed leaves the
+outputs it excludes out (`models.export_test_patch`), the proof as the reason.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from exactness.models import checkout_index, export_test_patch, real_test, sources
+from exactness.models.export_test_patch import Change, Edit
+from exactness.studies.discrete_ops.sections import Section, plural
+from exactness.studies.discrete_ops.verdicts import Cause
+
+PLANT_FACTOR = 100.0  # the defects planted in the replay, in tolerances at each moved element
+# (column, elements moved; 0: every element): a few elements, which the test's 5% allowance may forgive in a large
+# output, and the whole output
+PLANTS = (("3 elements off", 3), ("every element off", 0))
+
+
+def _change(verdict) -> Change | None:
+    if verdict.cause is Cause.NOTHING_REACHES:
+        return Change(verdict.model, Edit.REMOVE_SKIP, verdict.proof)
+    if verdict.cause in (Cause.EXACT_TIE, Cause.NEAR_TIE) and verdict.exclude and verdict.verification.holds:
+        return Change(verdict.model, Edit.LEAVE_OUT, verdict.proof, tuple(verdict.exclude))
+    return None
+
+
+def changes(verdicts, checkout: str | sources.Checkout) -> list[Change]:
+    """One change per class the checkout skips, where all its shape modes' verdicts give the same one."""
+    skipped = {s.model for s in checkout_index.comparison_skips(checkout_index.root_of(str(checkout)))}
+    by_class: dict[str, set] = {}
+    for verdict in verdicts:
+        if verdict.model in skipped:
+            by_class.setdefault(verdict.model, set()).add(_change(verdict))
+    return [next(iter(found)) for found in by_class.values() if len(found) == 1 and None not in found]
+
+
+def written(verdicts, checkout: str | sources.Checkout, artifacts) -> Section:
+    """The patch, written to the run's patches/test_export.patch, and a row per change."""
+    made = changes(verdicts, checkout)
+    patch = export_test_patch.patch(checkout_index.root_of(str(checkout)), made)
+    frame = pd.DataFrame([{"class": c.model, "change": c.edit.value, "outputs": ", ".join(c.outputs),
+                           "reason": c.reason} for c in made])
+    if not patch.diff:
+        return Section(frame, "Nothing in this run's answers changes the checkout's export test"
+                       + (f" ({'; '.join(patch.notes)})." if patch.notes else "."))
+    path = artifacts.patch("test_export", patch.text(made))
+    return Section(frame, f"The change the answers recommend, {plural(len(made), 'class', 'classes')}, is "
+                   f"{path.parent.name}/{path.name}, against the checkout's {checkout_index.EXPORT_TEST} (git apply "
+                   "from its root)" + (f"; not made: {'; '.join(patch.notes)}." if patch.notes else "."))
+
+
+def replayed(result, checkout: str | sources.Checkout, per_class: int) -> Section:
+    """Each changed class's first `per_class` checked seeds in the real test as the patch leaves it (skip
+    removed, outputs left out in memory), then with each of `PLANTS` planted in each compared output."""
+    made = {c.model: c for c in changes(result.verdicts, checkout)}
+    seeds = result.seeds[(result.seeds.shape_mode == "static") & result.seeds.model.isin(list(made))]
+    compared = result.outputs.groupby("model").output.unique().to_dict() if len(result.outputs) else {}
+    rows = []
+    for model, group in seeds.sort_values(["model", "seed"]).groupby("model", sort=False):
+        change = made[model]
+        kept = [o for o in compared.get(model, []) if o not in change.outputs]
+        for seed in group.seed.astype(int).head(per_class):
+            plain = real_test.replay(str(checkout), model, seed, left_out=change.outputs)
+            row = {"class": model, "seed": seed, "patched test": plain.outcome.value}
+            for column, elements in PLANTS:
+                caught = [o for o in kept if real_test.replay(
+                    str(checkout), model, seed, left_out=change.outputs,
+                    plant=(o, PLANT_FACTOR, elements)).outcome is real_test.Outcome.FAILED]
+                row[f"caught: {column}"] = f"{len(caught)} of {len(kept)}"
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    if not rows:
+        return Section(frame, "No changed class has a checked static-mode seed to replay.")
+    passing = int((frame["patched test"] == "passed").sum())
+    words = "; ".join(f"{column}, caught on every compared output on "
+                      f"{int(frame[f'caught: {column}'].map(lambda x: x.split(' of ')[0] == x.split(' of ')[1]).sum())}"
+                      for column, _ in PLANTS)
+    return Section(frame, f"The patched real test passes {passing} of {len(frame)} replayed seeds. Planted in each "
+                   f"compared output, {PLANT_FACTOR:g}x the tolerance: {words} of them.")

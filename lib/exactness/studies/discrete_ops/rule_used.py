@@ -1,0 +1,89 @@
+"""Which version of the export test's check judged each class: the built-in replica without a checkout; with one,
+the checkout's own `_check_outputs_close` (`models.checkout_rule`), applied to the same counts of every checked
+seed beside the replica's, so a seed the two judge differently is named."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from exactness.compare.export_rule import BUILT_IN, OutputCount, Rule
+from exactness.models import checkout_index, checkout_rule, real_test, sources
+from exactness.studies.discrete_ops.sections import Section, plural
+
+
+@dataclass(frozen=True)
+class Judged:
+    """The rule a run's classes are judged by, or why the checkout's could not be read (one line)."""
+
+    rule: Rule
+    problem: str = ""
+
+
+def rule_of(checkout: str | sources.Checkout = "") -> Judged:
+    root = str(checkout) if checkout else ""
+    if not root:
+        return Judged(BUILT_IN)
+    try:
+        return Judged(checkout_rule.read(checkout_index.root_of(root)).rule)
+    except checkout_index.CheckoutError as error:
+        return Judged(BUILT_IN, str(error))
+
+
+def _counts(rows: pd.DataFrame) -> list[OutputCount]:
+    return [OutputCount(r.output, int(r.numel), int(r.rule_mismatched), bool(r.zero_dim),
+                        bool(r.same_shape and r.same_dtype)) for r in rows.itertuples()]
+
+
+def per_seed(outputs: pd.DataFrame, rule: Rule) -> pd.DataFrame:
+    """model, shape_mode, seed, and whether the built-in replica and `rule` pass the seed's outputs."""
+    rows = []
+    for (model, mode, seed), group in outputs.groupby(["model", "shape_mode", "seed"], sort=True):
+        counts = _counts(group)
+        rows.append({"model": model, "shape_mode": mode, "seed": int(seed),
+                     "built_in_passes": BUILT_IN.judge(counts).passed, "rule_passes": rule.judge(counts).passed})
+    return pd.DataFrame(rows, columns=["model", "shape_mode", "seed", "built_in_passes", "rule_passes"])
+
+
+def section(outputs: pd.DataFrame, checkout: str | sources.Checkout = "") -> Section:
+    judged = rule_of(checkout)
+    seeds = per_seed(outputs, judged.rule)
+    rows = []
+    for (model, mode), group in seeds.groupby(["model", "shape_mode"], sort=False):
+        differ = group[group.built_in_passes != group.rule_passes].seed.tolist()
+        rows.append({"class": model, "shape mode": mode, "rule": judged.rule.name, "seeds checked": len(group),
+                     "pass (built-in replica)": int(group.built_in_passes.sum()),
+                     "pass (this rule)": int(group.rule_passes.sum()),
+                     "seeds judged differently": ", ".join(map(str, differ))})
+    frame = pd.DataFrame(rows)
+    if judged.problem:
+        sentence = f"The checkout's rule could not be read: {judged.problem}. Every class is judged by {BUILT_IN.name}."
+    elif judged.rule is BUILT_IN:
+        sentence = f"No checkout given: every class is judged by {BUILT_IN.name}."
+    else:
+        moved = sum(bool(r["seeds judged differently"]) for r in rows)
+        sentence = (f"Every checked seed judged by {judged.rule.name}; the built-in replica, which the rates above "
+                    "use, judges "
+                    + (f"{plural(moved, 'class', 'classes')} differently on some seed (named in the table)."
+                       if moved else "every checked seed the same.")
+                    + (" The half-precision floor is not applied to these counts (taken at the test's own "
+                       "tolerances)." if judged.rule.half_tolerance is not None else ""))
+    return Section(frame, sentence)
+
+
+def replayed(result, checkout: str | sources.Checkout, per_class: int) -> Section:
+    """Each class's first `per_class` checked seeds (static shape mode: the test replayed is the static one) in
+    the checkout's real export test, skip lifted, and narrowed to the outputs its answer keeps where it keeps
+    some, beside the workbook's own pass/fail of each."""
+    seeds = result.seeds[result.seeds.shape_mode == "static"].sort_values(["model", "seed"])
+    chosen = seeds.groupby("model", sort=False).head(per_class)
+    keep = {v.model: tuple(v.compare) for v in result.verdicts if v.compare}
+    table = real_test.agreement(str(checkout), chosen, keep=keep) if len(chosen) else pd.DataFrame()
+    if not len(table):
+        return Section(table, "No static-mode seed was checked: nothing to replay in the real test.")
+    agree = int(table["agree"].sum())
+    differ = [f"{model} seed {seed}" for model, seed in table.loc[~table.agree, ["class", "seed"]].itertuples(
+        index=False)]
+    return Section(table, f"The real test agrees with the workbook on {agree} of {len(table)} replayed seeds"
+                   + (f"; it differs on {', '.join(differ)}." if differ else "."))

@@ -1,0 +1,105 @@
+"""The report names the rule that judged each class: the built-in replica without a checkout, the checkout's own
+with one, each seed judged both ways from the same counts."""
+
+from pathlib import Path
+
+import pandas as pd
+
+from exactness.compare.export_rule import BUILT_IN
+from exactness.studies.discrete_ops import rule_used
+
+CHECKOUT = str(Path(__file__).resolve().parents[2] / "fixtures" / "transformers_checkout")
+
+
+def _outputs() -> pd.DataFrame:
+    """Two seeds of a QA class: on seed 1 only the top-k pick moved (every element), on seed 2 the logits too."""
+    rows = []
+    for seed, picked_off, logits_off in ((1, 13, 0), (2, 13, 13)):
+        for output, numel, off in (("start_top_index", 13, picked_off), ("start_logits", 13 * 7, logits_off)):
+            rows.append({"model": "XLMForQuestionAnswering", "shape_mode": "static", "seed": seed, "output": output,
+                         "numel": numel, "rule_mismatched": off, "zero_dim": False, "same_shape": True,
+                         "same_dtype": True})
+    return pd.DataFrame(rows)
+
+
+def test_without_a_checkout_the_built_in_replica_judges():
+    section = rule_used.section(_outputs())
+    assert section.frame["rule"].tolist() == [BUILT_IN.name]
+    assert section.frame["pass (built-in replica)"].tolist() == [0]
+    assert section.sentence.startswith("No checkout given")
+
+
+def test_with_a_checkout_its_rule_judges_and_the_seeds_it_judges_differently_are_named():
+    section = rule_used.section(_outputs(), CHECKOUT)
+    row = section.frame.iloc[0]
+    assert "the checkout's _check_outputs_close" in row["rule"] and "test_export.py:" in row["rule"]
+    assert row["pass (built-in replica)"] == 0 and row["pass (this rule)"] == 1  # seed 1: the pick left out
+    assert row["seeds judged differently"] == "1"
+    assert "judges 1 class differently" in section.sentence
+
+
+def test_a_checkout_whose_rule_cannot_be_read_says_so_and_judges_by_the_replica(tmp_path):
+    (tmp_path / "tests" / "models").mkdir(parents=True)
+    for folder in ("tests", "tests/models"):
+        (tmp_path / folder / "__init__.py").write_text("")
+    (tmp_path / "tests" / "test_modeling_common.py").write_text("")
+    section = rule_used.section(_outputs(), str(tmp_path))
+    assert "could not be read" in section.sentence and "test_export.py does not exist" in section.sentence
+    assert section.frame["rule"].tolist() == [BUILT_IN.name]
+
+
+def test_replayed_seeds_are_set_beside_the_workbooks_and_a_disagreement_is_named(tmp_path):
+    from types import SimpleNamespace
+
+    import runnable_checkout
+
+    checkout = runnable_checkout.make(tmp_path)
+    seeds = [0, 1, 2]
+    truth = [not runnable_checkout.moved(checkout, s) for s in seeds]
+    claimed = [truth[0], truth[1], not truth[2]]  # the workbook wrong on seed 2
+    result = SimpleNamespace(
+        seeds=pd.DataFrame({"model": "BertModel", "shape_mode": "static", "seed": seeds, "test_rule_passed": claimed}),
+        verdicts=[SimpleNamespace(model="BertModel", compare=["last_hidden_state"])])
+    section = rule_used.replayed(result, checkout, per_class=3)
+    assert section.frame["agree"].tolist() == [True, True, False]
+    assert section.frame["real test, outputs kept"].tolist() == ["passed"] * 3
+    assert section.sentence == "The real test agrees with the workbook on 2 of 3 replayed seeds; it differs on " \
+                               "BertModel seed 2."
+
+
+def _tie_result(seeds):
+    from types import SimpleNamespace
+
+    from exactness.studies.discrete_ops.verdicts import Cause
+
+    verdict = SimpleNamespace(model="BertModel", cause=Cause.EXACT_TIE, exclude=["pooler_output"],
+                              compare=["last_hidden_state"], proof="the pooler's scores tie on every seed",
+                              verification=SimpleNamespace(holds=True))
+    outputs = pd.DataFrame({"model": "BertModel", "output": ["last_hidden_state", "pooler_output"]})
+    return SimpleNamespace(verdicts=[verdict], outputs=outputs, seeds=pd.DataFrame(
+        {"model": "BertModel", "shape_mode": "static", "seed": seeds, "test_rule_passed": True}))
+
+
+def test_the_patch_is_written_to_the_run_and_the_patched_real_test_passes_and_catches_the_plants(tmp_path):
+    import runnable_checkout
+    from exactness.studies.discrete_ops import export_test_change
+    from exactness.workbook.artifacts import RunArtifacts
+
+    checkout = runnable_checkout.make(tmp_path)
+    moved = [s for s in range(12) if runnable_checkout.moved(checkout, s)][:1]
+    still = [s for s in range(12) if not runnable_checkout.moved(checkout, s)][:1]
+    result = _tie_result(moved + still)
+    section = export_test_change.written(result.verdicts, checkout, RunArtifacts(tmp_path / "run"))
+    patch = (tmp_path / "run" / "patches" / "test_export.patch").read_text()
+    assert patch.startswith("# exactness: BertModel: leave outputs out (pooler_output): the pooler's scores tie")
+    assert any(line.startswith("+") and line.strip("+ ") == "# BertModel: the pooler's scores tie on every seed"
+               for line in patch.splitlines())
+    assert '-        "BertModel":' in patch and "patches/test_export.patch" in section.sentence
+    replay = export_test_change.replayed(result, checkout, per_class=2)
+    assert replay.frame["patched test"].tolist() == ["passed", "passed"]  # pooler_output moved on the first
+    # 3 wrong elements of last_hidden_state's 2,912 are under the test's 5% allowance: forgiven; a whole one is not
+    assert replay.frame["caught: 3 elements off"].tolist() == ["0 of 1", "0 of 1"]
+    assert replay.frame["caught: every element off"].tolist() == ["1 of 1", "1 of 1"]
+    assert replay.sentence == ("The patched real test passes 2 of 2 replayed seeds. Planted in each compared output, "
+                               "100x the tolerance: 3 elements off, caught on every compared output on 0; every "
+                               "element off, caught on every compared output on 2 of them.")
