@@ -16,7 +16,7 @@ export MPLCONFIGDIR := $(STATE)/matplotlib
 export XDG_CONFIG_HOME := $(STATE)/xdg/config
 export XDG_CACHE_HOME := $(STATE)/xdg/cache
 
-.PHONY: install run test lab bench clean-state
+.PHONY: install run test test-fast lab bench clean-state
 
 # Re-installs only when pyproject.toml changed since the last install (seconds when nothing did).
 $(STAMP): pyproject.toml
@@ -36,6 +36,10 @@ test: install
 	@command -v chromium >/dev/null || { echo "installing Debian's chromium for the browser tests"; \
 	  (apt-get update -qq && apt-get install -y -qq chromium >/dev/null) || echo "chromium could not be installed; browser tests will be skipped outside CI"; }
 	$(PY) -m pytest
+
+# The fast tier for a change in progress (no smoke batch, browser or benchmark); CI and `make test` run everything.
+test-fast: install
+	$(PY) -m pytest -m "not slow"
 
 # etc/jupyter/jupyter_server_config.py: checkpoints under .state/, no 500 when a page closes while its kernel
 # starts. The runtime folder (the server's token, the kernels' keys) is the user's only: 0700, and umask 077

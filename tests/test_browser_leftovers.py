@@ -1,7 +1,11 @@
 """The report checks must see what they claim to: missing-value markers, classes folded out of a class table,
 empty sections, what the first screen shows, and leftovers in the text."""
 
+import pytest
+
 from browser import inspect_page, leftovers
+
+pytestmark = pytest.mark.slow  # a smoke batch, a browser or a benchmark: the fast tier leaves it out
 
 
 def test_probe_sees_markers_hidden_classes_empty_sections_and_the_first_screen(tmp_path):

@@ -1,6 +1,10 @@
 """The browser probe must see what it claims to check: a script error, a broken image, an error output."""
 
+import pytest
+
 from browser import inspect_page
+
+pytestmark = pytest.mark.slow  # a smoke batch, a browser or a benchmark: the fast tier leaves it out
 
 
 def test_probe_catches_script_errors_broken_images_and_error_outputs(tmp_path):

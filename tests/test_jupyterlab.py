@@ -33,6 +33,8 @@ import pytest
 from browser import FLAGS, require_chromium
 from conftest import REPO
 
+pytestmark = pytest.mark.slow  # a smoke batch, a browser or a benchmark: the fast tier leaves it out
+
 NOTEBOOKS = REPO / "notebooks"
 STAMP = ".venv/.exactness-installed"  # make's install stamp: the suite runs after `make install`
 KERNEL_READY_S = 180  # a kernel start takes 10+ s on a loaded 2-core machine

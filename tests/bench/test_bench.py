@@ -1,5 +1,6 @@
 """The benchmark code runs and computes its ratios; the timings themselves are never asserted."""
 
+import pytest
 import yaml
 
 from exactness.bench import run as benchmarks
@@ -105,6 +106,7 @@ def test_the_printed_table_names_each_missed_target_and_skips_the_unjudged(capsy
     assert benchmarks.print_table(pd.DataFrame(rows)) == 0
 
 
+@pytest.mark.slow
 def test_the_dac_rows_run_the_study_as_a_user_does_beside_its_plain_passes(tmp_path):
     study, plain = benchmarks.dac_rows("dac_batching", (0.4,), tmp_path, variant="tiny")  # one length: no slope
     assert study["case"] == "0.4 s: study" and plain["case"] == "0.4 s: plain forwards"
@@ -165,6 +167,7 @@ def test_the_screen_rows_cover_every_default_class_a_screen_waits_on():
     assert not set(discrete_ops.CLASSES) & set(discrete_ops.NEVER_SCREENED)
 
 
+@pytest.mark.slow
 def test_the_shape_modes_row_times_one_screen_against_each_mode_alone():
     from exactness.bench import discrete_ops
 

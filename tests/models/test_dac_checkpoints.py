@@ -122,6 +122,7 @@ def _broken_original(tmp_path, plain, label, change):
     return tmp_path / f"{label}.pth"
 
 
+@pytest.mark.slow
 def test_weight_g_far_too_small_is_named_instead_of_aborting_the_interpreter(tmp_path, plain):
     # (1,1,1) for (8,1,1) once freed memory it did not own (glibc abort, exit 134): run it where a crash
     # shows up as a return code rather than taking pytest down

@@ -7,6 +7,7 @@ SCREENED = ["Wav2Vec2ForPreTraining", "Wav2Vec2ConformerForPreTraining", "UniSpe
 
 
 @pytest.mark.parametrize("model", SCREENED)
+@pytest.mark.slow
 def test_fast_logits_are_bit_identical_to_the_full_build_and_forward(model):
     fast = FastLogits(model)
     seeds = [0, 1, 2, 99, 1371433937] + list(range(1000, 1015))

@@ -3,9 +3,12 @@
 import json
 
 import pandas as pd
+import pytest
 
 from browser import inspect_page
 from conftest import smoke_run
+
+pytestmark = pytest.mark.slow  # a smoke batch, a browser or a benchmark: the fast tier leaves it out
 
 
 def test_dac_batching_smoke_run(smoke_batch):

@@ -8,6 +8,8 @@ import pytest
 from browser import inspect_page
 from conftest import smoke_run
 
+pytestmark = pytest.mark.slow  # a smoke batch, a browser or a benchmark: the fast tier leaves it out
+
 
 @pytest.fixture(scope="module")
 def discrete_ops_run(smoke_batch):

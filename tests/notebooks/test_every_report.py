@@ -9,6 +9,8 @@ from conftest import REPO, smoke_run
 from exactness.workbook import catalog
 from exactness.workbook.project import Project
 
+pytestmark = pytest.mark.slow  # a smoke batch, a browser or a benchmark: the fast tier leaves it out
+
 STUDIES = list(catalog.discover(Project.at(REPO)))
 # What leaks when a raw object is printed instead of presented: a pandas Series or DataFrame repr, a path
 # repr, a traceback, a library's warning.

@@ -9,6 +9,8 @@ import pytest
 from browser import inspect_page
 from conftest import smoke_run
 
+pytestmark = pytest.mark.slow  # a smoke batch, a browser or a benchmark: the fast tier leaves it out
+
 
 @pytest.fixture(scope="module")
 def near_tie_run(smoke_batch):

@@ -10,6 +10,8 @@ import pytest
 from browser import inspect_page
 from conftest import REPO, smoke_run
 
+pytestmark = pytest.mark.slow  # a smoke batch, a browser or a benchmark: the fast tier leaves it out
+
 
 @pytest.fixture(scope="module")
 def ulp_run(smoke_batch):

@@ -19,6 +19,7 @@ def _same(a: dict, b: dict) -> bool:
 
 
 @pytest.mark.parametrize("model", SCREENED)
+@pytest.mark.slow
 def test_gathered_codevectors_give_the_models_own_outputs_and_intermediates(model):
     for seed in (3, 11, 1371433937):
         built, inputs = family.build_model(model, seed), family.tester_inputs(model, seed)

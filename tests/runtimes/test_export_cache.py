@@ -3,6 +3,7 @@
 import json
 
 import numpy as np
+import pytest
 import torch
 
 from exactness.runtimes import export_cache, onnx_graph
@@ -23,6 +24,7 @@ def _model(seed):
     return Small().eval(), {"x": torch.randn(4, 3)}
 
 
+@pytest.mark.slow
 def test_a_second_export_is_read_from_the_cache_and_runs_the_same(tmp_path, monkeypatch):
     cache = ExportCache(tmp_path)
     model, inputs = _model(0)
@@ -47,6 +49,7 @@ def test_anything_that_decides_the_graph_is_in_the_key():
     assert key != export_cache.export_key(model, {"x": torch.zeros(())}, dynamic=False)  # a 0-d input hashes too
 
 
+@pytest.mark.slow
 def test_a_damaged_entry_is_exported_again_never_used(tmp_path):
     cache = ExportCache(tmp_path)
     model, inputs = _model(0)
@@ -88,6 +91,7 @@ def _runs_as(lookup, model, inputs) -> bool:
                for g, e in zip(lookup.graph.outputs, expected, strict=True))
 
 
+@pytest.mark.slow
 def test_an_entry_copied_over_another_keys_entry_is_exported_again_never_used(tmp_path):
     cache = ExportCache(tmp_path / "exports")
     (a, a_inputs), (b, b_inputs) = _model(0), _model(1)

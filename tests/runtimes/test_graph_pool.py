@@ -54,6 +54,7 @@ def _counting_exports(monkeypatch) -> list[int]:
     return made
 
 
+@pytest.mark.slow
 def test_preparing_learns_the_swap_and_the_fed_session_then_runs_take_the_fast_paths(prepared, cases):
     assert prepared.phase is Phase.PREPARED and prepared.exports == 2
     assert prepared.swap_state is Learnt.VERIFIED and prepared.fed_state is Learnt.VERIFIED
@@ -94,6 +95,7 @@ def test_a_worker_copy_runs_every_seed_swapped_and_needs_no_model(prepared, case
     assert np.array_equal(runner.run(cases[0].inputs)["out"], mine.run(cases[0].inputs)["out"])
 
 
+@pytest.mark.slow
 def test_without_swap_every_seed_runs_its_own_export_once_for_both_views(cases, monkeypatch):
     pool = GraphPool("toy", "static", swap=False).prepare(cases[0], cases[1])
     assert pool.swap_state is Learnt.OFF and pool.fed_state is Learnt.OFF and pool.plan is None

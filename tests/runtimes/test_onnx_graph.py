@@ -20,6 +20,7 @@ def conformer():
     return {seed: _export(MODEL, seed) for seed in (1, 2, 3)}
 
 
+@pytest.mark.slow
 def test_intermediates_are_found_by_module_scope(conformer):
     built, graph = conformer[1]
     modules = {path for path, _ in built.named_modules() if path}
@@ -29,6 +30,7 @@ def test_intermediates_are_found_by_module_scope(conformer):
     assert len([p for p in graph.intermediates if p in modules]) > 50
 
 
+@pytest.mark.slow
 def test_exposing_intermediates_leaves_the_outputs_unchanged_and_eager_close(conformer):
     built, graph = conformer[1]
     inputs = family.tester_inputs(MODEL, 1)
@@ -116,6 +118,7 @@ def test_a_swap_that_cannot_be_explained_is_refused(conformer):
         weight_swap.learn(a_graph, a_model, b_graph, broken, 2)
 
 
+@pytest.mark.slow
 def test_weight_norm_class_swaps_bit_identically():
     exports = {seed: _export("Wav2Vec2ForPreTraining", seed) for seed in (4, 5, 6)}
     plan = weight_swap.learn(exports[4][1], exports[4][0], exports[5][1], exports[5][0], 5)

@@ -206,6 +206,7 @@ def _folding(module: type, seed: int):
 @pytest.mark.parametrize(("module", "kind"), [(ClassToken, "broadcast"), (ConstantIds, "rows"),
                                               (LearntQueries, "projection"), (ChannelsFirstPositions, "copies"),
                                               (BoxSizes, "copies"), (QueryGroups, "projection")])
+@pytest.mark.slow
 def test_a_value_folded_from_a_parameter_is_rebuilt_for_another_seed_bit_for_bit(module, kind):
     (a_model, a_graph), (b_model, b_graph), (c_model, c_graph) = (_folding(module, seed) for seed in (0, 1, 2))
     with pytest.MonkeyPatch.context() as patch:  # the fold is what needs the rule: without it, the swap is refused

@@ -2,6 +2,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from conftest import cli_env
 from exactness.workbook import cli
 from exactness.workbook.manifest import Manifest
@@ -35,12 +37,14 @@ def test_wrong_type_is_rejected_with_what_was_given_and_expected(tiny_project):
     assert not (tiny_project / "outputs").exists()
 
 
+@pytest.mark.slow
 def test_unknown_study_and_parameter_set_are_named(tiny_project):
     assert "unknown study 'nope'" in exactness("run", "nope", project=tiny_project).stderr
     result = exactness("run", "ok", "-f", "huge", project=tiny_project)
     assert result.returncode == 2 and "no parameter set 'huge' for study 'ok'" in result.stderr
 
 
+@pytest.mark.slow
 def test_a_failing_study_exits_non_zero_with_a_one_line_reason(tiny_project):
     result = exactness("run", "failing", project=tiny_project)
     assert result.returncode == 1
@@ -49,6 +53,7 @@ def test_a_failing_study_exits_non_zero_with_a_one_line_reason(tiny_project):
     assert 'class="failed"' in (tiny_project / "outputs" / "index.html").read_text()
 
 
+@pytest.mark.slow
 def test_a_batch_runs_the_environment_first_and_reports_link_to_it(tiny_project):
     result = exactness("run", "ok", "-f", "smoke", "-p", "label", "cli", project=tiny_project)
     assert result.returncode == 0, result.stderr
@@ -105,6 +110,7 @@ def _sweeping_study(root):
     (root / "params" / "sweepy" / "default.yaml").write_text("{}\n")
 
 
+@pytest.mark.slow
 def test_resume_finishes_a_failed_run_in_place_computing_only_what_is_missing(tiny_project):
     import pandas as pd
 
@@ -128,6 +134,7 @@ def test_resume_finishes_a_failed_run_in_place_computing_only_what_is_missing(ti
     assert len(list((tiny_project / "outputs" / "sweepy").iterdir())) == 1
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_passed_run_and_changed_parameters(tiny_project):
     _sweeping_study(tiny_project)
     exactness("run", "sweepy", project=tiny_project)
@@ -159,6 +166,7 @@ def test_an_unusable_out_folder_is_one_line_and_creates_nothing(tiny_project, tm
     assert a_file.read_text() == "x" and not (tiny_project / "outputs").exists()
 
 
+@pytest.mark.slow
 def test_resuming_a_folder_outside_outputs_keeps_everything_in_its_own_outputs(tiny_project, tmp_path):
     from exactness.workbook.manifest import Manifest
 
@@ -176,6 +184,7 @@ def test_resuming_a_folder_outside_outputs_keeps_everything_in_its_own_outputs(t
     assert "../../index.html" in page and f"../../environment/{env_run.name}/report.html" in page
 
 
+@pytest.mark.slow
 def test_index_and_show_survive_an_ill_typed_manifest_and_show_a_killed_run_as_died(tiny_project):
     import socket
 
@@ -202,6 +211,7 @@ def test_index_and_show_survive_an_ill_typed_manifest_and_show_a_killed_run_as_d
     assert "killed: died" in exactness("show", str(killed), project=tiny_project).stdout
 
 
+@pytest.mark.slow
 def test_a_value_out_of_its_studys_range_is_one_line_before_anything_is_created(tmp_path):
     out = tmp_path / "out"
     for arguments, message in [
@@ -246,6 +256,7 @@ def _slow_run(project, busy_cell: str, ignore_sighup: bool = False) -> tuple[sub
     return process, pids[0].parent
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_cell_prints_one_line_and_keeps_the_kernels_messages_in_the_run_folder(tiny_project):
     import os
     import signal
@@ -262,6 +273,7 @@ def test_ctrl_c_during_a_cell_prints_one_line_and_keeps_the_kernels_messages_in_
     assert (folder / "kernel.log").exists()
 
 
+@pytest.mark.slow
 def test_sigterm_stops_a_run_as_ctrl_c_does_and_leaves_no_kernel_running(tiny_project):
     import signal
     import time
@@ -280,12 +292,14 @@ def test_sigterm_stops_a_run_as_ctrl_c_does_and_leaves_no_kernel_running(tiny_pr
     assert not process_alive(kernel), "the kernel outlived its run"
 
 
+@pytest.mark.slow
 def test_a_run_shows_its_sections_on_the_terminal_without_log_output(tiny_project):
     result = exactness("run", "ok", "-f", "smoke", project=tiny_project)
     assert result.returncode == 0, result.stderr
     assert "      A tiny study (cell 1 of 5)" in result.stdout.splitlines()
 
 
+@pytest.mark.slow
 def test_an_empty_out_and_a_glob_pattern_as_a_run_are_refused_in_one_line(tiny_project):
     empty = exactness("--out", "", "index", project=tiny_project)
     assert empty.returncode == 2 and empty.stderr.startswith("exactness: error: --out is empty")
@@ -294,6 +308,7 @@ def test_an_empty_out_and_a_glob_pattern_as_a_run_are_refused_in_one_line(tiny_p
     assert pattern.returncode == 2 and "no run '*'" in pattern.stderr
 
 
+@pytest.mark.slow
 def test_list_params_names_each_parameter_with_its_type_default_and_meaning():
     import subprocess
     import sys
@@ -310,6 +325,7 @@ def test_list_params_names_each_parameter_with_its_type_default_and_meaning():
     assert unknown.returncode == 2 and "unknown study 'nope'" in unknown.stderr
 
 
+@pytest.mark.slow
 def test_output_piped_into_a_reader_that_exits_marks_the_run_interrupted_in_one_line(tiny_project):
     process = subprocess.Popen([sys.executable, "-m", "exactness", "run", "ok"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=cli_env(tiny_project))
@@ -327,6 +343,7 @@ def test_output_piped_into_a_reader_that_exits_marks_the_run_interrupted_in_one_
     assert not (tiny_project / "outputs" / "ok").exists()
 
 
+@pytest.mark.slow
 def test_sighup_marks_the_run_interrupted_in_one_line(tiny_project):
     import signal
 
@@ -340,6 +357,7 @@ def test_sighup_marks_the_run_interrupted_in_one_line(tiny_project):
     assert recorded.status == "interrupted" and recorded.error == "interrupted by SIGHUP (the terminal closed)"
 
 
+@pytest.mark.slow
 def test_a_run_started_under_nohup_keeps_running_through_sighup(tiny_project):
     import signal
 

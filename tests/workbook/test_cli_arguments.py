@@ -5,6 +5,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO, cli_env
 from exactness.workbook import cli
 
@@ -55,6 +57,7 @@ def test_resume_with_all_says_what_resume_takes(tiny_project):
         "the study of that run (RUN: its folder or run id)")
 
 
+@pytest.mark.slow
 def test_a_negative_number_after_p_is_a_value_and_the_studys_rule_judges_it(tmp_path):
     assert cli.split_params(["--out", "-p", "run", "x", "-p", "atol", "-1e-3", "-f", "-p", "-p", "b"]) == (
         ["--out", "-p", "run", "x", "-f", "-p", "-p", "b"], [["atol", "-1e-3"]])  # "-p b": for argparse to refuse

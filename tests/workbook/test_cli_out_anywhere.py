@@ -21,6 +21,7 @@ def test_out_after_index_and_show_and_its_absence():
     assert cli._parser().parse_args(["run", "near_tie"]).out is None
 
 
+@pytest.mark.slow
 def test_a_run_with_out_after_the_study_writes_there(tiny_project, tmp_path):
     outputs = tmp_path / "elsewhere"
     assert cli.main(["run", "ok", "--out", str(outputs), "-f", "smoke"]) == 0

@@ -128,3 +128,28 @@ def test_a_parameter_file_that_is_not_utf8_is_one_line_naming_the_file_and_the_b
     assert err.strip().splitlines() == [f"exactness: error: {latin} is not UTF-8 text: byte 0xe9 on line 2 "
                                         "(byte 18); save it as UTF-8"]
     assert not (tiny_project / "outputs").exists()
+
+
+def test_every_shipped_notebook_reads_as_papermill_reads_it():
+    """Our reader of the parameters cell stays because papermill's `inspect_notebook` silently drops an assignment
+    annotated PEP 604 style (`x: str | None = None`); on the shipped notebooks both must give the same names,
+    defaults and help, so that what the workbook validates is what papermill injects."""
+    import ast
+    from pathlib import Path
+
+    import papermill
+
+    for notebook in sorted((Path(__file__).parents[2] / "notebooks").glob("*.ipynb")):
+        ours = parameters.read_parameters(notebook)
+        theirs = papermill.inspect_notebook(str(notebook))
+        assert list(ours) == list(theirs), notebook.name
+        for name, found in theirs.items():
+            assert ours[name].default == ast.literal_eval(found["default"]), (notebook.name, name)
+            assert ours[name].help == found["help"], (notebook.name, name)
+
+
+def test_papermill_drops_a_pep_604_annotation_which_is_why_the_reader_is_ours(notebook):
+    import papermill
+
+    assert "scheduler" not in papermill.inspect_notebook(str(notebook))
+    assert parameters.read_parameters(notebook)["scheduler"].types == (str, type(None))

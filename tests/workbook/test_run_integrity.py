@@ -109,6 +109,7 @@ def test_a_full_disk_at_the_last_manifest_write_still_records_the_outcome(tiny_p
     assert not (result.folder / runs.RESERVE).exists()
 
 
+@pytest.mark.slow
 def test_a_cut_report_is_never_marked_passed_and_the_batch_says_what_did_not_run(tiny_project):
     # a real file-size limit (EFBIG, as ENOSPC: the write fails partway): the report is larger than it
     def limited():

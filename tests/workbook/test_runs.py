@@ -90,6 +90,7 @@ def test_a_missing_kernel_is_named(monkeypatch):
         runs.ensure_kernel()
 
 
+@pytest.mark.slow
 def test_a_run_kernel_uses_ipc_sockets_inside_the_project_and_no_tcp_warning(tiny_project):
     import subprocess
     import sys

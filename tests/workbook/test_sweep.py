@@ -6,6 +6,7 @@ import sys
 import time
 
 import pandas as pd
+import pytest
 
 from exactness.studies.near_tie import screen as near_tie_screen
 from exactness.workbook import sweep
@@ -67,6 +68,7 @@ screen(["Wav2Vec2ForPreTraining"], 0, {n}, workers=1, chunk_size={size}, shards=
 """
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_resumes_without_losing_or_repeating_a_seed(tmp_path):
     n, size = 1200, 25
     shards = tmp_path / "shards"

@@ -29,6 +29,7 @@ def _failed_run(project_root, params, study="ok") -> pathlib.Path:
 _OK = {"n_values": 3, "scale": 1.5, "label": "x", "models": ["a"], "scheduler": None}
 
 
+@pytest.mark.slow
 def test_a_parameter_name_planted_in_a_manifest_is_refused_and_never_executed(tiny_project, tmp_path):
     marker = tmp_path / "pwned"
     planted = f"x=__import__('pathlib').Path({str(marker)!r}).touch();y"

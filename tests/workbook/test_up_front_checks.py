@@ -48,6 +48,7 @@ def test_a_huge_scheduler_host_and_too_many_seeds_are_refused_with_their_size():
         study_rules.check("near_tie", {"n_seeds": 10**12})
 
 
+@pytest.mark.slow
 def test_a_long_or_repeated_parameter_file_is_one_line_before_anything_is_created(tmp_path):
     for name in ("x" * 250, "y" * 300):  # a name that fits a file name, one that cannot
         code, err = _run("environment", "-f", name, tmp_path=tmp_path)

@@ -73,5 +73,3 @@ class Float64Twins:
         self._twin = None
         return expected
 
-
-TWINS = Float64Twins()  # per process: the discrete-ops checks' float64 references

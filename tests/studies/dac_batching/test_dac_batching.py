@@ -153,6 +153,7 @@ def test_audio_finding_explains_the_tail_by_the_decoders_reach_or_says_it_cannot
     assert "isolated difference" in before.claim and "not explained by the padding" in before.claim
 
 
+@pytest.mark.slow
 def test_the_float64_decodes_of_the_two_latents_differ_only_within_the_padding_s_reach():
     # the padded latent takes the clip's own frames wherever the padding cannot reach: on some CPUs the encoder's
     # kernels already round the two lengths apart from the first frame (then the float64 decodes differ

@@ -179,6 +179,7 @@ def test_a_twins_own_decode_is_the_one_its_run_would_compute(propagated):
     assert codec.loc["folded_fp32"].equals(codec.loc["weight_norm"])
 
 
+@pytest.mark.slow
 def test_the_kernel_environment_of_the_study_changes_no_number(propagated):
     """Huge pages (the study's registered kernel environment) move where tensors live, never what they hold: the
     same table in a process that starts with them."""

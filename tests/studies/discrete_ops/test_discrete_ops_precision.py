@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from exactness.runtimes.sides import Pair
 from exactness.studies.discrete_ops import precision
@@ -10,6 +11,7 @@ from exactness.studies.discrete_ops import precision
 TF32 = Pair.parse("eager:cpu:fp32 vs eager:cpu:tf32")
 
 
+@pytest.mark.slow
 def test_tf32_flips_unispeechs_quantizer_and_the_failures_are_its_flips():
     table = precision.compare_pairs(["UniSpeechForPreTraining"], [TF32], 0, 6, progress_every=1e9)
     (found,) = precision.summarize(table)

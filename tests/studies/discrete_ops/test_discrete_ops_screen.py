@@ -5,9 +5,10 @@ same verdict."""
 import dataclasses
 
 import numpy as np
+import pytest
 import torch
 
-from exactness.runtimes import discrete_recorder, onnx_graph
+from exactness.runtimes import discrete_recorder, onnx_graph, worker_state
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.export_cache import ExportCache
 from exactness.studies.discrete_ops import check, study
@@ -50,6 +51,7 @@ def test_the_screens_margins_are_the_checks_eager_margins_for_every_kind_of_op()
                                                for a, b in zip(stopped, records, strict=False))
 
 
+@pytest.mark.slow
 def test_the_plain_path_checks_every_seed_and_gives_the_same_verdict(tmp_path):
     seeds, fast = 6, study.Settings(calibration_seeds=2, max_checks=6, cache=str(tmp_path))
     plain = study.Settings(calibration_seeds=2, max_checks=6, fast_paths=False, cache=str(tmp_path))
@@ -68,6 +70,7 @@ def test_the_plain_path_checks_every_seed_and_gives_the_same_verdict(tmp_path):
     assert int(b.graphs.exports.sum()) == 0  # the second run exports nothing
 
 
+@pytest.mark.slow
 def test_a_worker_learns_a_class_once_and_a_fallback_stays_in_its_chunk(tmp_path, monkeypatch):
     from exactness.runtimes import discrete_taps
 
@@ -77,25 +80,27 @@ def test_a_worker_learns_a_class_once_and_a_fallback_stays_in_its_chunk(tmp_path
     learnt = []
     real = discrete_taps.learn
     monkeypatch.setattr(discrete_taps, "learn", lambda *a, **k: learnt.append(1) or real(*a, **k))
-    study._LEARNT.clear()
-    first = study._Screen({task: cg.ops}, settings)([(task, 3), (task, 4)])
-    assert len(learnt) == 1 and set(first.recorder) == {"tapped"}
-    plan = next(iter(study._LEARNT.values())).taps
+    with worker_state.fresh() as state:
+        first = study._Screen({task: cg.ops}, settings)([(task, 3), (task, 4)])
+        assert len(learnt) == 1 and set(first.recorder) == {"tapped"}
+        plan = next(iter(state.learnt.values())).taps
 
-    def refused(*args, **kwargs):
-        raise discrete_taps.TapError("another call")
+        def refused(*args, **kwargs):
+            raise discrete_taps.TapError("another call")
 
-    monkeypatch.setattr(discrete_taps.TapPlan, "record", refused)
-    fallen = study._Screen({task: cg.ops}, settings)([(task, 3), (task, 4)])
-    assert set(fallen.recorder) == {"dispatch"}  # this chunk's seeds recorded whole, margins the same
-    cols = ["seed", "node", "decisions", "min_margin", "min_margin_ulps", "exact_ties", "reads_nonfinite"]
-    assert fallen[cols].equals(first[cols])
-    monkeypatch.undo()
-    again = study._Screen({task: cg.ops}, settings)([(task, 5)])
-    assert len(learnt) == 1 and set(again.recorder) == {"tapped"}  # the next chunk taps again, not relearnt
-    assert next(iter(study._LEARNT.values())).taps is plan
+        monkeypatch.setattr(discrete_taps.TapPlan, "record", refused)
+        fallen = study._Screen({task: cg.ops}, settings)([(task, 3), (task, 4)])
+        assert set(fallen.recorder) == {"dispatch"}  # this chunk's seeds recorded whole, margins the same
+        cols = ["seed", "node", "decisions", "min_margin", "min_margin_ulps", "exact_ties", "reads_nonfinite"]
+        assert fallen[cols].equals(first[cols])
+        monkeypatch.undo()
+        again = study._Screen({task: cg.ops}, settings)([(task, 5)])
+        assert len(learnt) == 1 and set(again.recorder) == {"tapped"}  # the next chunk taps again, not relearnt
+        assert next(iter(state.learnt.values())).taps is plan
+    assert worker_state.current() is not state  # the process's own state is back
 
 
+@pytest.mark.slow
 def test_one_or_two_workers_give_the_same_tables(tmp_path):
     settings = study.Settings(calibration_seeds=2, max_checks=4, cache=str(tmp_path))
     models = ["XLMForQuestionAnswering", "BertModel"]
@@ -110,6 +115,7 @@ def test_one_or_two_workers_give_the_same_tables(tmp_path):
     assert one.verdicts_table.equals(two.verdicts_table)
 
 
+@pytest.mark.slow
 def test_one_forward_a_seed_screens_every_shape_mode_as_each_screened_alone(tmp_path, monkeypatch):
     from exactness.runtimes import discrete_taps
 
@@ -119,7 +125,7 @@ def test_one_forward_a_seed_screens_every_shape_mode_as_each_screened_alone(tmp_
     units = [u for u in study._units(graphs, seeds, settings) if u.phase is study.Phase.SCREEN]
     assert len(units) == 1 and units[0].tasks == tasks
     assert str(units[0]) == "XLMForQuestionAnswering|static+dynamic screen 0-3"
-    study._LEARNT.clear()
+    monkeypatch.setattr(worker_state, "_current", worker_state.WorkerState())  # this test's own worker
     learning = discrete_taps.learn
     learnt = []
     monkeypatch.setattr(discrete_taps, "learn", lambda *a, **k: learnt.append(1) or learning(*a, **k))

@@ -41,6 +41,7 @@ def _builder(folder: Path, fails_from: int | None = None) -> str:
     return f"{path}:build"
 
 
+@pytest.mark.slow
 def test_the_skip_audit_and_your_builder_run_in_one_command_every_class_answered(tmp_path):
     mine = _builder(tmp_path)
     settings = study.Settings(calibration_seeds=1, max_checks=1, cache=str(tmp_path / "cache"),
@@ -69,6 +70,7 @@ def test_the_skip_audit_and_your_builder_run_in_one_command_every_class_answered
     assert [a.subject for a in sections.answers(result)] == audited + [mine]  # the answers cover every class
 
 
+@pytest.mark.slow
 def test_a_builder_that_fails_on_a_later_seed_is_its_classs_one_line_and_the_others_run_on(tmp_path):
     failing, fine = _builder(tmp_path, fails_from=2), _builder(tmp_path)
     settings = study.Settings(calibration_seeds=2, max_checks=3, cache=str(tmp_path / "cache"))

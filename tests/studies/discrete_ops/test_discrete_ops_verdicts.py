@@ -361,23 +361,26 @@ def test_an_integer_output_gets_no_planted_defect():
 
 def test_a_skip_reason_is_refuted_from_the_runs_own_rows():
     from exactness import reference
+    from exactness.studies.discrete_ops import verdict_words
+    from exactness.studies.discrete_ops.evidence import Refuted
 
+    random, tie = reference.Claim(reference.RANDOM_DRAW), reference.Claim(reference.EXACT_TIE, "ArgMax")
     no_random = pd.DataFrame({"category": ["argmax"], "node": ["n"]})
-    words = verdicts.refutation(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.NEAR_TIE, no_random, {"ArgMax"})
-    assert "no random op" in words and "1 discrete ops, none random" in words
     drawn = pd.DataFrame({"category": ["random"], "node": ["r"]})
-    assert "no random op" not in verdicts.refutation(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.NEAR_TIE,
-                                                     drawn, {"ArgMax"})
-    assert verdicts.refutation(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.RANDOM_DRAW, drawn, set()) == ""
+    assert verdicts.refuted(random, verdicts.Cause.NEAR_TIE, no_random, {"ArgMax"}) is Refuted.NO_RANDOM_OP
+    assert verdicts.refuted(random, verdicts.Cause.NEAR_TIE, drawn, {"ArgMax"}) is Refuted.OTHER_CAUSE
+    assert verdicts.refuted(random, verdicts.Cause.RANDOM_DRAW, drawn, set()) is None
     # the ops table refutes a random draw even where the flips leave the cause undecided
-    assert verdicts.reason_holds(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.UNDECIDED, set(),
-                                 no_random) is False
-    assert verdicts.reason_holds(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.UNDECIDED, set(), drawn) is None
-    assert "no random op" in verdicts.refutation(reference.Claim(reference.RANDOM_DRAW), verdicts.Cause.UNDECIDED,
-                                                 no_random, set())
-    tie = verdicts.refutation(reference.Claim(reference.EXACT_TIE, "ArgMax"), verdicts.Cause.DEFECT, no_random,
-                              set(), "no_op[2] Add(x, 0)")
-    assert "not a tie broken differently" in tie and "made by no_op[2] Add(x, 0)" in tie
+    assert verdicts.reason_holds(random, verdicts.Cause.UNDECIDED, set(), no_random) is False
+    assert verdicts.reason_holds(random, verdicts.Cause.UNDECIDED, set(), drawn) is None
+    assert verdicts.refuted(random, verdicts.Cause.UNDECIDED, no_random, set()) is Refuted.NO_RANDOM_OP
+    assert verdicts.refuted(tie, verdicts.Cause.DEFECT, no_random, set()) is Refuted.DEFECT_NOT_TIE
+    # the words, once: what each refutation says, with the pass that made the defect
+    words = verdict_words.refutation(Refuted.NO_RANDOM_OP, random, verdicts.Cause.NEAR_TIE, len(no_random))
+    assert "no random op" in words and "1 discrete ops, none random" in words
+    words = verdict_words.refutation(Refuted.DEFECT_NOT_TIE, tie, verdicts.Cause.DEFECT, 1, "no_op[2] Add(x, 0)")
+    assert "not a tie broken differently" in words and "made by no_op[2] Add(x, 0)" in words
+    assert verdict_words.refutation(None, random, verdicts.Cause.RANDOM_DRAW, 1) == ""
 
 
 def test_the_summary_carries_each_defects_stage_pass_and_errors():

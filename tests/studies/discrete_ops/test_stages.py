@@ -98,6 +98,7 @@ def _measure(model, inputs, cache):
     return stages.Measure(model, inputs, False, cache, eager, wide)
 
 
+@pytest.mark.slow
 def test_a_guard_the_exporters_optimizer_deletes_is_named_by_its_rule(tmp_path):
     measure = _measure(_Guarded(), {"a": torch.zeros(4), "b": torch.zeros(4)}, ExportCache(tmp_path))
     proof = stages.locate(measure)
@@ -108,6 +109,7 @@ def test_a_guard_the_exporters_optimizer_deletes_is_named_by_its_rule(tmp_path):
     assert "optimize=False" in proof.action() and proof.pass_name in proof.words()
 
 
+@pytest.mark.slow
 def test_a_pad_folded_into_a_max_pool_is_named_by_ort_pass_and_reproduced(tmp_path):
     x = -1 - torch.rand(1, 2, 8, 8, generator=torch.Generator().manual_seed(0))
     proof = stages.locate(_measure(_PadPool(), {"x": x}, ExportCache(tmp_path)))
@@ -139,6 +141,7 @@ def _localized(model: str, seed: int, output: str, cache_folder):
     return localize.localize(cg, seed, made.model, made.inputs, ExportCache(cache_folder), output)
 
 
+@pytest.mark.slow
 def test_tapas_nan_is_named_as_the_exporters_add_zero_rule_deleting_its_guard(registry_cache):
     found = _localized("TapasForQuestionAnswering", 0, "", registry_cache)
     assert found.op_type == "Div" and "no longer computes add_" in found.missing and "1e-10" in found.missing
@@ -148,6 +151,7 @@ def test_tapas_nan_is_named_as_the_exporters_add_zero_rule_deleting_its_guard(re
     assert found.reproduces and "optimize=False" in found.remedy
 
 
+@pytest.mark.slow
 def test_bitmodel_is_named_as_ort_pad_fusion_with_its_workaround(registry_cache):
     found = _localized("BitModel", 1, "last_hidden_state", registry_cache)
     assert found.stage == stages.Stage.ORT_OPTIMIZER.value and found.pass_name == "Pad_Fusion"

@@ -1,4 +1,5 @@
 import pandas as pd
+import pytest
 
 from exactness.models import wav2vec2_family as family
 from exactness.runtimes import onnx_graph
@@ -12,6 +13,7 @@ def _screen(seeds_and_gaps):
     return pd.DataFrame([{"model": MODEL, "seed": s, "min_gap": g} for s, g in seeds_and_gaps])
 
 
+@pytest.mark.slow
 def test_checks_are_the_same_on_one_or_two_workers_and_resume_from_shards_without_exporting(tmp_path, monkeypatch):
     screen = _screen([(3, 4e-6), (8, 1e-6), (11, 9e-6), (20, 2e-6), (21, 5e-5)])  # seed 21 is above the threshold
     store = ShardStore(tmp_path)
@@ -61,6 +63,7 @@ def test_the_seeds_example_is_set_beside_our_replay_of_it():
     assert row["seed_000_eager"] == 92.1406 and row["seed_000_ort"] == 91.2174 and row["perplexity_eager"] == 92.14
 
 
+@pytest.mark.slow
 def test_a_replay_seed_rides_on_the_pools_second_export_and_equals_a_fresh_replay(monkeypatch):
     screen = _screen([(3, 4e-6), (8, 1e-6), (11, 9e-6)])
     result = near_tie.run_checks(screen, 1.5e-5, ["static"], what_if_checks=0, replay_seed=40)

@@ -36,6 +36,7 @@ def _without_paths(check) -> dict:
     return {k: v for k, v in check.row.record().items() if k not in PATH_COLUMNS["checks"]}
 
 
+@pytest.mark.slow
 def test_a_seed_with_its_own_export_runs_it_in_its_own_session_with_every_tensor(pool):
     check = check_seed(pool, 3, built=pool.template[1], session_options=ONE_THREAD)
     assert _paths(check) == ("build", "fresh_export", "per_seed", "plain", "gathered")
@@ -46,6 +47,7 @@ def test_a_seed_with_its_own_export_runs_it_in_its_own_session_with_every_tensor
     assert len(check.delta) == math.prod(family.argmax_rows(MODEL))  # the gap noise of every argmax row
 
 
+@pytest.mark.slow
 def test_a_swapped_seed_runs_in_the_fed_session_and_equals_the_plain_path(pool):
     fast = check_seed(pool, 11, built=family.build_model(MODEL, 11), build_path=BuildPath.BUILD, all_tensors=False,
                       what_if=False, session_options=ONE_THREAD)
@@ -69,6 +71,7 @@ def test_a_defect_runs_swapped_in_a_session_of_its_own_and_flips_a_confident_row
     assert not check.row.rule.test_rule_passed
 
 
+@pytest.mark.slow
 def test_a_refused_swap_leaves_each_further_seed_its_own_export(monkeypatch):
     def refuse(*args):
         raise weight_swap.SwapError("initializer 'x' depends on the seed but matches no model tensor")

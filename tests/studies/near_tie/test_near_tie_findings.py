@@ -3,7 +3,6 @@
 import pandas as pd
 import pytest
 
-from exactness.compare.rates import poisson_interval
 from exactness.studies.near_tie import findings as near_tie_findings
 from exactness.studies.near_tie import study as near_tie
 from exactness.studies.near_tie.findings import (
@@ -124,11 +123,6 @@ def test_the_replay_sentence_needs_the_replayed_example_on_the_conformer():
     assert not near_tie_findings.replays_example(replayed.iloc[[1]])
     assert not near_tie_findings.replays_example(replayed.assign(model=OTHER))
     assert not near_tie_findings.replays_example(pd.DataFrame())
-
-
-def test_poisson_interval_is_central_and_covers_zero_for_small_means():
-    assert poisson_interval(0.15) == (0, 1)
-    assert poisson_interval(10.0) == (4, 17)  # the central 95% of Poisson(10)
 
 
 def _prediction(measured_failures, screened=2000, predicted=15.0):

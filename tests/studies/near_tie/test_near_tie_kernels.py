@@ -3,6 +3,7 @@
 from dataclasses import replace
 
 import pandas as pd
+import pytest
 
 from exactness.studies.near_tie import kernels
 from exactness.studies.near_tie import screen as near_tie_screen
@@ -65,6 +66,7 @@ def test_a_seed_that_fails_on_one_set_only_is_not_portable_and_a_far_rate_is_not
     assert "rate is portable" not in kernels.sentence(none, {})
 
 
+@pytest.mark.slow
 def test_a_kernel_set_runs_in_its_own_process_and_reaches_its_workers():
     few = kernels.SeedRange((MODEL,), 0, 12, 1e-12, shape_mode="static")
     screen, checks, capability = kernels.run_under("avx2", few, {})

@@ -29,6 +29,7 @@ def both_ways():
     return runs
 
 
+@pytest.mark.slow
 def test_the_screen_is_the_same_replayed_or_built_and_run_whole(both_ways):
     fast, plain = both_ways[True][0], both_ways[False][0]
     assert set(fast.screen_path) == {"replay"} and set(plain.screen_path) == {"forward"}
@@ -45,6 +46,7 @@ def test_the_checks_and_defects_are_the_same_with_every_speed_up_off(both_ways):
     pd.testing.assert_frame_equal(fast_defects, plain_defects)
 
 
+@pytest.mark.slow
 def test_each_check_records_the_path_it_took(both_ways):
     fast, plain = both_ways[True][1].checks, both_ways[False][1].checks
     assert fast[list(PATH_COLUMNS["checks"])].to_dict("records")[-1] == {

@@ -31,6 +31,7 @@ def tf32_table():
     return precision.compare_pairs([MODEL], [TF32], 0, 160, calibration=60, workers=1, progress_every=1e9)
 
 
+@pytest.mark.slow
 def test_tf32_flips_codes_and_every_failure_flipped_one(tf32_table):
     failed = ~tf32_table.test_rule_passed.astype(bool)
     assert failed.sum() > 10  # about one seed in five: TF32's noise is a thousand times the CPU's
@@ -80,6 +81,7 @@ def test_a_cuda_pair_is_refused_here_in_one_line():
         precision.eager_pairs(["eager:cuda:fp32 vs eager:cuda:tf32"])
 
 
+@pytest.mark.slow
 def test_the_committed_gpu_run_reads_back_and_agrees_with_its_prototype():
     run = gpu_run.read(str(GPU_RUN))
     assert "NVIDIA H200" in run.machine

@@ -2,7 +2,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from exactness.studies.near_tie.rate import buckets, flip_probability, predict, wilson_interval
+from exactness.studies.near_tie import prediction
+from exactness.studies.near_tie.rate import buckets, flip_probability, wilson_interval
 
 
 def test_wilson_interval_known_values():
@@ -32,12 +33,12 @@ def test_buckets_count_like_the_seed():
     assert row.exact_ties_failed == 1 and row.one_in == 4
 
 
-def test_prediction_sums_flip_probabilities():
+def test_the_one_prediction_sums_flip_probabilities():
     screen, checks = _tables()
-    deltas = {"m": np.array([-2e-6, -5e-7, 0.0, 5e-7])}
-    row = predict(screen, checks, deltas, 1e-5).iloc[0]
+    deltas = {"m": np.array([-2e-6, -5e-7, 0.0, 5e-7])}  # two checked seeds' rows, two each
+    row = prediction.predict(screen, checks, deltas, replicates=10).iloc[0]
     # P(delta < -0) = 0.5, P(delta < -1e-6) = 0.25, the two larger gaps never flip
-    assert row.predicted_flips == pytest.approx(0.75) and row.predicted_failures == pytest.approx(0.75)
+    assert row.flips_at_run == pytest.approx(0.75) and row.failures_at_run == pytest.approx(0.75)
     assert row.measured_flips == 1 and row.measured_failures == 1
 
 

@@ -6,6 +6,7 @@ from exactness.studies.near_tie import study as near_tie
 from exactness.workbook.parameter_rules import StudyParameterError
 
 
+@pytest.mark.slow
 def test_screen_is_the_same_bit_for_bit_with_one_or_two_workers():
     one = near_tie_screen.screen(["Wav2Vec2ConformerForPreTraining"], 10, 40, workers=1, chunk_size=15)
     two = near_tie_screen.screen(["Wav2Vec2ConformerForPreTraining"], 10, 40, workers=2, chunk_size=15)
@@ -44,6 +45,7 @@ def test_bad_parameters_are_named_before_any_work(kwargs, message):
         near_tie.validate(**arguments)
 
 
+@pytest.mark.slow
 def test_screen_on_a_dask_cluster_equals_the_local_screen():
     from distributed import LocalCluster
 

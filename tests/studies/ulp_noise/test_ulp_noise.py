@@ -39,6 +39,7 @@ def test_depth_profile_reports_growth_between_neighbours():
     assert profile.tensor.tolist() == ["a", "b"] and profile.growth.iloc[1] == 4.0
 
 
+@pytest.mark.slow
 def test_noise_draws_are_the_same_with_one_or_two_workers():
     pool = ulp_noise.noise_pool("Wav2Vec2ConformerForPreTraining", "static")
     one = ulp_noise.noise_draws(pool, range(5), workers=1)
@@ -47,6 +48,7 @@ def test_noise_draws_are_the_same_with_one_or_two_workers():
     assert pool.exports == 2 and sorted(one.seed.unique()) == [0, 1, 2, 3, 4]
 
 
+@pytest.mark.slow
 def test_a_dac_encoder_is_compared_tensor_by_tensor():
     pool = ulp_noise.noise_pool("DacEncoder-tiny", "static")
     noise = ulp_noise.noise_draws(pool, range(3))

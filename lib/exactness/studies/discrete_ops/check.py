@@ -17,7 +17,7 @@ from exactness.compare import export_rule
 from exactness.compare.export_rule import export_test_rule
 from exactness.compare.scale import float32_ulp
 from exactness.models import sources
-from exactness.runtimes import discrete_recorder, discrete_scan, float64_twin, onnx_graph, weight_swap
+from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph, weight_swap, worker_state
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.export_cache import ExportCache
 from exactness.studies.discrete_ops import margins as margins_of
@@ -272,7 +272,8 @@ def _float64_reference(built: torch.nn.Module, inputs: dict, records, fast: bool
         return discrete_recorder.record(wide, wide_inputs, force=force, seed=EXPORT_TEST_FORWARD_SEED)
 
     try:
-        raw, wide_records = float64_twin.TWINS.wide(built, run) if fast else run(copy.deepcopy(built).double())
+        twins = worker_state.current().twins()
+        raw, wide_records = twins.wide(built, run) if fast else run(copy.deepcopy(built).double())
     except Exception as error:  # a model that does not run in float64 has no reference: said, not hidden
         return None, f"no float64 reference ({type(error).__name__}: {' '.join(str(error).split())[:200]})"
     if [(r.op, r.call, r.forced) for r in wide_records] != [(r.op, r.call, True) for r in records]:

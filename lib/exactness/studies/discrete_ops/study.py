@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from exactness.models import sources, subject_names, subject_rebuild, tiny_subjects
-from exactness.runtimes import discrete_recorder, discrete_taps
+from exactness.runtimes import discrete_recorder, discrete_taps, worker_state
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.export_cache import ExportCache
 from exactness.runtimes.paths import ScreenRecorder
@@ -126,8 +126,11 @@ class _Rebuilt:
         return sources.Made(self.rebuilder(seed), self.subject.inputs(seed))
 
 
-@functools.cache
 def _builder(model: str, fast: bool, checkout: str = ""):
+    return worker_state.current().made_by(_make_builder, model, fast, checkout)
+
+
+def _make_builder(model: str, fast: bool, checkout: str):
     """(make(seed) -> Made, how): the registry's seed rebuild where it is verified, else a plain build per seed
     (by the registry, the checkout's tester or your builder)."""
     subject = sources.resolve(model, checkout)
@@ -268,12 +271,9 @@ class _Screen:
         return self._learnt[task]
 
 
-_LEARNT: dict[tuple, _Recording] = {}  # a worker learns a class once (a plain build and four forwards), not per chunk
-
-
 def _learnt(task: ClassTask, counted_nodes: tuple, fast: bool, checkout: str, ops: tuple) -> _Recording:
     key = (task, counted_nodes, fast, checkout, tuple(repr(op) for op in ops))  # the graph's ops, every field
-    if key not in _LEARNT:
+    if key not in worker_state.current().learnt:
         made = _fresh(task.model, checkout)(0)
         _, records = discrete_recorder.record(made.model, made.inputs, seed=EXPORT_TEST_FORWARD_SEED)
         matches = discrete_recorder.match(list(ops), records)
@@ -284,15 +284,15 @@ def _learnt(task: ClassTask, counted_nodes: tuple, fast: bool, checkout: str, op
         if fast and calls:
             # another shape mode of the class whose plan taps these calls (and maybe more): that plan, so that one
             # forward a seed serves both; each mode's rows are still checked against its own dispatch recording
-            taps = next((r.taps for k, r in list(_LEARNT.items()) if k[0].model == task.model
+            taps = next((r.taps for k, r in list(worker_state.current().learnt.items()) if k[0].model == task.model
                          and k[2:4] == (fast, checkout) and r.taps is not None and r.calls >= calls), None)
         if fast and calls and taps is None:
             try:
                 taps = discrete_taps.learn(made.model, made.inputs, calls, EXPORT_TEST_FORWARD_SEED)
             except discrete_taps.TapError:  # a call no wrapper reaches: the dispatch recorder screens it
                 pass
-        _LEARNT[key] = _Recording(calls, keys, taps)
-    return _LEARNT[key]
+        worker_state.current().learnt[key] = _Recording(calls, keys, taps)
+    return worker_state.current().learnt[key]
 
 
 class _Check:

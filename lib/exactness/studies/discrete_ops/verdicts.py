@@ -19,92 +19,27 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import Enum
 
 import numpy as np
 import pandas as pd
 
 from exactness import reference
+from exactness.causes import CLAIMED, Cause
 from exactness.compare import export_rule
-from exactness.compare.rates import RatePolicy, wilson_interval
+from exactness.compare.rates import PER, Estimate, RatePolicy, estimate
 from exactness.models import tiny_subjects
-from exactness.studies.discrete_ops.check import NOISE_FACTOR, PLANTS
-
-PER = 40_000  # failures are stated per this many seeds: the seed investigation's scale
-
-
-class Cause(Enum):
-    DEFECT = "defect"
-    RANDOM_DRAW = "random draw"
-    EXACT_TIE = "exact tie"
-    NEAR_TIE = "near-tie"
-    FLOAT_NOISE = "float noise"
-    NOTHING_REACHES = "nothing reaches"
-    NEVER_FLIPS = "never flips"
-    UNDECIDED = "undecided"
-    NO_EXPORT = "not run"  # the class did not build or did not export
-
-
-# The cause a skip reason's labelled claim names (exactness.reference), by measured cause.
-CLAIMED = {Cause.EXACT_TIE: reference.EXACT_TIE, Cause.NEAR_TIE: reference.NEAR_TIE,
-           Cause.RANDOM_DRAW: reference.RANDOM_DRAW, Cause.FLOAT_NOISE: reference.FLOAT_NOISE}
-
-
-@dataclass(frozen=True)
-class Estimate:
-    """A count per PER seeds with its 95% interval, from a stratified sample (method in `estimate`)."""
-
-    per: float
-    low: float
-    high: float
-    observed: int  # events among the checked seeds
-    checked: int
-    seeds: int  # the seeds the rate is over: every screened seed (or, unscreened, every checked one)
-    exact: bool  # every seed where an event can happen was checked: the count is the seeds', not a sample's
-    # seeds within reach were left unchecked: the upper end counts every one of them as an event (a worst case,
-    # not a confidence bound)
-    worst_case: bool = False
-
-    def __str__(self) -> str:
-        span = "from" if self.worst_case else "95%"
-        return f"{self.per:.3g} per {PER:,} ({span} {self.low:.3g} to {self.high:.3g})"
-
-
-def estimate(k_in: int, checked_in: int, size_in: int, total: int,
-             outside: tuple[int, int] | None = None, size_out: int = 0,
-             sampled: tuple[int, int, int] = (0, 0, 0)) -> Estimate:
-    """Events per PER seeds from a screen's strata. The seeds within reach of a tie (`size_in`) are checked
-    smallest margins first, not at random: the count there lies between the `k_in` found and `k_in` plus every
-    unchecked one (the point extrapolates the checked fraction). `sampled`: (events, checks, size) of the exact
-    ties, checked in seed order, a sample as good as random: the count there is the sample's rate times the
-    stratum's size, with Wilson's interval (never below the events seen, nor above them plus the unchecked).
-    Beyond reach an event needs a sample of its own (`outside`: events and checks among the calibration seeds
-    there, for failures no flip explains), else none happens there (the screen's premise: no flip beyond the
-    noise's reach). When every seed where an event can happen was checked, the count is exact and the interval
-    is Wilson's for a rate seen k times in `total`."""
-    k_s, n_s, size_s = sampled
-    if n_s >= size_s:  # the sample is the whole stratum: its count is exact, like a stratum checked whole
-        k_in, checked_in, size_in, k_s, n_s, size_s = k_in + k_s, checked_in + n_s, size_in + size_s, 0, 0, 0
-    unchecked = size_in - checked_in
-    if not total:
-        return Estimate(float("nan"), float("nan"), float("nan"), 0, 0, 0, False)
-    if unchecked <= 0 and outside is None and not size_s:
-        low, high = wilson_interval(k_in, total)
-        return Estimate(PER * k_in / total, PER * low, PER * high, k_in, checked_in, total, True)
-    point = k_in + (unchecked * k_in / checked_in if checked_in else 0.0)
-    low, high = float(k_in), float(k_in + max(unchecked, 0))
-    if size_s:
-        s_low, s_high = wilson_interval(k_s, n_s) if n_s else (0.0, 1.0)
-        point += size_s * (k_s / n_s if n_s else 0.0)
-        low += max(float(k_s), size_s * s_low)
-        high += min(float(k_s + size_s - n_s), size_s * s_high)
-    if outside is not None and outside[1]:
-        k, n = outside
-        w_low, w_high = wilson_interval(k, n)
-        point, low, high = point + size_out * k / n, low + size_out * w_low, high + size_out * w_high
-    return Estimate(PER * point / total, PER * low / total, PER * min(high / total, 1.0),
-                    k_in + k_s + (outside or (0, 0))[0], checked_in + n_s + (outside or (0, 0))[1], total, False,
-                    unchecked > 0)
+from exactness.studies.discrete_ops import verdict_words as words
+from exactness.studies.discrete_ops.check import PLANTS
+from exactness.studies.discrete_ops.evidence import (
+    Defect,
+    DefectSign,
+    Evidence,
+    Flips,
+    Refuted,
+    Undecided,
+    Values,
+    ValueState,
+)
 
 
 def rule_passes(rows: pd.DataFrame) -> bool:
@@ -177,6 +112,7 @@ class ClassVerdict:
     stage: str = ""  # a defect's pipeline stage (`stages.Stage` value), "" when not located
     pass_name: str = ""  # the exporter's rule or ORT's pass whose removal alone removes the defect
     refutation: str = ""  # why the skip's stated reason does not hold, from this run's rows ("" when it holds)
+    evidence: Evidence = field(default_factory=Evidence)  # what the proof and action say, as numbers
 
 
 def stated_reason(model: str) -> tuple[str, reference.Claim | None]:
@@ -210,10 +146,6 @@ def reason_holds(claim: reference.Claim | None, cause: Cause, flipped_ops: set[s
     return not claim.op or claim.op in flipped_ops
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
-
-
 def _names(values) -> list[str]:
     return sorted({str(v) for v in values})
 
@@ -235,17 +167,14 @@ class ClassTables:
     seeds: pd.DataFrame
 
 
-def _values(outputs: pd.DataFrame, seeds: pd.DataFrame, failing: set, checked: int) -> tuple[str, str]:
-    """What the outputs no flip reached show against float64: ("unproven" | "failing" | "clean", in words)."""
+def values_evidence(outputs: pd.DataFrame, seeds: pd.DataFrame, failing: bool, checked: int) -> Values:
+    """What the outputs no flip reached show against float64."""
     proven = outputs[outputs.floating.astype(bool) & ~outputs.reached_by_flip.astype(bool)] if len(outputs) \
         else outputs
     if len(proven) and proven.within_noise.isna().any():
-        note = seeds.reference.iloc[0] if len(seeds) else ""
-        return "unproven", f"no float64 reference to prove the noise ({note})"
+        return Values(ValueState.UNPROVEN, checked, reference_note=seeds.reference.iloc[0] if len(seeds) else "")
     worst = float((proven.ort_f64_err / proven.noise_bound).max()) if len(proven) else 0.0
-    words = (f"on every output of {plural(checked, 'seed')}, ORT's error from float64 is at most {worst:.2g} of the "
-             f"noise bound ({NOISE_FACTOR:g} times eager float32's own)")
-    return ("failing" if failing else "clean"), words
+    return Values(ValueState.FAILING if failing else ValueState.CLEAN, checked, worst)
 
 
 def noise_ulps(margins: pd.DataFrame, counted_nodes: set[str]) -> float:
@@ -256,63 +185,54 @@ def noise_ulps(margins: pd.DataFrame, counted_nodes: set[str]) -> float:
     return float(values.max()) if len(values) else float("nan")
 
 
-@dataclass(frozen=True)
-class Defect:
-    seed: int  # the seed whose rows prove it (and where it is localized)
-    output: str  # the output that shows it ("" when an op's input shows it)
-    proof: str
-
-
-def _defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect | None:
-    """The first defect in the class's rows, with its proof in words; None when there is none."""
+def find_defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect | None:
+    """The first defect in the class's rows (`DefectSign` in order); None when there is none."""
     out, m = t.outputs, t.margins
     if len(out):
         shape = out[~out.same_shape.astype(bool)]
         if len(shape):
             r = shape.iloc[0]
-            return Defect(int(r.seed), r.output, f"seed {r.seed}: {r.output} has another shape in ORT than in eager")
+            return Defect(int(r.seed), r.output, DefectSign.SHAPE)
         dtype = out[~out.same_dtype.astype(bool)] if "same_dtype" in out else out.iloc[:0]
         if len(dtype):
             r = dtype.iloc[0]
-            return Defect(int(r.seed), r.output, f"seed {r.seed}: {r.output} has another dtype in ORT than in eager")
+            return Defect(int(r.seed), r.output, DefectSign.DTYPE)
         nonfinite = out[(out.nonfinite_mismatch > 0) & ~out.reached_by_flip.astype(bool)]
         if len(nonfinite):
             r = nonfinite.iloc[0]
-            return Defect(int(r.seed), r.output, f"seed {r.seed}: {r.output} is non-finite on one side only in "
-                                                 f"{int(r.nonfinite_mismatch)} of {int(r.numel)} values")
+            return Defect(int(r.seed), r.output, DefectSign.NONFINITE_OUTPUT, count=int(r.nonfinite_mismatch),
+                          of=int(r.numel))
         beyond = out[out.within_noise.eq(False)]
         if len(beyond):
             r = beyond.loc[(beyond.ort_f64_err / beyond.noise_bound).idxmax()]
-            times = r.ort_f64_err / max(r.eager_f64_err, r.scale_ulp)
-            return Defect(int(r.seed), r.output, f"seed {r.seed}: {r.output} errs {r.ort_f64_err:.2g} from float64 in "
-                                                 f"ORT against eager's {r.eager_f64_err:.2g} ({times:.2g} times "
-                                                 f"eager's; bound {r.noise_bound:.2g})")
+            return Defect(int(r.seed), r.output, DefectSign.BEYOND_NOISE, ort_error=float(r.ort_f64_err),
+                          eager_error=float(r.eager_f64_err), bound=float(r.noise_bound),
+                          times=float(r.ort_f64_err / max(r.eager_f64_err, r.scale_ulp)))
         unexplained = out[out.explained_by_flip.eq(False)]
         if len(unexplained):
             r = unexplained.iloc[0]
-            return Defect(int(r.seed), r.output, f"seed {r.seed}: {r.output} still differs by "
-                                                 f"{r.forced_max_abs_diff:.2g} after forcing ORT's choices on eager")
+            return Defect(int(r.seed), r.output, DefectSign.NOT_EXPLAINED,
+                          forced_difference=float(r.forced_max_abs_diff))
     if len(m):
         live = m[m.node.isin(counted_nodes)]
         broken = live[(live.reads_nonfinite_ort != live.reads_nonfinite_eager)]
         if len(broken):
             r = broken.iloc[0]
-            return Defect(int(r.seed), "", f"seed {r.seed}: the input of {r.op_type} {r.node} is non-finite in "
-                                           f"{int(r.reads_nonfinite_ort)} of {int(r.decisions)} decisions in ORT, "
-                                           f"{int(r.reads_nonfinite_eager)} in eager")
+            return Defect(int(r.seed), "", DefectSign.NONFINITE_INPUT, count=int(r.reads_nonfinite_ort),
+                          of=int(r.decisions), eager_count=int(r.reads_nonfinite_eager), op_type=r.op_type,
+                          node=r.node)
         unfinite = live[(live.flipped > 0) & ((live.flipped_nonfinite > 0) | live.flipped_margin_ulps.isna())]
         if len(unfinite):
             r = unfinite.iloc[0]
-            return Defect(int(r.seed), "", f"seed {r.seed}: {r.op_type} {r.node} chose differently among values that "
-                                           "are not all finite: no tie, a computation that breaks")
+            return Defect(int(r.seed), "", DefectSign.FLIP_AMONG_NONFINITE, op_type=r.op_type, node=r.node)
         # a call verified on values whose choice flipped further from a tie than its own reads' noise can move it
         # (a call downstream of another flip reads other values: not verified, so not judged here)
         own = np.maximum(2 * live.read_noise_ulps.fillna(0), reach)
         far = live[(live.flipped > 0) & live.match_verified.astype(bool) & (live.flipped_margin_ulps > own)]
         if len(far):
             r = far.iloc[0]
-            return Defect(int(r.seed), "", f"seed {r.seed}: {r.op_type} {r.node} flipped where eager's margin is "
-                                           f"{r.flipped_margin_ulps:.3g} ulps, beyond the {reach:.3g} noise can reach")
+            return Defect(int(r.seed), "", DefectSign.FLIP_BEYOND_REACH, op_type=r.op_type, node=r.node,
+                          margin_ulps=float(r.flipped_margin_ulps), reach_ulps=reach)
     return None
 
 
@@ -324,30 +244,27 @@ def changed_by_flips(outputs: pd.DataFrame) -> list[str]:
     return sorted(set(moved.output)) if len(moved) else []
 
 
-def refutation(claim: reference.Claim | None, cause: Cause, ops: pd.DataFrame, flipped_types: set[str],
-               pass_name: str = "") -> str:
-    """Why the skip's claim does not hold, from the run's own rows ("" when it holds or nothing was claimed)."""
+def refuted(claim: reference.Claim | None, cause: Cause, ops: pd.DataFrame, flipped_types: set[str]) -> Refuted | None:
+    """Why the skip's claim does not hold, from the run's own rows (None when it holds or nothing was claimed)."""
     if claim is None or reason_holds(claim, cause, flipped_types, ops) is not False:
-        return ""
-    made = f", made by {pass_name}" if pass_name else ""
+        return None
     if no_random_op(claim, ops):
-        return (f"the skip claims a random draw, but its graph has no random op (ops table: {len(ops)} discrete "
-                f"ops, none random); measured: {cause.value}{made}")
+        return Refuted.NO_RANDOM_OP
     if claim.cause in (reference.EXACT_TIE, reference.NEAR_TIE) and cause is Cause.DEFECT:
-        return (f"the skip claims {claim} that ORT breaks another way, but what ORT computes there is a defect, not a "
-                f"tie broken differently{made}")
-    return f"the skip claims {claim}; measured: {cause.value}{made}"
+        return Refuted.DEFECT_NOT_TIE
+    return Refuted.OTHER_CAUSE
 
 
 def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", remedy: str = "",
             stage: str = "", pass_name: str = "") -> ClassVerdict:
-    """`where`, `remedy`, `stage`, `pass_name`: a defect's localization (`localize.Localization`)."""
+    """The class's cause, decided from its rows into typed evidence (`evidence`), then put into words by
+    `verdict_words`. `where`, `remedy`, `stage`, `pass_name`: a defect's localization (`localize.Localization`)."""
     model, mode = t.graph.model, t.graph.shape_mode
     reason, claim = stated_reason(model)
     base = dict(skip_reason=reason, claim=str(claim or ""))
     if t.graph.error:
-        action = "fix the builder first" if t.graph.error.startswith("could not build") else "fix the export first"
-        return ClassVerdict(model, mode, Cause.NO_EXPORT, t.graph.error, action, **base)
+        return ClassVerdict(model, mode, Cause.NO_EXPORT, words.proof(Cause.NO_EXPORT, Evidence(), t.graph.error),
+                            words.action(Cause.NO_EXPORT, Evidence(), [], [], t.graph.error), **base)
     ops = t.ops
     counted_ops = ops[ops.on_output_path & ops.can_flip] if len(ops) else ops
     counted_nodes = set(counted_ops.node)
@@ -383,100 +300,65 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
     common = dict(screened=screened, checked=checked, candidates=len(in_reach), checked_candidates=len(checked_in),
                   ties=len(ties), counted=len(counted_ops), flips=flips, failures=failures,
                   reach_ulps=reach, noise_ulps=noise, **base)
-    defect = _defect(t, counted_nodes, reach)
+    ev = dict(counted=len(counted_ops), total=total, checked=checked, failing=len(failing), size_in=size_in,
+              unchecked=unchecked, beyond=len(beyond), remedy=remedy, where=where)
+    defect = find_defect(t, counted_nodes, reach)
     if defect is not None:
-        passing = len(seeds) - len(failing)
         cause = Cause.DEFECT
-        proof = defect.proof + (f"; the export test's rule passes on {passing} of {plural(len(seeds), 'checked seed')}"
-                                " all the same" if passing else "")
+        ev.update(defect=defect, passing=len(seeds) - len(failing))
         common.update(defect_seed=defect.seed, defect_output=defect.output)
-        action = ("a bug, not a flaky comparison: keep (or restore) the value check; "
-                  + (remedy or f"it starts at {where or 'a place not localized'}"))
         compare, exclude = outputs, []
     elif len(counted_ops) and (counted_ops.category == "random").any():
         cause = Cause.RANDOM_DRAW
         draws = counted_ops[counted_ops.category == "random"]
-        proof = f"{', '.join(_names(draws.op_type))} in {', '.join(_names(draws.scope))} on an output path"
+        ev.update(draws=tuple(_names(draws.op_type)), draw_scopes=tuple(_names(draws.scope)))
         exclude = sorted(_reached(ops, set(draws.node)) & set(outputs))
         compare = [o for o in outputs if o not in exclude]
-        action = "compare the outputs no random draw reaches; exclude the rest"
     elif len(seeds) and seeds.stray_flip.astype(bool).any():
         cause = Cause.UNDECIDED
-        proof = "an op left out as unable to flip on its own flipped on a seed where no counted op did"
+        ev.update(undecided=Undecided.STRAY_FLIP)
         compare, exclude = [o for o in outputs if o not in reached], sorted(reached)
-        action = "undecided: the scan's exclusion of an op is contradicted; look at the margins table"
     elif flipped_seeds:
         exact = bool((flipped_rows.flipped_margin_ulps == 0).all())
         cause = Cause.EXACT_TIE if exact else Cause.NEAR_TIE
-        largest = float(flipped_rows.flipped_margin_ulps.max())
         # a seed whose every flip sat on an exact tie is one, even in a near-tie class: said, not folded in
         tied = flipped_rows.groupby("seed").flipped_margin_ulps.max()
-        tied_seeds = sorted(int(seed) for seed in tied.index[tied == 0])
-        ties_words = (f"; {len(tied_seeds)} of the {len(flipped_seeds)} flipped seeds on exact ties (0 ulps: seed"
-                      f"{'s' if len(tied_seeds) > 1 else ''} {', '.join(map(str, tied_seeds[:5]))}"
-                      f"{', ...' if len(tied_seeds) > 5 else ''})" if tied_seeds and not exact else "")
-        proof = (f"{len(flipped_seeds)} of {plural(checked, 'checked seed')} flipped at "
-                 f"{', '.join(sorted(flipped_types))}; "
-                 "every flipped input finite on both sides, eager's margin there "
-                 + ("0 (exact ties)" if exact else f"at most {largest:.3g} ulps, within the noise's reach of "
-                    f"{reach:.3g}{ties_words}") + "; forcing ORT's choices explains every output they reach")
+        ev.update(flips=Flips(len(flipped_seeds), checked, tuple(sorted(flipped_types)), exact,
+                              float(flipped_rows.flipped_margin_ulps.max()), reach,
+                              tuple(sorted(int(seed) for seed in tied.index[tied == 0]))))
         exclude = changed_by_flips(t.outputs)
         compare = [o for o in outputs if o not in exclude]
-        if exclude:
-            action = (f"compare {', '.join(compare) or 'nothing'}; exclude {', '.join(exclude)}"
-                      + (" (or compare them tie-aware)" if cause is Cause.NEAR_TIE else ""))
-        else:  # the flips reach outputs but move none beyond the tolerance (OneFormer's mask comparisons)
-            left = f"; {unchecked:,} of the {size_in:,} within reach of a tie left unchecked" if unchecked else ""
-            tolerance = (f"a tolerance the noise needs (the export test's fails on {len(failing)} of {checked} seeds)"
-                         if failing else "the test's tolerance")
-            action = (f"compare every output at {tolerance}: no flip moved one beyond the test's tolerance on "
-                      f"{plural(checked, 'checked seed')}{left}")
     else:  # no flip: what the values show, then whether the seeds bound the flip rate
-        state, words = _values(t.outputs, seeds, failing, checked)
+        values = values_evidence(t.outputs, seeds, bool(failing), checked)
+        ev.update(values=values)
         compare, exclude = outputs, []
-        if state == "unproven":
-            cause, proof = Cause.UNDECIDED, words
-            action = "undecided: the values could not be checked against float64"
-        elif state == "failing" or not len(counted_ops):
-            cause = Cause.FLOAT_NOISE if state == "failing" else Cause.NOTHING_REACHES
-            proof = ("no discrete op that can flip reaches an output; " if not len(counted_ops) else
-                     f"no flip in {total:,} seeds; ") + words
-            action = ("compare every output" + (f" at a tolerance the noise needs: the export test's fails on "
-                                                f"{len(failing)} of {checked} seeds" if failing else
-                                                " at the test's tolerance (remove the skip)"))
-            if not failing and not len(counted_ops):  # what the removal rests on: no flip can happen at all
-                action += (": no discrete op that can flip reaches an output, so no seed can flip, and "
-                           + words.replace("on every output of", "on every output of the"))
+        if values.state is ValueState.UNPROVEN:
+            cause = Cause.UNDECIDED
+            ev.update(undecided=Undecided.NO_REFERENCE)
+        elif values.state is ValueState.FAILING or not len(counted_ops):
+            cause = Cause.FLOAT_NOISE if values.state is ValueState.FAILING else Cause.NOTHING_REACHES
         else:
             # unchecked candidates add to the count's range, never take from the rate's own bound
             bound = max(flips.high / PER, policy.upper_bound(total)) if unchecked else policy.upper_bound(total)
-            needed = policy.seeds_needed()
-            left = f" ({unchecked} of {size_in} within reach of a tie left unchecked)" if unchecked else ""
+            ev.update(bound=bound, rate_asked=policy.rate, seeds_needed=policy.seeds_needed())
             if bound < policy.rate:
                 cause = Cause.NEVER_FLIPS
-                checked_words = (f"{unchecked} of the {size_in} within the noise's reach left unchecked" if unchecked
-                                 else f"every one of the {size_in} within the noise's reach checked")
-                proof = (f"no flip in {total:,} seeds screened, {checked_words}: the flip rate is below {bound:.2g}, "
-                         f"under the rate asked for, {policy.rate:.2g}; " + words)
-                action = "compare every output at the test's tolerance (remove the skip)"
             else:
                 cause = Cause.UNDECIDED
-                proof = (f"no flip in {total:,} seeds{left}: the flip rate is only bounded below {bound:.2g}, not "
-                         f"under {policy.rate:.2g}")
+                ev.update(undecided=Undecided.TOO_FEW_SEEDS)
                 compare, exclude = [o for o in outputs if o not in reached], sorted(reached)
-                if unchecked:
-                    action = f"undecided: check every candidate (-p max_checks {size_in + len(beyond)})"
-                else:
-                    action = (f"undecided: about {needed:,} seeds without a flip bound the rate below "
-                              f"{policy.rate:.2g} (-p n_seeds {needed})")
-                    common["seeds_needed"] = needed
-    result = ClassVerdict(model, mode, cause, proof, action, compare, exclude,
-                          where if cause is Cause.DEFECT else "", **common)
+                if not unchecked:
+                    common["seeds_needed"] = policy.seeds_needed()
+    evidence = Evidence(**ev)
+    result = ClassVerdict(model, mode, cause, words.proof(cause, evidence), words.action(cause, evidence, compare,
+                                                                                         exclude),
+                          compare, exclude, where if cause is Cause.DEFECT else "", evidence=evidence, **common)
     result.reason_holds = reason_holds(claim, cause, flipped_types, ops)
     if cause is Cause.DEFECT:
         result.stage, result.pass_name = stage, pass_name
-    result.refutation = refutation(claim, cause, ops, flipped_types, result.pass_name)
-    result.verification = verify(t.outputs, compare)
+    result.refutation = words.refutation(refuted(claim, cause, ops, flipped_types), claim, cause, len(ops),
+                                         result.pass_name)
+    result.verification = verify(t.outputs, result.compare)
     return result
 
 

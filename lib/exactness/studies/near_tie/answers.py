@@ -9,7 +9,8 @@ from dataclasses import dataclass
 import pandas as pd
 
 from exactness import reference
-from exactness.compare.rates import RatePolicy, wilson_interval
+from exactness.causes import Cause
+from exactness.compare.rates import Estimate, RatePolicy, estimate, wilson_interval
 from exactness.studies.near_tie import findings as near_tie_findings
 from exactness.studies.near_tie.planted import DefectTally, size_words
 from exactness.studies.near_tie.prediction import PAPER_SEEDS
@@ -40,9 +41,15 @@ class ClassCounts:
         return self.no_flip + self.flip_apart
 
     @property
+    def failures(self) -> Estimate:
+        """The failure rate as every study estimates it (`compare.rates.estimate`): the candidates are the seeds
+        within reach of a flip, checked smallest gaps first; beyond them no seed fails (the screen's premise)."""
+        return estimate(self.tally.failed, self.tally.checks, self.candidates, self.screened)
+
+    @property
     def per_40000(self) -> tuple[float, float, float]:
-        low, high = wilson_interval(self.tally.failed, self.screened)
-        return (PAPER_SEEDS * self.tally.failed / self.screened, PAPER_SEEDS * low, PAPER_SEEDS * high)
+        e = self.failures
+        return e.per, e.low, e.high
 
 
 def class_counts(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float,
@@ -89,43 +96,59 @@ def _tie_aware(checks: pd.DataFrame, defects: pd.DataFrame) -> tuple[bool, str]:
                    f"and {size_words(tally.smallest_test_rule)})")
 
 
-def _flip_changes(outputs: pd.DataFrame, checks: pd.DataFrame) -> list[str]:
-    """The outputs that fail on their own on a check with a flipped code: what excluding would leave out."""
+def _flip_changes(outputs: pd.DataFrame, checks: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """(every output, those a flipped code moved beyond the test's tolerance on some check): the engine's rule
+    (`discrete_ops.verdicts.changed_by_flips`), not whether the output still passes alone: a flip that moves one
+    frame's quantized vector passes under the test's 5% allowance only because the sequence is long enough."""
     if not len(outputs) or not len(checks):
-        return []
+        return [], []
     flipped = checks[checks.n_flipped_rows > 0][["model", "seed", "shape_mode"]]
     hit = outputs.merge(flipped, on=["model", "seed", "shape_mode"])
-    return sorted(set(hit[~hit.passes_alone.astype(bool)].output))
+    moved = hit.n_mismatched > 0 if "n_mismatched" in hit else ~hit.passes_alone.astype(bool)
+    return sorted(set(outputs.output)), sorted(set(hit[moved].output))
 
 
-def _answer(c: ClassCounts, tie_aware: tuple[bool, str], changed: list[str], bound: float) -> Answer:
+def _tie_action(outputs: tuple[list[str], list[str]], keeps: bool, bound: float, near: bool) -> str:
+    """The engine's action for a tie class (`discrete_ops.verdict_words.action`): compare what no flip moved, exclude
+    the rest, or compare those tie-aware, said verified where this run verified it."""
+    every, changed = outputs
+    tie_aware = (f" (or compare them tie-aware: excuse code rows within the noise bound {significant(bound)}, "
+                 "verified here)" if keeps else " (or compare them tie-aware)" if near else "")
+    if changed:
+        rest = [o for o in every if o not in changed]
+        return f"compare {', '.join(rest) or 'nothing'}; exclude {', '.join(changed)}{tie_aware}"
+    return ("compare tie-aware: excuse code rows within the noise bound "
+            f"{significant(bound)}, then every output at full tolerance" if keeps else
+            "exclude the outputs a flipped code changes (codevector_perplexity first)")
+
+
+def _answer(c: ClassCounts, tie_aware: tuple[bool, str], changed: tuple[list[str], list[str]],
+            bound: float) -> Answer:
     per, low, high = c.per_40000
     seed_k, seed_n = int(reference.value("failures")), int(reference.value("seeds_screened"))
     t = c.tally
     keeps, tie_words = tie_aware
-    tie_action = (f"compare tie-aware: excuse rows within the noise bound {significant(bound)}, then every output "
-                  "at full tolerance" if keeps else
-                  f"exclude {', '.join(changed)} (what a flip changes); compare the rest" if changed else
-                  "exclude the outputs a flipped code changes (codevector_perplexity first)")
+    exact = t.failed and t.exact_ties_failed == t.failed
+    tie_action = _tie_action(changed, keeps, bound, near=not exact)
     if c.unexplained:
-        cause = "undecided"
+        cause = Cause.UNDECIDED.value
         action = "look at the failure-causes table: a failure no flipped near-tie explains may be a bug"
         proof = (f"{count(c.unexplained)} of {plural(t.failed, 'failure')} not explained by a flipped near-tie "
                  f"({count(c.no_flip)} without a flip, {count(c.flip_apart)} still apart with ORT's codes forced)")
     elif t.failed:
-        cause = "exact tie" if t.exact_ties_failed == t.failed else "near-tie"
+        cause = (Cause.EXACT_TIE if exact else Cause.NEAR_TIE).value
         action = tie_action
         proof = (f"every one of {plural(t.failed, 'failure')} flipped a code row whose eager gap is within the "
                  "noise, and forcing ORT's codes on eager makes every output agree" + (f"; {tie_words}" if tie_words
                                                                                         else ""))
     elif (policy := RatePolicy(seed_k / seed_n)).upper_bound(c.screened) < policy.rate:
-        cause, action = "never flips", "compare every output at the test's tolerance (remove the skip)"
+        cause, action = Cause.NEVER_FLIPS.value, "compare every output at the test's tolerance (remove the skip)"
         proof = (f"no failure in {plural(c.screened, 'seed')}: the rate is below "
                  f"{significant(PAPER_SEEDS * policy.upper_bound(c.screened))} per {PAPER_SEEDS:,} (one-sided 95%), "
                  f"under the investigation's {count(seed_k)}")
     else:
         needed = policy.seeds_needed()
-        cause = "undecided"
+        cause = Cause.UNDECIDED.value
         action = (f"screen about {count(needed)} seeds (-p n_seeds {needed}): with no failure they bound the rate "
                   f"below the investigation's" + (f"; meanwhile {tie_action}" if keeps else ""))
         proof = (f"{plural(t.flipped, 'flip')} and no failure in {plural(t.checks, 'check')} of "
@@ -150,7 +173,8 @@ def answers(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, d
     tie_aware = _tie_aware(checks, defects)
     changed = _flip_changes(outputs, checks)
     found = [_answer(c, tie_aware, changed, bound) for c in class_counts(screen, checks, threshold, threshold_ulps)]
-    found += [Answer(model, "no argmax", "compare every output at the test's tolerance (remove the skip)",
+    found += [Answer(model, Cause.NOTHING_REACHES.value,
+                     "compare every output at the test's tolerance (remove the skip)",
                      "never: no argmax runs", _no_argmax_proof(model),
                      failures_per_40000=0.0, failures_low=0.0, failures_high=0.0) for model in immune]
     return found

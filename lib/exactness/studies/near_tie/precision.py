@@ -16,7 +16,6 @@ smallest-gap row alone) and every row (`1 - prod(1 - P(noise < -gap))` over a se
 from __future__ import annotations
 
 import copy
-import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -29,6 +28,7 @@ from exactness.compare.near_tie import top_two
 from exactness.compare.rates import wilson_interval
 from exactness.models import wav2vec2_family as family
 from exactness.models.quantizer_logits import FastLogits, plain_logits
+from exactness.runtimes import worker_state
 from exactness.runtimes.sides import Pair, Runtime, SideError
 from exactness.workbook import sweep
 
@@ -42,7 +42,8 @@ PAIR_COLUMNS = ["model", "pair", "seed", "n_flipped_rows", "flipped_gap_max", "m
                 "perplexity_reference", "perplexity_other", "perplexity_allowed", "test_rule_passed",
                 "calibration", "reference_error_units", "other_error_units"]
 
-_fast = functools.cache(FastLogits)  # one per model class and process
+def _fast(model: str) -> FastLogits:
+    return worker_state.current().made_by(FastLogits, model)  # one per model class and process
 
 
 def eager_pairs(specs: Sequence[str]) -> list[Pair]:
@@ -112,9 +113,8 @@ def _float64_logits(model: str, seed: int, fast_paths: bool) -> torch.Tensor:
         return weight_proj(layer_norm(features)).reshape(-1, fast.codes_per_row)
 
 
-@functools.cache
 def _quantizer(model: str):
-    return family.construct(model).quantizer
+    return worker_state.current().made_by(family.construct, model).quantizer
 
 
 def _perplexity(model: str, codes: torch.Tensor, shape: torch.Size, dtype: torch.dtype = torch.float32,

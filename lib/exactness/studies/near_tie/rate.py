@@ -1,5 +1,5 @@
-"""Rates with intervals, the seed's bucket table, and a prediction of the failure rate from the gap
-distribution and the measured noise."""
+"""Rates with intervals, the seed's bucket table, the screen's summary and the per-seed flip probability from
+the gap-noise law (its prediction of a count: `near_tie.prediction`)."""
 
 from __future__ import annotations
 
@@ -83,40 +83,6 @@ def flip_probability(gaps: np.ndarray, deltas: np.ndarray) -> np.ndarray:
     """P(flip | eager gap g) = P(delta < -g), from the empirical law of the gap noise delta."""
     ordered = np.sort(deltas)
     return np.searchsorted(ordered, -np.asarray(gaps), side="left") / max(len(ordered), 1)
-
-
-def predict(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.ndarray],
-            threshold: float) -> pd.DataFrame:
-    """Predicted flips and failures per model, beside the measured ones.
-
-    Per seed, P(flip) ~ P(delta < -min_gap) (the smallest-gap row dominates); P(failure) multiplies it by
-    whether flipping that row would fail the test (measured on eager for the smallest-gap checked seeds; for
-    the others, their average). A second, coarser estimate uses only the density of the smallest
-    gap near zero: P(flip) ~ f(0) * E[max(-delta, 0)].
-    """
-    rows = []
-    for model, screened in screen.groupby("model"):
-        d = deltas.get(model)
-        checked = checks[checks.model == model].drop_duplicates("seed") if len(checks) else checks
-        if d is None or len(d) == 0 or len(checked) == 0:
-            continue
-        p_flip = flip_probability(screened.min_gap.to_numpy(), d)
-        measured = checked[checked.fails_if_flipped.notna()]
-        fail_map = dict(zip(measured.seed, measured.fails_if_flipped.astype(float), strict=True))
-        fail_mean = float(np.mean(list(fail_map.values())))
-        fails = np.array([fail_map.get(s, fail_mean) for s in screened.seed])
-        density = float((screened.min_gap < threshold).mean()) / threshold
-        n = len(screened)
-        measured_checks = checks[checks.model == model]
-        rows.append({
-            "model": model, "screened": n,
-            "predicted_flips": float(p_flip.sum()), "measured_flips": Tally.of(measured_checks).flipped,
-            "predicted_failures": float((p_flip * fails).sum()),
-            "measured_failures": Tally.of(measured_checks).failed,
-            "density_estimate_flips": n * density * float(np.clip(-d, 0, None).mean()),
-            "fail_given_flip": fail_mean,
-        })
-    return pd.DataFrame(rows)
 
 
 def screen_summary(screen: pd.DataFrame, threshold: float, threshold_ulps: float = 0.0) -> pd.DataFrame:

@@ -17,10 +17,13 @@ from exactness.compare.near_tie import top_two
 from exactness.compare.ulp import ulp
 from exactness.models import wav2vec2_family as family
 from exactness.models.quantizer_logits import FastLogits, plain_logits
+from exactness.runtimes import worker_state
 from exactness.runtimes.paths import ScreenPath
 from exactness.workbook import sweep
 
-_fast = functools.cache(FastLogits)  # one per model class and process
+
+def _fast(model: str) -> FastLogits:
+    return worker_state.current().made_by(FastLogits, model)  # one per model class and process
 
 SCREEN_COLUMNS = ["model", "seed", "min_gap", "min_gap_ulps", "batch", "frame", "group", "top_logit", "n_exact_ties",
                   "smallest_gap_ulps", "screen_path"]

@@ -129,12 +129,9 @@ def predict(screen: pd.DataFrame, first_mode: pd.DataFrame, deltas: dict, thresh
     """`first_mode`: the checks of the first shape mode (the one whose gap noise `deltas` holds)."""
     if not len(first_mode):
         return Prediction()
-    table = near_tie_rate.predict(screen, first_mode, deltas, threshold)
     # from the first 2,000 screened seeds (all of a default run): a larger run then measures how well that predicts
     calibrated = near_tie_prediction.predict(screen, first_mode, deltas, near_tie_prediction.DEFAULT_SEEDS)
-    if len(calibrated):
-        table = table.merge(calibrated.drop(columns=["screened", "measured_flips", "measured_failures",
-                                                     "fail_given_flip"]), on="model", how="left")
+    table = calibrated
     larger = n_seeds > near_tie_prediction.DEFAULT_SEEDS
     reasons = near_tie_prediction.miss_reasons(screen, first_mode, deltas) if larger else pd.DataFrame()
     return Prediction(table, calibrated, near_tie_prediction.calibration(calibrated),

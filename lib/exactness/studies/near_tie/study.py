@@ -5,7 +5,6 @@ Every function returns pandas tables; the notebook only calls these and draws.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,7 +14,7 @@ from exactness import reference
 from exactness.models import wav2vec2_family as family
 from exactness.models.names import ClassTask
 from exactness.models.seed_rebuild import Rebuilder
-from exactness.runtimes import codevector_lookup
+from exactness.runtimes import codevector_lookup, worker_state
 from exactness.runtimes.graph_pool import Case, GraphPool, export_fresh
 from exactness.runtimes.paths import BuildPath
 from exactness.studies.near_tie import check
@@ -115,7 +114,8 @@ class _CheckChunk:
             batch.deltas.append(result.delta.numpy())
 
 
-_rebuilder = functools.cache(Rebuilder)  # one per model class and process
+def _rebuilder(model: str) -> Rebuilder:
+    return worker_state.current().made_by(Rebuilder, model)  # one per model class and process
 
 
 def check_pool(model: str, mode: str, fast_paths: bool = True) -> GraphPool:

@@ -1,0 +1,29 @@
+"""The causes a comparison of two sides can prove, one vocabulary for every study that judges a class.
+
+A study names a cause only with its proof (what each proof is: ARCHITECTURE.md, "How a discrete-ops verdict
+proves itself"); the words each cause prints as are these values, explained once in
+`exactness.workbook.answers.MEANINGS`.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from exactness import reference
+
+
+class Cause(Enum):
+    DEFECT = "defect"
+    RANDOM_DRAW = "random draw"
+    EXACT_TIE = "exact tie"
+    NEAR_TIE = "near-tie"
+    FLOAT_NOISE = "float noise"
+    NOTHING_REACHES = "nothing reaches"  # no discrete op that can flip reaches an output (or none runs at all)
+    NEVER_FLIPS = "never flips"
+    UNDECIDED = "undecided"
+    NO_EXPORT = "not run"  # the class did not build or did not export
+
+
+# The cause a skip reason's labelled claim names (exactness.reference), by measured cause.
+CLAIMED = {Cause.EXACT_TIE: reference.EXACT_TIE, Cause.NEAR_TIE: reference.NEAR_TIE,
+           Cause.RANDOM_DRAW: reference.RANDOM_DRAW, Cause.FLOAT_NOISE: reference.FLOAT_NOISE}

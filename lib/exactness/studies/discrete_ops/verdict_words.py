@@ -1,0 +1,142 @@
+"""Every sentence of a class's verdict, written from its typed evidence (`evidence`): the one place where the
+discrete-ops engine's decisions become words. Nothing here decides; each function reads numbers and says them."""
+
+from __future__ import annotations
+
+from exactness.causes import Cause
+from exactness.studies.discrete_ops.check import NOISE_FACTOR
+from exactness.studies.discrete_ops.evidence import (
+    Defect,
+    DefectSign,
+    Evidence,
+    Flips,
+    Refuted,
+    Undecided,
+    Values,
+    ValueState,
+)
+
+
+def plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def defect(d: Defect) -> str:
+    at = f"seed {d.seed}: "
+    if d.sign is DefectSign.SHAPE:
+        return at + f"{d.output} has another shape in ORT than in eager"
+    if d.sign is DefectSign.DTYPE:
+        return at + f"{d.output} has another dtype in ORT than in eager"
+    if d.sign is DefectSign.NONFINITE_OUTPUT:
+        return at + f"{d.output} is non-finite on one side only in {d.count} of {d.of} values"
+    if d.sign is DefectSign.BEYOND_NOISE:
+        return at + (f"{d.output} errs {d.ort_error:.2g} from float64 in ORT against eager's {d.eager_error:.2g} "
+                     f"({d.times:.2g} times eager's; bound {d.bound:.2g})")
+    if d.sign is DefectSign.NOT_EXPLAINED:
+        return at + f"{d.output} still differs by {d.forced_difference:.2g} after forcing ORT's choices on eager"
+    if d.sign is DefectSign.NONFINITE_INPUT:
+        return at + (f"the input of {d.op_type} {d.node} is non-finite in {d.count} of {d.of} decisions in ORT, "
+                     f"{d.eager_count} in eager")
+    if d.sign is DefectSign.FLIP_AMONG_NONFINITE:
+        return at + (f"{d.op_type} {d.node} chose differently among values that are not all finite: no tie, a "
+                     "computation that breaks")
+    return at + (f"{d.op_type} {d.node} flipped where eager's margin is {d.margin_ulps:.3g} ulps, beyond the "
+                 f"{d.reach_ulps:.3g} noise can reach")
+
+
+def values(v: Values) -> str:
+    if v.state is ValueState.UNPROVEN:
+        return f"no float64 reference to prove the noise ({v.reference_note})"
+    return (f"on every output of {plural(v.checked, 'seed')}, ORT's error from float64 is at most {v.worst:.2g} of "
+            f"the noise bound ({NOISE_FACTOR:g} times eager float32's own)")
+
+
+def _flips(f: Flips) -> str:
+    tied = f.tied_seeds
+    ties = (f"; {len(tied)} of the {f.seeds} flipped seeds on exact ties (0 ulps: seed{'s' if len(tied) > 1 else ''} "
+            f"{', '.join(map(str, tied[:5]))}{', ...' if len(tied) > 5 else ''})" if tied and not f.exact else "")
+    return (f"{f.seeds} of {plural(f.checked, 'checked seed')} flipped at {', '.join(sorted(f.op_types))}; "
+            "every flipped input finite on both sides, eager's margin there "
+            + ("0 (exact ties)" if f.exact else f"at most {f.largest_ulps:.3g} ulps, within the noise's reach of "
+               f"{f.reach_ulps:.3g}{ties}") + "; forcing ORT's choices explains every output they reach")
+
+
+def proof(cause: Cause, e: Evidence, error: str = "") -> str:
+    """The numbers that show the cause, in a sentence (`error`: why a class did not run)."""
+    if cause is Cause.NO_EXPORT:
+        return error
+    if cause is Cause.DEFECT:
+        return defect(e.defect) + (f"; the export test's rule passes on {e.passing} of "
+                                   f"{plural(e.checked, 'checked seed')} all the same" if e.passing else "")
+    if cause is Cause.RANDOM_DRAW:
+        return f"{', '.join(e.draws)} in {', '.join(e.draw_scopes)} on an output path"
+    if cause in (Cause.EXACT_TIE, Cause.NEAR_TIE):
+        return _flips(e.flips)
+    if e.undecided is Undecided.STRAY_FLIP:
+        return "an op left out as unable to flip on its own flipped on a seed where no counted op did"
+    if e.undecided is Undecided.NO_REFERENCE:
+        return values(e.values)
+    if cause in (Cause.FLOAT_NOISE, Cause.NOTHING_REACHES):
+        return (f"no flip in {e.total:,} seeds; " if e.counted else
+                "no discrete op that can flip reaches an output; ") + values(e.values)
+    if cause is Cause.NEVER_FLIPS:
+        checked = (f"{e.unchecked} of the {e.size_in} within the noise's reach left unchecked" if e.unchecked
+                   else f"every one of the {e.size_in} within the noise's reach checked")
+        return (f"no flip in {e.total:,} seeds screened, {checked}: the flip rate is below {e.bound:.2g}, under the "
+                f"rate asked for, {e.rate_asked:.2g}; " + values(e.values))
+    left = f" ({e.unchecked} of {e.size_in} within reach of a tie left unchecked)" if e.unchecked else ""
+    return (f"no flip in {e.total:,} seeds{left}: the flip rate is only bounded below {e.bound:.2g}, not under "
+            f"{e.rate_asked:.2g}")
+
+
+def action(cause: Cause, e: Evidence, compare: list[str], exclude: list[str], error: str = "") -> str:
+    """What a test should do, from the same evidence."""
+    if cause is Cause.NO_EXPORT:
+        return "fix the builder first" if error.startswith("could not build") else "fix the export first"
+    if cause is Cause.DEFECT:
+        return ("a bug, not a flaky comparison: keep (or restore) the value check; "
+                + (e.remedy or f"it starts at {e.where or 'a place not localized'}"))
+    if cause is Cause.RANDOM_DRAW:
+        return "compare the outputs no random draw reaches; exclude the rest"
+    if cause in (Cause.EXACT_TIE, Cause.NEAR_TIE):
+        if exclude:
+            return (f"compare {', '.join(compare) or 'nothing'}; exclude {', '.join(exclude)}"
+                    + (" (or compare them tie-aware)" if cause is Cause.NEAR_TIE else ""))
+        left = f"; {e.unchecked:,} of the {e.size_in:,} within reach of a tie left unchecked" if e.unchecked else ""
+        tolerance = (f"a tolerance the noise needs (the export test's fails on {e.failing} of {e.checked} seeds)"
+                     if e.failing else "the test's tolerance")
+        return (f"compare every output at {tolerance}: no flip moved one beyond the test's tolerance on "
+                f"{plural(e.checked, 'checked seed')}{left}")
+    if e.undecided is Undecided.STRAY_FLIP:
+        return "undecided: the scan's exclusion of an op is contradicted; look at the margins table"
+    if e.undecided is Undecided.NO_REFERENCE:
+        return "undecided: the values could not be checked against float64"
+    if cause in (Cause.FLOAT_NOISE, Cause.NOTHING_REACHES):
+        words = "compare every output" + (f" at a tolerance the noise needs: the export test's fails on "
+                                          f"{e.failing} of {e.checked} seeds" if e.failing else
+                                          " at the test's tolerance (remove the skip)")
+        if not e.failing and not e.counted:  # what the removal rests on: no flip can happen at all
+            words += (": no discrete op that can flip reaches an output, so no seed can flip, and "
+                      + values(e.values).replace("on every output of", "on every output of the"))
+        return words
+    if cause is Cause.NEVER_FLIPS:
+        return "compare every output at the test's tolerance (remove the skip)"
+    if e.unchecked:
+        return f"undecided: check every candidate (-p max_checks {e.size_in + e.beyond})"
+    return (f"undecided: about {e.seeds_needed:,} seeds without a flip bound the rate below {e.rate_asked:.2g} "
+            f"(-p n_seeds {e.seeds_needed})")
+
+
+def refutation(refuted: Refuted | None, claim, cause: Cause, ops: int, pass_name: str = "") -> str:
+    """Why the skip's claim does not hold ("" when it holds or nothing was claimed); `ops`: the graph's discrete
+    ops."""
+    if refuted is None:
+        return ""
+    made = f", made by {pass_name}" if pass_name else ""
+    if refuted is Refuted.NO_RANDOM_OP:
+        return (f"the skip claims a random draw, but its graph has no random op (ops table: {ops} discrete "
+                f"ops, none random); measured: {cause.value}{made}")
+    if refuted is Refuted.DEFECT_NOT_TIE:
+        return (f"the skip claims {claim} that ORT breaks another way, but what ORT computes there is a defect, not a "
+                f"tie broken differently{made}")
+    return f"the skip claims {claim}; measured: {cause.value}{made}"
