@@ -14,7 +14,7 @@ same way. It is only ever used for eager runs (`run`), never while exporting: th
 model's own. Each process checks it once per model class against the model's own forward, on the first
 inputs it is used with; if any output differs, that class keeps its own forward in that process.
 
-Fast path (`exactness.runtimes.paths`, switched off by `fast_paths: false`; a check row's `eager_lookup_path`
+Fast path (`exactness.runtimes.speedup_paths`, switched off by `fast_paths: false`; a check row's `eager_lookup_path`
 and `ort_lookup_path`):
 - replaces: the quantizer's one-hot times the codebook summed over the codes, eager (`run`) and in the fed
   ORT session (`gathered_graph`);

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from exactness.runtimes import fed_graph, onnx_graph, weight_swap
-from exactness.runtimes.paths import LookupPath, SessionPath, WeightsPath
+from exactness.runtimes.speedup_paths import LookupPath, SessionPath, WeightsPath
 
 SHAPE_MODES = ("dynamic", "static")
 

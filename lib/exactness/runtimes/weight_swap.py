@@ -14,7 +14,7 @@ channels first, half of each reference box, as it is or its exp), each learnt on
 explanation is then verified against a second, fresh export of another seed; anything it cannot reproduce
 bit for bit makes the plan fail loudly, and callers fall back to fresh exports.
 
-Fast path (`exactness.runtimes.paths`, switched off by `fast_paths: false`; a check row's `weights_path`):
+Fast path (`exactness.runtimes.speedup_paths`, switched off by `fast_paths: false`; a check row's `weights_path`):
 - replaces: a fresh ONNX export per seed (10-30 s);
 - exact because: the graph is the same for every seed of a class; only initializers differ, and each is
   rebuilt by the rule learnt for it;

@@ -39,7 +39,7 @@ from exactness.models import sources, subject_names, subject_rebuild, tiny_subje
 from exactness.runtimes import discrete_recorder, discrete_taps, worker_state
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.export_cache import ExportCache
-from exactness.runtimes.paths import ScreenRecorder
+from exactness.runtimes.speedup_paths import ScreenRecorder
 from exactness.studies.discrete_ops import check, localize
 from exactness.studies.discrete_ops import verdicts as verdicts_of
 from exactness.studies.discrete_ops.rows import (

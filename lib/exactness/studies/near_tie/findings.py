@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from exactness import reference
-from exactness.studies.near_tie import kernels as near_tie_kernels
+from exactness.studies.near_tie import cpu_kernel_sets as near_tie_kernels
 from exactness.studies.near_tie import prediction as near_tie_prediction
 from exactness.studies.near_tie import scale as near_tie_scale
 from exactness.studies.near_tie import ties as near_tie_ties

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from exactness import reference
+from exactness.studies.near_tie import cpu_kernel_sets as near_tie_kernels
 from exactness.studies.near_tie import findings as near_tie_findings
-from exactness.studies.near_tie import kernels as near_tie_kernels
 from exactness.studies.near_tie import prediction as near_tie_prediction
 from exactness.studies.near_tie import rate as near_tie_rate
 from exactness.studies.near_tie.planted import DefectTally, size_words

@@ -16,7 +16,7 @@ from exactness.models.names import ClassTask
 from exactness.models.seed_rebuild import Rebuilder
 from exactness.runtimes import codevector_lookup, worker_state
 from exactness.runtimes.graph_pool import Case, GraphPool, export_fresh
-from exactness.runtimes.paths import BuildPath
+from exactness.runtimes.speedup_paths import BuildPath
 from exactness.studies.near_tie import check
 from exactness.studies.near_tie import row as near_tie_row
 from exactness.studies.near_tie import scale as near_tie_scale
