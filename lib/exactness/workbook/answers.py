@@ -9,6 +9,7 @@ summary.json under `answers`, where the index and `exactness show` read the same
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -26,6 +27,7 @@ class Columns:
     cause: str = "cause"
     action: str = "what to do"
     rate: str = "export test fails"
+    flips: str = "a discrete choice flips"
     proof: str = "proof"
 
     @classmethod
@@ -50,6 +52,7 @@ class Answer:
     failures_low: float | None = None
     failures_high: float | None = None
     verified: bool | None = None  # the recommended test change, run on this run's seeds
+    flips: str = ""  # how often a discrete choice flips, apart from failures ("" where a study counts no flips)
 
     def to_dict(self) -> dict[str, Any]:
         return {"class": self.subject, **asdict(self)}  # "class": the name machine readers of a model study use
@@ -134,15 +137,20 @@ def legend(words) -> str:
     return "; ".join(f"<b>{html.escape(w)}</b>: {html.escape(MEANINGS[w])}" for w in used)
 
 
-def table_html(answers: list[Answer], columns: Columns | None = None) -> str:
+def anchor(subject: str) -> str:
+    """The id of a subject's answer row, so that the index (and a sentence elsewhere) links straight to it."""
+    return "answer-" + re.sub(r"[^A-Za-z0-9_-]+", "-", subject).strip("-")
+
+
+def table_html(answers: list[Answer], columns: Columns | None = None, anchors: bool = True) -> str:
     """The answer table alone: one row per answer, the columns every answer leaves empty left out."""
     columns = columns or Columns()
     cells = {"subject": lambda a: html.escape(a.subject), "cause": lambda a: _cause(a.cause),
              "action": lambda a: html.escape(a.action), "rate": lambda a: html.escape(a.rate),
-             "proof": lambda a: html.escape(a.proof)}
+             "flips": lambda a: html.escape(a.flips), "proof": lambda a: html.escape(a.proof)}
     shown = [name for name in cells if name in ("subject", "cause") or any(getattr(a, name) for a in answers)]
     head = "".join(f"<th>{html.escape(getattr(columns, name))}</th>" for name in shown)
-    rows = "".join("<tr>" + "".join(f"<td class=\"answer-{name}\">{cells[name](a)}</td>" for name in shown)
+    rows = "".join((f'<tr id="{anchor(a.subject)}">' if anchors else "<tr>") + "".join(f"<td class=\"answer-{name}\">{cells[name](a)}</td>" for name in shown)
                    + "</tr>" for a in answers)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 

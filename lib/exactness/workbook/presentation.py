@@ -15,6 +15,8 @@ import re
 
 import pandas as pd
 
+from exactness.workbook.wording import plural  # noqa: F401  (the one plural; studies import it from here too)
+
 MAX_COLUMNS = 8
 _TEXT = ' class="text"'  # left-aligned: names and words, not numbers
 TABLE_STYLE = """
@@ -65,9 +67,6 @@ def missing(value) -> bool:
         return False
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """'1 row', '3 rows', '40,000 seeds': the count with the word in the number it needs."""
-    return f"{int(n):,} {word if n == 1 else (many or word + 's')}"
 
 
 def cell(value, digits: int = 3, plain: bool = False) -> str:

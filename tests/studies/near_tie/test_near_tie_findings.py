@@ -40,7 +40,8 @@ def test_failures_that_are_flipped_ties_are_named_so_and_the_seed_rate_is_compar
     assert "the one failure is a flipped near-tie" in finding.claim and "section 5" in finding.source
     # 2,000 seeds could not have disagreed: no failure at all would agree with 1 in 2,700 too
     assert finding.verdict == "not comparable" and "none at all would agree too" in finding.why
-    assert "1 failure in 2,000 seeds, 1 in 2,000" in finding.ours
+    assert finding.ours.startswith("failures 1 in 2,000 (95% 1 in 11,000 to 1 in 350; 1 of 2,000 seeds)")
+    assert "7,988 seeds with none failing would bound the rate under" in finding.why
     many = _checks(flipped=(1,) * 15, passed=(False,) * 15, aligned=(True,) * 15)
     assert class_finding(SEED_MODEL, many, _rates(failed=15, screened=40000, checked=15, below=15)).verdict == \
         "reproduced"

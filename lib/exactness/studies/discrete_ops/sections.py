@@ -17,7 +17,9 @@ from exactness.studies.discrete_ops import verdicts as v
 from exactness.studies.discrete_ops.check import NOISE_FACTOR, PLANTS
 from exactness.studies.discrete_ops.study import Result
 from exactness.workbook.answers import Answer
-from exactness.workbook.findings import count, one_in, significant
+from exactness.workbook import wording
+from exactness.workbook.findings import significant
+from exactness.workbook.wording import count, plural
 
 
 @dataclass
@@ -27,61 +29,40 @@ class Section:
     extra: dict = field(default_factory=dict)  # what a figure of the section needs
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{count(n)} {word if n == 1 else (many or word + 's')}"
-
-
 def rate_words(estimate: v.Estimate | None) -> str:
-    """'on every seed', 'none in 2,000 seeds (one-sided 95%: at most 1 in 668)', 'none on 150 checked of
-    2,000 seeds (at most 1 in 1.8, a worst case)', '1 in 2,700 (95% 1 in 9,000 to 1 in 800)'. The rate is over
-    every seed it counts, the screened ones where a screen ran (one with no seed within reach of a flip checks
-    none of them); where seeds that could fail were left unchecked, "none" is said of the checked ones alone.
-    A count of none is bounded as the rate verdicts bound it (`RatePolicy`), so one 0 of N has one bound."""
+    """`wording.rate` of a class's estimate: over every seed it counts, the screened ones where a screen ran; a
+    count of none is a bound as the rate verdicts bound it (`RatePolicy`), so one 0 of N has one bound; where
+    seeds that could fail were left unchecked, the count is of the checked ones and the upper end a worst case."""
     if estimate is None or not estimate.seeds:
         return "not measured"
-    if estimate.per >= v.PER * 0.999:
-        return "on every seed"
-    if estimate.per == 0:
-        if estimate.exact:  # the one-sided exact bound a rate verdict uses (`RatePolicy`): one method per answer
-            at_most = one_in(v.RatePolicy().upper_bound(estimate.seeds))
-            return f"none in {plural(estimate.seeds, 'seed')} (one-sided 95%: at most {at_most})"
-        at_most = one_in(estimate.high / v.PER)
-        worst = ", a worst case" if estimate.worst_case else ""
-        return (f"none on {count(estimate.checked)} checked of {plural(estimate.seeds, 'seed')} (at most "
-                f"{at_most}{worst})")
-    return f"{one_in(estimate.per / v.PER)} ({interval_words(estimate)})"
+    if estimate.per == 0 and estimate.exact:
+        return wording.bound(v.RatePolicy().upper_bound(estimate.seeds), estimate.seeds)
+    return wording.rate(estimate.observed, estimate.seeds, low=estimate.low / v.PER, high=estimate.high / v.PER,
+                        point=estimate.per / v.PER, worst_case=estimate.worst_case,
+                        checked=None if estimate.exact else estimate.checked)
 
 
-def interval_words(estimate: v.Estimate) -> str:
-    """An estimate's range, named by how it was made: Wilson's 95% interval, or, where seeds within reach were
-    left unchecked, from the events found to those plus every unchecked one (a worst case, not a 95% bound)."""
-    low = one_in(estimate.low / v.PER) if estimate.low else "0"
-    if estimate.worst_case:
-        return (f"from {low} to {one_in(estimate.high / v.PER)}, the upper end a worst case: every seed within reach "
-                "left unchecked counted as failing")
-    return f"95% {low} to {one_in(estimate.high / v.PER)}"
+def flip_rate(verdict: v.ClassVerdict) -> str:
+    """The flips column: how often a discrete choice flips, "never" with why where no op can flip."""
+    if verdict.cause is v.Cause.NO_EXPORT:
+        return ""
+    if not verdict.counted:
+        return wording.NEVER_FLIPS
+    return rate_words(verdict.flips)
 
 
 def flip_words(verdict: v.ClassVerdict) -> str:
-    """The flip rate and the seeds it comes from, in a sentence ("" for a class that did not run)."""
-    if verdict.cause is v.Cause.NO_EXPORT:
+    """Where the flip rate comes from, in a sentence (the rate is its own column; "" where no op can flip)."""
+    if verdict.cause is v.Cause.NO_EXPORT or not verdict.counted:
         return ""
-    if not verdict.counted:  # float noise and nothing reaches: their proofs open with it
-        return "" if verdict.cause in (v.Cause.NOTHING_REACHES, v.Cause.FLOAT_NOISE) else \
-            "No discrete op that can flip reaches an output: no seed can flip."
-    e = verdict.flips
     seen = f"{count(verdict.screened)} seeds screened" if verdict.screened else \
         f"{plural(verdict.checked, 'seed')} checked, none screened"
     ties = f", {count(verdict.ties)} of them exact ties" if verdict.ties else ""
     checked = "" if not verdict.screened else "; none within reach of a tie" if not verdict.candidates else (
         f"; {count(verdict.checked_candidates)} of the {count(verdict.candidates)} within reach of a tie checked")
-    if e.observed == 0:  # the bound that decides is the proof's (`RatePolicy`), not a second one here
+    if verdict.flips is None or verdict.flips.observed == 0:
         return f"No flip in {seen}{ties}{checked}."
-    if e.per >= v.PER * 0.999:
-        rate = "on every seed"
-    else:
-        rate = f"{one_in(e.per / v.PER)} ({interval_words(e)})"
-    return f"Flips {rate}, from {seen}{ties}{checked}."
+    return f"Flips counted over {seen}{ties}{checked}."
 
 
 def catch_words(verification: v.Verification) -> str:
@@ -123,7 +104,7 @@ def answers(result: Result) -> list[Answer]:
                                        if verdict.refutation else "") if part),
             verdict.compare,
             verdict.exclude, verdict.where, failures.per if failures else None, failures.low if failures else None,
-            failures.high if failures else None, verdict.verification.holds))
+            failures.high if failures else None, verdict.verification.holds, flip_rate(verdict)))
     return found
 
 

@@ -29,6 +29,7 @@ from exactness.compare.export_rule import ALLOWED_FRACTION
 from exactness.compare.rates import RatePolicy, wilson_interval
 from exactness.models import tiny_subjects
 from exactness.studies.discrete_ops.check import NOISE_FACTOR, PLANTS
+from exactness.workbook.wording import one_in, plural
 
 PER = 40_000  # failures are stated per this many seeds: the seed investigation's scale
 
@@ -214,10 +215,6 @@ def reason_holds(claim: reference.Claim | None, cause: Cause, flipped_ops: set[s
     return not claim.op or claim.op in flipped_ops
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
-
-
 def _names(values) -> list[str]:
     return sorted({str(v) for v in values})
 
@@ -349,6 +346,7 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
     model, mode = t.graph.model, t.graph.shape_mode
     reason, claim = stated_reason(model)
     base = dict(skip_reason=reason, claim=str(claim or ""))
+    remove_skip = " (remove the skip)" if reason else ""  # only a class the export test skips has one to remove
     if t.graph.error:
         action = "fix the builder first" if t.graph.error.startswith("could not build") else "fix the export first"
         return ClassVerdict(model, mode, Cause.NO_EXPORT, t.graph.error, action, **base)
@@ -447,7 +445,7 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
                      f"no flip in {total:,} seeds; ") + words
             action = ("compare every output" + (f" at a tolerance the noise needs: the export test's fails on "
                                                 f"{len(failing)} of {checked} seeds" if failing else
-                                                " at the test's tolerance (remove the skip)"))
+                                                " at the test's tolerance" + remove_skip))
             if not failing and not len(counted_ops):  # what the removal rests on: no flip can happen at all
                 action += (": no discrete op that can flip reaches an output, so no seed can flip, and "
                            + words.replace("on every output of", "on every output of the"))
@@ -460,19 +458,19 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
                 cause = Cause.NEVER_FLIPS
                 checked_words = (f"{unchecked} of the {size_in} within the noise's reach left unchecked" if unchecked
                                  else f"every one of the {size_in} within the noise's reach checked")
-                proof = (f"no flip in {total:,} seeds screened, {checked_words}: the flip rate is below {bound:.2g}, "
-                         f"under the rate asked for, {policy.rate:.2g}; " + words)
-                action = "compare every output at the test's tolerance (remove the skip)"
+                proof = (f"no flip in {total:,} seeds screened, {checked_words}: the flip rate is at most "
+                         f"{one_in(bound)}, under the rate asked for, {one_in(policy.rate)}; " + words)
+                action = "compare every output at the test's tolerance" + remove_skip
             else:
                 cause = Cause.UNDECIDED
-                proof = (f"no flip in {total:,} seeds{left}: the flip rate is only bounded below {bound:.2g}, not "
-                         f"under {policy.rate:.2g}")
+                proof = (f"no flip in {total:,} seeds{left}: the flip rate is at most {one_in(bound)} (a bound), "
+                         f"not yet under the rate asked for, {one_in(policy.rate)}")
                 compare, exclude = [o for o in outputs if o not in reached], sorted(reached)
                 if unchecked:
                     action = f"undecided: check every candidate (-p max_checks {size_in + len(beyond)})"
                 else:
-                    action = (f"undecided: about {needed:,} seeds without a flip bound the rate below "
-                              f"{policy.rate:.2g} (-p n_seeds {needed})")
+                    action = (f"undecided: screen {needed:,} seeds (-p n_seeds {needed}); with no flip among them "
+                              f"the flip rate is under {one_in(policy.rate)}, and the class never flips")
                     common["seeds_needed"] = needed
     result = ClassVerdict(model, mode, cause, proof, action, compare, exclude,
                           where if cause is Cause.DEFECT else "", **common)
