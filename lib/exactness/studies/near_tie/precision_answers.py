@@ -74,7 +74,8 @@ def answer(s: PairSummary, fp32_rate: str = "") -> Answer:
                  f"{significant(s.noise_max)}")
     per, low, high = s.failures.per_scale
     return Answer(f"{s.model} · {pair.label}", what, action, rate_words(s.failures.events, s.failures.seeds), proof,
-                  failures_per_40000=per, failures_low=low, failures_high=high)
+                  failures_per_40000=per, failures_low=low, failures_high=high,
+                  flips=rate_words(s.flips.events, s.flips.seeds))
 
 
 def _predicted(p: Predicted) -> str:
