@@ -13,6 +13,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from exactness.workbook.presentation import inline_markdown
+
 DISPLAY_ID = "exactness-answers"
 SUMMARY_KEY = "answers"
 COLUMNS_KEY = "answers_columns"
@@ -126,7 +128,7 @@ MEANINGS = {
 }
 
 
-def _cause(word: str) -> str:
+def cause_badge(word: str) -> str:
     return f'<span class="cause cause-{html.escape(word.replace(" ", "-"))}">{html.escape(word)}</span>'
 
 
@@ -145,9 +147,9 @@ def anchor(subject: str) -> str:
 def table_html(answers: list[Answer], columns: Columns | None = None, anchors: bool = True) -> str:
     """The answer table alone: one row per answer, the columns every answer leaves empty left out."""
     columns = columns or Columns()
-    cells = {"subject": lambda a: html.escape(a.subject), "cause": lambda a: _cause(a.cause),
-             "action": lambda a: html.escape(a.action), "rate": lambda a: html.escape(a.rate),
-             "flips": lambda a: html.escape(a.flips), "proof": lambda a: html.escape(a.proof)}
+    cells = {"subject": lambda a: html.escape(a.subject), "cause": lambda a: cause_badge(a.cause),
+             "action": lambda a: inline_markdown(a.action), "rate": lambda a: html.escape(a.rate),
+             "flips": lambda a: html.escape(a.flips), "proof": lambda a: inline_markdown(a.proof)}
     shown = [name for name in cells if name in ("subject", "cause") or any(getattr(a, name) for a in answers)]
     head = "".join(f"<th>{html.escape(getattr(columns, name))}</th>" for name in shown)
     rows = "".join((f'<tr id="{anchor(a.subject)}">' if anchors else "<tr>") + "".join(f"<td class=\"answer-{name}\">{cells[name](a)}</td>" for name in shown)

@@ -229,8 +229,31 @@ def flips(result: Result) -> Section:
                           f"{plural(len(per_seed), 'flipped seed')}.")
 
 
+def measured_here(verdict: v.ClassVerdict, outputs: pd.DataFrame) -> str:
+    """This run's figure to set a skip's reason against: the largest eager-ORT difference over the checked seeds, at
+    the output the reason names where it names one, with the measured cause (and why the claim fails, if it does)."""
+    mine = outputs[(outputs.model == verdict.model) & outputs.floating.astype(bool)] if len(outputs) else outputs
+    named = mine[[bool(o) and o in verdict.skip_reason for o in mine.output]] if len(mine) else mine
+    shown = named if len(named) else mine
+    diffs = shown.max_abs_diff.dropna() if len(shown) else pd.Series(dtype=float)
+    parts = [verdict.cause.value]
+    if len(diffs):
+        worst = shown.loc[diffs.idxmax()]
+        parts.append(f"largest eager-ORT difference {significant(float(worst.max_abs_diff))} ({worst.output}) over "
+                     f"{plural(shown.seed.nunique(), 'checked seed')}")
+    if verdict.refutation:
+        parts.append(verdict.refutation)
+    return "; ".join(parts)
+
+
 def verdicts(result: Result) -> Section:
-    table = result.verdicts_table
+    """The verdicts table with each class's failure rate in the one rate shape and, beside a skip's reason, the
+    figure this run measured."""
+    table = result.verdicts_table.copy()
+    by_model = {(x.model, x.shape_mode): x for x in result.verdicts}
+    found = [by_model.get((r.model, r.shape_mode)) for r in table.itertuples()]
+    table["fails"] = [rate_words(x.failures) if x else "" for x in found]
+    table["measured"] = [measured_here(x, result.outputs) if x and x.skip_reason else "" for x in found]
     stated = table[table.skip_reason != ""]
     judged = stated[stated.reason_holds.notna()]
     holds = int(judged.reason_holds.astype(bool).sum())
