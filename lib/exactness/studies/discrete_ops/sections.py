@@ -204,7 +204,8 @@ def defects(result: Result) -> Section:
         return Section(table, "")
     parts, reproductions, rows = [], [], []
     for r in table.itertuples():
-        place = r.module or (f"{r.op_type} {r.node}" if r.node else "") or "no single place"
+        place = r.module or (f"{r.op_type} (ONNX node {r.node} of the exported graph)" if r.node else "") \
+            or "no single place"
         made = made_by(getattr(r, "stage", ""), getattr(r, "pass_name", ""))
         rows.append({"model": r.model, "seed": r.seed, "place": place,
                      "shows": r.detail + (f"; {r.missing}" if r.missing else ""), "made_by": made or "not located",

@@ -462,8 +462,8 @@ def _chosen(task: ClassTask, cg: check.ClassGraph, seeds: list[int], settings: S
     tapped = int((screen.recorder == ScreenRecorder.TAPPED.value).groupby(screen.seed).all().sum()) \
         if len(screen) else 0
     row.screen = f"{n_seeds:,} seeds screened" + (
-        f" ({tapped:,} by taps, the rest by the dispatch recorder)" if tapped < n_seeds else
-        " (by taps, each chunk's first seed checked against the dispatch recorder)")
+        f" ({tapped:,} recording only the counted ops' calls, the rest every op)" if tapped < n_seeds else
+        " (only the counted ops' calls recorded; each chunk's first seed checked against a full recording)")
     budget = (settings.max_fresh_exports if cg.plan is None else settings.max_checks) - len(first)
     return candidates(screen, reach, first, budget, TIE_CHECKS)
 

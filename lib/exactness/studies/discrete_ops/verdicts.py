@@ -264,6 +264,15 @@ class Defect:
     proof: str
 
 
+def _op(row, ops: pd.DataFrame) -> str:
+    """A discrete op as a reader finds it: its type in the module it sits in ('ArgMax in quantizer'), the exported
+    graph's node name said as such where the scan knows no module."""
+    scope = ops.scope[ops.node == row.node] if len(ops) and "scope" in ops else pd.Series(dtype=str)
+    if len(scope) and scope.iloc[0]:
+        return f"{row.op_type} in {scope.iloc[0]}"
+    return f"{row.op_type} (ONNX node {row.node} of the exported graph)"
+
+
 def _defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect | None:
     """The first defect in the class's rows, with its proof in words; None when there is none."""
     out, m = t.outputs, t.margins
@@ -298,13 +307,13 @@ def _defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect | N
         broken = live[(live.reads_nonfinite_ort != live.reads_nonfinite_eager)]
         if len(broken):
             r = broken.iloc[0]
-            return Defect(int(r.seed), "", f"seed {r.seed}: the input of {r.op_type} {r.node} is non-finite in "
+            return Defect(int(r.seed), "", f"seed {r.seed}: the input of {_op(r, t.ops)} is non-finite in "
                                            f"{int(r.reads_nonfinite_ort)} of {int(r.decisions)} decisions in ORT, "
                                            f"{int(r.reads_nonfinite_eager)} in eager")
         unfinite = live[(live.flipped > 0) & ((live.flipped_nonfinite > 0) | live.flipped_margin_ulps.isna())]
         if len(unfinite):
             r = unfinite.iloc[0]
-            return Defect(int(r.seed), "", f"seed {r.seed}: {r.op_type} {r.node} chose differently among values that "
+            return Defect(int(r.seed), "", f"seed {r.seed}: {_op(r, t.ops)} chose differently among values that "
                                            "are not all finite: no tie, a computation that breaks")
         # a call verified on values whose choice flipped further from a tie than its own reads' noise can move it
         # (a call downstream of another flip reads other values: not verified, so not judged here)
@@ -312,7 +321,7 @@ def _defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect | N
         far = live[(live.flipped > 0) & live.match_verified.astype(bool) & (live.flipped_margin_ulps > own)]
         if len(far):
             r = far.iloc[0]
-            return Defect(int(r.seed), "", f"seed {r.seed}: {r.op_type} {r.node} flipped where eager's margin is "
+            return Defect(int(r.seed), "", f"seed {r.seed}: {_op(r, t.ops)} flipped where eager's margin is "
                                            f"{r.flipped_margin_ulps:.3g} ulps, beyond the {reach:.3g} noise can reach")
     return None
 

@@ -82,7 +82,8 @@ def rule_sentence(checks: pd.DataFrame, per_output: pd.DataFrame) -> str:
 def replay_sentence(replayed: pd.DataFrame) -> str:
     return (f"{int((~replayed.test_rule_passed).sum())} of {plural(len(replayed), 'replay')} fail the export test's "
             "rule; with "
-            f"the `onnx.exactness` skip semantics (names only) {int(replayed.skip_rule_passed.sum())} pass.")
+            f"the export test's rule for a skipped class (output names compared, values not) "
+            f"{int(replayed.skip_rule_passed.sum())} pass.")
 
 
 def rates_beside_seed(rates: pd.DataFrame) -> pd.DataFrame:
