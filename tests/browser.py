@@ -98,7 +98,8 @@ LEFTOVERS = {
     "a missing-value marker": r"<NA>|\bNaT\b",
     # issue 44: one shape for a rate (1 in N with its interval, none as a bound), nothing internal on a page
     "a rate per 40,000": r"\b(?:per|/) ?40(?:,000|k)\b",
-    "a rate as a probability": r"\bbounded below \d|\bat most 0\.\d|\(95%: at most|interval 0 to",
+    "a rate as a probability": r"\bbounded below \d|\b(?:rate|flips?|fails?) (?:is )?(?:below|at most) 0\.\d|"
+                               r"\(95%: at most|interval 0 to",
     "a zero drawn on a log axis": r"\b0 drawn at|exact ties at 0\.1\b",
     "infinity as a figure": r"∞|\binf\b",
     "a function or field name": r"\b(?:build_path|weights_path|session_path|gathered_graph|folded_fp64)\b|"

@@ -29,7 +29,7 @@ tr.interrupted td.status { background: #ffe082; }
 tr.running td.status { background: #bbdefb; }
 tr.died td.status, tr.unreadable td.status { background: #ef9a9a; color: #7f0000; font-weight: bold; }
 .card { border: 1px solid #c5cae9; border-radius: 4px; padding: 4px 12px; margin: 0 0 10px 0; background: #fafbff; }
-.card h2 { margin: 4px 0; font-size: 1.1em; }
+.card h3 { margin: 4px 0; font-size: 1.1em; }
 .card table { border-collapse: collapse; font-size: 0.88em; width: 100%; }
 .card th, .card td { border-bottom: 1px solid #e3e3e3; padding: 2px 6px; text-align: left; vertical-align: top; }
 .card td.answer-proof { color: #555; font-size: 0.9em; } .card td.answer-subject { font-weight: bold; }
@@ -215,7 +215,7 @@ def _card(entry: RunEntry, outputs: Path) -> str:
     else:
         body = _headline_list(entry)
     duration = f", {_duration(m.duration_s)}" if m.duration_s is not None else ""
-    return (f'<div class="card"><h2><a href="{report}">{html.escape(m.study)}</a></h2>{body}<p class="meta">'
+    return (f'<div class="card"><h3><a href="{report}">{html.escape(m.study)}</a></h3>{body}<p class="meta">'
             f"{html.escape(m.status)}, {html.escape(_when(m))}{duration}, parameter set "
             f"<code>{html.escape(m.param_set)}</code> &middot; {' &middot; '.join(_links(entry, outputs))}</p></div>")
 
@@ -318,7 +318,7 @@ def render(project: Project) -> str:
         f"<style>{_STYLE}{findings.STYLE}{answers.STYLE}</style></head><body><h1>exactness</h1>"
         "<p class=\"intro\">Every class's answer first, then each study's, from its newest passed run; every run "
         "below.</p>"
-        f"{classes}{_legend(shown) if shown else ''}<h2>Studies</h2>{cards}<h2>All runs</h2>"
+        f"{classes}{_legend(shown) if shown else ''}{'<h2>Studies</h2>' + cards if cards else ''}<h2>All runs</h2>"
         f"<p>{len(entries)} run{'s' if len(entries) != 1 else ''}, newest first. Each report links the environment "
         "run of its batch.</p>"
         "<table class=\"runs\"><thead><tr><th>study</th><th>status</th><th>parameters</th><th>started</th>"
