@@ -401,8 +401,17 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
         proof = defect.proof + (f"; the export test's rule passes on {passing} of {plural(len(seeds), 'checked seed')}"
                                 " all the same" if passing else "")
         common.update(defect_seed=defect.seed, defect_output=defect.output)
-        action = ("a bug, not a flaky comparison: keep (or restore) the value check; "
-                  + (remedy or f"it starts at {where or 'a place not localized'}"))
+        # what the value check does here decides what keeping it is worth: one that fails on every seed blocks the
+        # class until the defect is fixed, one that passes anyway catches nothing and must not be relied on
+        if not passing:
+            check_words = "the export test's value check fails on every checked seed: it is right to, so fix the cause"
+        elif not failing:
+            check_words = ("the export test's value check passes on every checked seed all the same (the error is "
+                           "within its tolerance): it catches nothing here, so fix the cause")
+        else:
+            check_words = (f"the export test's value check fails on {len(failing)} of {plural(len(seeds), 'checked seed')}"
+                           ": keep it, and fix the cause")
+        action = f"a bug, not a flaky comparison; {check_words}: " + (remedy or f"it starts at {where or 'a place not localized'}")
         compare, exclude = outputs, []
     elif len(counted_ops) and (counted_ops.category == "random").any():
         cause = Cause.RANDOM_DRAW

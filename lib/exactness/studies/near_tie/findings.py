@@ -161,7 +161,7 @@ def candidates_finding(screen: pd.DataFrame, checks: pd.DataFrame, threshold: fl
                    evidence="screen per class table")
 
 
-def _predicted_rate(p) -> str:
+def predicted_rate(p) -> str:
     """A predicted failure count per `p.scale` seeds as the one rate shape: '1 in 2,700 (95% 1 in 3,600 to ...)'."""
     return (f"{wording.one_in(p.failures_per_scale / p.scale)} "
             f"({wording.interval(p.failures_per_scale_low / p.scale, p.failures_per_scale_high / p.scale)})")
@@ -170,7 +170,7 @@ def _predicted_rate(p) -> str:
 def _prediction_claim(prediction: pd.DataFrame, table: pd.DataFrame) -> str:
     """The prediction in one line: per class its predicted rate with the interval, how many classes measured
     inside, and the calibration target's state (the notebook's sentence under the figure says the rest)."""
-    per = "; ".join(f"{p.model} {_predicted_rate(p)}" for p in prediction.itertuples())
+    per = "; ".join(f"{p.model} {predicted_rate(p)}" for p in prediction.itertuples())
     inside = int(table.inside_at_run.sum()) if len(table) else 0
     judged = table[table.paper_scale] if len(table) else table
     target = ("not judged (needs a run of that size)" if not len(judged) else
@@ -187,7 +187,7 @@ def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = 
     (`near_tie_prediction`)."""
     prediction = prediction.dropna(subset=["failures_per_scale"])  # a class without checks has no noise law
     table = near_tie_prediction.calibration(prediction)
-    ours = "; ".join(f"{p.model}: {_predicted_rate(p)}; at {count(p.screened)} "
+    ours = "; ".join(f"{p.model}: {predicted_rate(p)}; at {count(p.screened)} "
                      f"seeds {significant(p.failures_at_run)} predicted, {count(p.measured_failures)} measured"
                      for p in prediction.itertuples())
     judged = table[table.paper_scale]
@@ -229,7 +229,7 @@ def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = 
                             f"consistent with it ({measured_why})"))
     return Finding(claim, ours, "differs", source=seed, evidence=evidence,
                    why=(f"the investigation's count ({one_in(seed_k / row.scale)}) lies {side} the predicted "
-                        f"{_predicted_rate(row)}, learnt from "
+                        f"{predicted_rate(row)}, learnt from "
                         f"{count(int(row.noise_checks))} checked seeds' noise ({count(int(row.near_seeds))} screened "
                         f"seeds within reach of it); " + (why or "unexplained")))
 

@@ -110,20 +110,18 @@ def beside_reference_sentence(measured: int, seeds: int, ref_failures: int, ref_
     return f"{what}: {verdict} ({why})."
 
 
-RATE_COLUMNS = {"model": "class", "pair": "sides", "seeds": "seeds", "flips": "flipped seeds",
-                "failures": "failed", "failures_per_scale": f"fails per {SCALE:,}", "interval": "95% interval",
+RATE_COLUMNS = {"model": "class", "pair": "sides", "flips_rate": "a code flips", "fails_rate": "export test fails",
                 "noise_median": "logit noise (median)"}
 
 
 def show_rates(rates) -> None:
-    from exactness.workbook.findings import span
     from exactness.workbook.presentation import table
 
     shown = rates.assign(pair=[Pair.parse(p).label for p in rates.pair],
-                         interval=[span(lo, hi) for lo, hi in zip(rates.failures_low, rates.failures_high,
-                                                                  strict=True)])
-    table(shown, columns=RATE_COLUMNS, caption=f"Per class and pair: seeds with a flipped code, export-test failures "
-          f"per {SCALE:,} seeds with Wilson's 95% interval, and the median over seeds of the largest logit difference.")
+                         flips_rate=[rate_words(int(r.flips), int(r.seeds)) for r in rates.itertuples()],
+                         fails_rate=[rate_words(int(r.failures), int(r.seeds)) for r in rates.itertuples()])
+    table(shown, columns=RATE_COLUMNS, caption="Per class and pair: how often a code flips and how often the export "
+          "test fails (1 in N with Wilson's 95% interval), and the median over seeds of the largest logit difference.")
 
 
 def emulation_sentence(pairs: Sequence[Pair]) -> str:

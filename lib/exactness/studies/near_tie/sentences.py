@@ -199,3 +199,8 @@ def calibration_caption(calibration: pd.DataFrame) -> str:
 def flip_curve_caption(curve: pd.DataFrame) -> str:
     return (f"{_counted(curve.flipped.sum(), len(curve), 'checked seed')} flipped, "
             f"{findings.significant(float(curve.p_flip.sum()))} predicted.")
+
+
+def with_predicted_rate(calibrated: pd.DataFrame) -> pd.DataFrame:
+    """The prediction table with its rate per seed in the one rate shape (`wording`), a column "predicted_rate"."""
+    return calibrated.assign(predicted_rate=[near_tie_findings.predicted_rate(p) for p in calibrated.itertuples()])
