@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exactness.workbook import answers, catalog, findings, index, parameters, terminal_text
+from exactness.workbook import answers, batch_time, catalog, findings, index, parameters, terminal_text
 from exactness.workbook.manifest import INTERRUPTED_BY_USER, MANIFEST, OUTPUT_CLOSED, Manifest, WriteError
 from exactness.workbook.project import Project, keep_state_inside
 
@@ -212,9 +212,12 @@ def cmd_run(project: Project, args) -> int:
     runs.ensure_kernel()
     batch = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
     environment_run, failures, stopped = None, [], None
+    durations = batch_time.last_durations(project) if len(batch_plan) > 1 else {}
     for number, planned in enumerate(batch_plan, 1):
         try:
-            print(f"[{number}/{len(batch_plan)}] {planned.study.name} ({planned.param_set}) ...", flush=True)
+            estimate = ("; " + batch_time.left([(p.study.name, p.param_set) for p in batch_plan[number - 1:]],
+                                               durations)) if len(batch_plan) > 1 else ""
+            print(f"[{number}/{len(batch_plan)}] {planned.study.name} ({planned.param_set}) ...{estimate}", flush=True)
             result = runs.execute(project, planned.study, planned.params, planned.param_set, batch,
                                   environment_run=environment_run, with_code=args.with_code,
                                   log_output=args.log_output)

@@ -537,7 +537,8 @@ def run(models, seed_start: int, n_seeds: int, shape_modes, workers: int = 1, sc
     models = classes(models, settings.transformers_tests)
     tasks = [ClassTask(model, mode) for model in models for mode in shape_modes]
     prepared = sweep.map_chunks(_Prepare(seeds, settings), tasks, workers, 1, "discrete ops: exports",
-                                progress_every, scheduler, None, combine=lambda parts: [x for p in parts for x in p])
+                                progress_every, scheduler, None, combine=lambda parts: [x for p in parts for x in p],
+                                unit="graphs")
     graphs = {task: item for task, item in zip(tasks, prepared, strict=True) if isinstance(item, check.ClassGraph)}
     graph_rows = [item.row if isinstance(item, check.ClassGraph) else item for item in prepared]
     checks, screens, reaches = _sweep(graphs, graph_rows, tasks, seeds, settings, workers, scheduler, shards,
