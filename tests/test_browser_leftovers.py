@@ -31,7 +31,8 @@ def test_leftovers_in_text_are_named_and_sound_text_passes():
 
 
 def test_issue_44s_leftovers_are_named_and_their_one_shapes_pass():
-    bad = ("40 per 40,000 seeds; bounded below 0.0015; the flip rate is below 0.0015; (95%: at most 1 in 3); exact ties at 0.1; growth ∞; "
+    bad = ("40 per 40,000 seeds; bounded below 0.0015; the flip rate is below 0.0015; (95%: at most 1 in 3); "
+           "exact ties at 0.1; growth ∞; "
            "build_path; rewritten by gathered_graph; initializer 'view_3'; the `topk` over *tied* scores")
     assert set(leftovers(bad)) == {"a rate per 40,000", "a rate as a probability", "a zero drawn on a log axis",
                                    "infinity as a figure", "a function or field name", "an ONNX initializer's name",

@@ -152,7 +152,8 @@ def table_html(answers: list[Answer], columns: Columns | None = None, anchors: b
              "flips": lambda a: html.escape(a.flips), "proof": lambda a: inline_markdown(a.proof)}
     shown = [name for name in cells if name in ("subject", "cause") or any(getattr(a, name) for a in answers)]
     head = "".join(f"<th>{html.escape(getattr(columns, name))}</th>" for name in shown)
-    rows = "".join((f'<tr id="{anchor(a.subject)}">' if anchors else "<tr>") + "".join(f"<td class=\"answer-{name}\">{cells[name](a)}</td>" for name in shown)
+    rows = "".join((f'<tr id="{anchor(a.subject)}">' if anchors else "<tr>")
+                   + "".join(f"<td class=\"answer-{name}\">{cells[name](a)}</td>" for name in shown)
                    + "</tr>" for a in answers)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 

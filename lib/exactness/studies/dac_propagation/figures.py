@@ -73,12 +73,14 @@ def error_against_depth(propagation: pd.DataFrame, against: str):
         boundary = shown[shown.layer == "decoder.Conv1"].depth
         if len(boundary):
             ax.axvline(boundary.iloc[0] - 0.5, color="grey", linestyle=":")
-    names = {r: " = ".join([run_name(r), *[run_name(t) for t, of in repeats.items() if of == r]]) for r in drawn}
+    names = {r: " = ".join([run_name(r), *[run_name(t) for t, of in repeats.items() if of == r]])
+             for r in drawn}
     handles = [Line2D([], [], color=RUN_COLOURS.get(r, "#9467bd"), marker="o", label=names[r]
                       + (" (identical: one line)" if " = " in names[r] else "")) for r in drawn]
     handles += [Line2D([], [], color="#424242", linestyle=styles[i], label=f"{i} init") for i in inits]
     axes[0].legend(handles=handles, bbox_to_anchor=(1.01, 1), loc="upper left", fontsize=8)
-    axes[0].set_title(f"Error against {run_name(against)}, layer by layer (dotted line: the decoder starts from identical codes)")
+    axes[0].set_title(f"Error against {run_name(against)}, layer by layer (dotted line: the decoder starts from "
+                      "identical codes)")
     _layer_ticks(axes[-1], shown)
     axes[-1].set_xlabel("layer (main path; the points between are the blocks' residual units)")
     fig.tight_layout()

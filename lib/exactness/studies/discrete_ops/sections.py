@@ -16,8 +16,8 @@ from exactness.models.names import ClassTask
 from exactness.studies.discrete_ops import verdicts as v
 from exactness.studies.discrete_ops.check import NOISE_FACTOR, PLANTS
 from exactness.studies.discrete_ops.study import Result
-from exactness.workbook.answers import Answer
 from exactness.workbook import wording
+from exactness.workbook.answers import Answer
 from exactness.workbook.findings import significant
 from exactness.workbook.wording import count, plural
 

@@ -409,9 +409,10 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
             check_words = ("the export test's value check passes on every checked seed all the same (the error is "
                            "within its tolerance): it catches nothing here, so fix the cause")
         else:
-            check_words = (f"the export test's value check fails on {len(failing)} of {plural(len(seeds), 'checked seed')}"
-                           ": keep it, and fix the cause")
-        action = f"a bug, not a flaky comparison; {check_words}: " + (remedy or f"it starts at {where or 'a place not localized'}")
+            check_words = (f"the export test's value check fails on {len(failing)} of "
+                           f"{plural(len(seeds), 'checked seed')}: keep it, and fix the cause")
+        action = (f"a bug, not a flaky comparison; {check_words}: "
+                  + (remedy or f"it starts at {where or 'a place not localized'}"))
         compare, exclude = outputs, []
     elif len(counted_ops) and (counted_ops.category == "random").any():
         cause = Cause.RANDOM_DRAW

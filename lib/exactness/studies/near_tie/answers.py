@@ -1,6 +1,6 @@
 """The near-tie report's answer table: per class, the cause of its export-test failures, what the test should
-do, and how often it fails and how often a code flips (`wording.rate`: 1 in N with its 95% interval). Read from the run's checks, screen and
-defects tables (the first shape mode, as the rates table), never from the sentences."""
+do, and how often it fails and how often a code flips (`wording.rate`: 1 in N with its 95% interval). Read from
+the run's checks, screen and defects tables (the first shape mode, as the rates table), never from the sentences."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from exactness.runtimes.sides import Pair, Precision
 from exactness.studies.near_tie.answers import rate_words
-from exactness.studies.near_tie.precision import SCALE, PairSummary, Predicted
+from exactness.studies.near_tie.precision import PairSummary, Predicted
 from exactness.workbook.answers import Answer
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
