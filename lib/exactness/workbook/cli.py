@@ -215,7 +215,7 @@ def cmd_run(project: Project, args) -> int:
     durations = batch_time.last_durations(project) if len(batch_plan) > 1 else {}
     for number, planned in enumerate(batch_plan, 1):
         try:
-            estimate = ("; " + batch_time.left([(p.study.name, p.param_set) for p in batch_plan[number - 1:]],
+            estimate = (" " + batch_time.left([(p.study.name, p.param_set) for p in batch_plan[number - 1:]],
                                                durations)) if len(batch_plan) > 1 else ""
             print(f"[{number}/{len(batch_plan)}] {planned.study.name} ({planned.param_set}) ...{estimate}", flush=True)
             result = runs.execute(project, planned.study, planned.params, planned.param_set, batch,
