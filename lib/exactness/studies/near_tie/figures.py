@@ -111,7 +111,8 @@ def flip_probability_against_ulps(curve: pd.DataFrame):
         ax.scatter(x, group.flipped.astype(float) + jitter, color=palette[model], s=12, alpha=0.6,
                    edgecolor="none", label=f"{model}: flipped (1) or not (0)")
     ax.set(xscale="log", ylim=(-0.1, 1.1),
-           xlabel=f"smallest eager gap (ulps of the top logit; exact ties at {TIE_ULPS:g})", ylabel="P(flip), or flipped (1) / not (0)", title="Flip probability against the eager gap")
+           xlabel=f"smallest eager gap (ulps of the top logit; exact ties at {TIE_ULPS:g})",
+           ylabel="P(flip), or flipped (1) / not (0)", title="Flip probability against the eager gap")
     _legend_outside(ax)
     return fig
 
