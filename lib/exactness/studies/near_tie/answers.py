@@ -68,7 +68,8 @@ def rate_words(failed: int, seeds: int, partial: str = "") -> str:
 
 
 def _partial(c: ClassCounts) -> str:
-    return (f"; a lower bound: {count(c.tally.checks)} of {plural(c.candidates, 'candidate')} checked"
+    return (f"; only {count(c.tally.checks)} of {plural(c.candidates, 'candidate')} checked, so the count is a "
+            "lower bound"
             if c.tally.checks < c.candidates else "")
 
 

@@ -163,6 +163,8 @@ def candidates_finding(screen: pd.DataFrame, checks: pd.DataFrame, threshold: fl
 
 def predicted_rate(p) -> str:
     """A predicted failure count per `p.scale` seeds as the one rate shape: '1 in 2,700 (95% 1 in 3,600 to ...)'."""
+    if not p.failures_per_scale_high:  # an interval of 0 to 0: nothing predicted, said once, not "none to none"
+        return "none predicted"
     return (f"{wording.one_in(p.failures_per_scale / p.scale)} "
             f"({wording.interval(p.failures_per_scale_low / p.scale, p.failures_per_scale_high / p.scale)})")
 
