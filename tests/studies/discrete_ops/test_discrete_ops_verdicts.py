@@ -407,3 +407,19 @@ def test_the_skip_reason_finding_says_why_each_refuted_reason_does_not_hold():
                                  reason_holds=True)
     claim = findings.skip_reasons(_result([tapas, held])).claim
     assert "holds for 1 of 2" in claim and "not for TapasForQuestionAnswering (a defect, not a tie)" in claim
+
+
+def test_the_float64_table_and_its_sentence_judge_the_same_outputs():
+    from types import SimpleNamespace
+
+    rows = [  # a tied class: its flipped output is far from float64 but judged by forcing, not by the bound
+        dict(model="Tied", seed=0, output="idx_logits", within_noise=None, ort_f64_err=5.0),
+        dict(model="Tied", seed=0, output="logits", within_noise=True, ort_f64_err=1e-7),
+        dict(model="Drifted", seed=0, output="y", within_noise=False, ort_f64_err=1e-3)]
+    outputs = pd.DataFrame([{**r, "floating": True, "noise_bound": 1.6e-6, "eager_f64_err": 1e-7, "scale_ulp": 1e-7}
+                            for r in rows])
+    section = sections.noise(SimpleNamespace(outputs=outputs))
+    table = section.frame.set_index("model")
+    assert table.loc["Tied", "worst_over_bound"] < 1 and table.loc["Tied", "flipped"] == 1
+    assert table.loc["Drifted", "worst_over_bound"] > 16 and table.loc["Drifted", "beyond"] == 1
+    assert section.sentence.endswith("1 of 2 classes; beyond it (each a defect below): Drifted.")

@@ -173,20 +173,26 @@ def screen(result: Result) -> Section:
 
 
 def noise(result: Result) -> Section:
-    """Per class, the float64 proof: the largest ORT error over the bound, beside eager's own error."""
+    """Per class, the float64 proof over the outputs no flip or draw reaches (those are judged by forcing the
+    choices, in the flips section): the largest ORT error over the bound, beside eager's own error, so that the
+    table's worst ratio and the sentence's count are of the same outputs."""
     out = result.outputs[result.outputs.floating.astype(bool) & result.outputs.noise_bound.notna()]
     if not len(out):
         return Section(pd.DataFrame(), "No float64 reference was computed.")
-    out = out.assign(over=out.ort_f64_err / out.noise_bound, eager_ulps=out.eager_f64_err / out.scale_ulp,
-                     ort_ulps=out.ort_f64_err / out.scale_ulp)
+    judged = out.within_noise.notna()
+    out = out.assign(over=(out.ort_f64_err / out.noise_bound).where(judged),
+                     eager_ulps=(out.eager_f64_err / out.scale_ulp).where(judged),
+                     ort_ulps=(out.ort_f64_err / out.scale_ulp).where(judged), judged=judged,
+                     flipped=~judged)
     frame = out.groupby("model", as_index=False).agg(
         outputs=("output", "nunique"), seeds=("seed", "nunique"), eager_ulps=("eager_ulps", "max"),
         ort_ulps=("ort_ulps", "max"), worst_over_bound=("over", "max"),
-        beyond=("within_noise", lambda s: int(s.eq(False).sum())))
+        beyond=("within_noise", lambda s: int(s.eq(False).sum())), flipped=("flipped", "sum"))
     beyond = frame[frame.beyond > 0]
-    return Section(frame, f"ORT within {significant(NOISE_FACTOR)}x eager's own float64 error on every output of "
-                          f"{count(len(frame) - len(beyond))} of {plural(len(frame), 'class', 'classes')}"
-                          + (f"; beyond it: {', '.join(beyond.model)}." if len(beyond) else "."))
+    return Section(frame, f"On the outputs no flip reaches, ORT is within {significant(NOISE_FACTOR)}x eager's own "
+                          f"float64 error everywhere for {count(len(frame) - len(beyond))} of "
+                          f"{plural(len(frame), 'class', 'classes')}"
+                          + (f"; beyond it (each a defect below): {', '.join(beyond.model)}." if len(beyond) else "."))
 
 
 def made_by(stage: str, pass_name: str) -> str:
