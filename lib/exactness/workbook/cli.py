@@ -327,7 +327,9 @@ def cmd_show(project: Project, reference: str) -> int:
         say.append(f"  error{cell}: {manifest.error}")
     summary = index.read_summary(folder)
     for answer in answers.from_summary(summary):  # the answer table first, one line per class or configuration
-        say.append(f"  {answer.subject}: {answer.cause}; {answer.action}" + (f"; {answer.rate}" if answer.rate else ""))
+        say.append(f"  {answer.subject}: {answer.cause}; {answer.action}"
+                   + (f"; fails {answer.rate}" if answer.rate else "")
+                   + (f"; flips {answer.flips}" if answer.flips else ""))
     found = findings.from_summary(summary)
     say += [f"  {finding.text()}" for finding in found]
     if not found:  # a study without findings (or a run that stopped before them): its headline figures
