@@ -77,7 +77,7 @@ def failure_rates(verdicts: list[v.ClassVerdict]):
     highs = [x.failures.high / v.PER for x in shown if x.failures.high > 0]
     lows = [x.failures.low / v.PER for x in shown if x.failures.low > 0]
     edge = 10.0 ** math.floor(math.log10(min(highs + lows + [1e-4]) / 3))  # a decade left of the smallest end
-    fig, ax = plt.subplots(figsize=(10, 0.42 * max(len(shown), 2) + 1.6))
+    fig, ax = plt.subplots(figsize=(11, 0.42 * max(len(shown), 2) + 2.4))
     for row, verdict in enumerate(shown):
         f = verdict.failures
         point, low, high = f.per / v.PER, f.low / v.PER, f.high / v.PER
@@ -96,6 +96,8 @@ def failure_rates(verdicts: list[v.ClassVerdict]):
            ylim=(-0.6, len(shown) - 0.4), xlabel="export test fails (95% interval; log axis)")
     _one_in_ticks(ax, edge)
     ax.set_title("How often each class fails the export test's rule")
-    _cause_legend(ax, [x.cause for x in shown], loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    # below the axes, so that the axis keeps the figure's width for its decades' labels
+    _cause_legend(ax, [x.cause for x in shown], loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, fontsize=8,
+                  frameon=False)
     fig.tight_layout()
     return fig
