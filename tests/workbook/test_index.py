@@ -219,3 +219,11 @@ def test_the_index_opens_with_every_class_sorted_by_cause_defects_first_each_lin
     assert 'href="near_tie/r2/report.html#answer-UniSpeech"' in table
     assert "alone against padded" not in table and "1 with a defect" in page
     assert index.render(project) == index.render(project)  # a stable order
+
+
+def test_answers_sort_by_cause_defects_first_then_by_name():
+    from exactness.workbook.answers import Answer, by_cause
+
+    found = [Answer(name, cause, "a", "r") for name, cause in
+             [("B", "nothing reaches"), ("A", "exact tie"), ("Z", "defect"), ("C", "exact tie")]]
+    assert [a.subject for a in by_cause(found)] == ["Z", "A", "C", "B"]

@@ -77,7 +77,7 @@ STYLE = """
 .exactness-answers table { border-collapse: collapse; font-size: 0.92em; }
 .exactness-answers th, .exactness-answers td { border-bottom: 1px solid #ddd; padding: 4px 8px;
   text-align: left !important; vertical-align: top; }
-.exactness-answers td.answer-proof { color: #555; font-size: 0.85em; max-width: 36em; }
+.exactness-answers td.answer-proof { color: #555; font-size: 0.85em; min-width: 22em; max-width: 36em; }
 .exactness-answers td.answer-subject { font-weight: bold; }
 .exactness-answers .legend { color: #555; font-size: 0.85em; margin: 4px 0; }
 .cause { display: inline-block; font-size: 0.85em; font-weight: bold; padding: 1px 6px; border-radius: 3px;
@@ -126,6 +126,22 @@ MEANINGS = {
                           "from a machine that keeps them",
     "not IEEE spacing": "a measured float spacing is not the IEEE 754 value",
 }
+
+
+# The order a maintainer reads causes in (the index's class table, a model study's answer table): what computes the
+# wrong thing first, then what the run could not settle, then flaky comparisons, then what is fine as it is.
+CAUSE_ORDER = ("defect", "undecided", "not run", "random draw", "near-tie", "near-tie and noise", "exact tie",
+               "precision noise", "TF32 rounding", "codes flip", "padding", "float noise", "never flips",
+               "never fails here", "nothing reaches", "no argmax")
+
+
+def cause_rank(cause: str) -> int:
+    return CAUSE_ORDER.index(cause) if cause in CAUSE_ORDER else len(CAUSE_ORDER)
+
+
+def by_cause(found: list[Answer]) -> list[Answer]:
+    """`found` sorted by cause (`CAUSE_ORDER`), then by subject: the same order on every run."""
+    return sorted(found, key=lambda a: (cause_rank(a.cause), a.subject))
 
 
 def cause_badge(word: str) -> str:

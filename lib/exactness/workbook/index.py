@@ -241,15 +241,7 @@ def _legend(cards: list[RunEntry]) -> str:
             + f"<p><b>Verdicts of a finding</b> (against the investigation it starts from): {verdicts}</p></div>")
 
 
-# The order of the index's class table: what a maintainer must act on first (a defect: something computes the
-# wrong thing), then what the run could not settle, then flaky comparisons, then what is fine as it is.
-CAUSE_ORDER = ("defect", "undecided", "not run", "random draw", "near-tie", "near-tie and noise", "exact tie",
-               "precision noise", "TF32 rounding", "codes flip", "padding", "float noise", "never flips",
-               "never fails here", "nothing reaches", "no argmax")
-
-
-def cause_rank(cause: str) -> int:
-    return CAUSE_ORDER.index(cause) if cause in CAUSE_ORDER else len(CAUSE_ORDER)
+cause_rank = answers.cause_rank
 
 
 @dataclass(frozen=True)
@@ -272,7 +264,7 @@ def class_lines(cards: list[RunEntry], outputs: Path) -> list[ClassLine]:
                   if " · " not in a.subject]
     urgent = {}
     for line in found:
-        urgent[line.answer.subject] = min(urgent.get(line.answer.subject, len(CAUSE_ORDER)),
+        urgent[line.answer.subject] = min(urgent.get(line.answer.subject, len(answers.CAUSE_ORDER)),
                                           cause_rank(line.answer.cause))
     return sorted(found, key=lambda x: (urgent[x.answer.subject], x.answer.subject, cause_rank(x.answer.cause),
                                         x.study))
