@@ -26,5 +26,6 @@ def test_a_sample_names_what_was_checked_and_a_worst_case_is_no_95_interval():
 
 def test_one_in_never_prints_infinity_or_zero_and_plurals_follow_the_count():
     assert wording.one_in(0.0) == "none" and wording.one_in(float("nan")) == "none" and wording.one_in(1.0) == "1 in 1"
+    assert wording.one_in(0.97) == "1 in 1" and wording.one_in(0.9) == "1 in 1.1"
     assert wording.plural(1, "seed") == "1 seed" and wording.plural(2000, "seed") == "2,000 seeds"
     assert wording.plural(3, "class", "classes") == "3 classes"

@@ -41,9 +41,9 @@ def one_in(rate: float) -> str:
     """'1 in 2,700' for a rate per seed; a rate of 0 (or none measured) reads 'none', never 'inf'."""
     if rate is None or math.isnan(rate) or rate <= 0:
         return "none"
-    if rate >= 1:
-        return "1 in 1"
     n = 1 / rate
+    if n < 1.05:  # every seed, or as good as: '1 in 1', never '1 in 1.0' beside it
+        return "1 in 1"
     if n >= 100:  # two significant digits, as every measured value: 1 in 3,600, not 1 in 3,646
         n = round(n, 1 - math.floor(math.log10(n)))
     return f"1 in {significant(n, 2)}"
