@@ -65,17 +65,24 @@ _REPORT = """<script>window.addEventListener('load', function () {
   });
   // What the first screen (1400 x 900) shows: the answers block or answer cards, and where each starts.
   var firstScreen = Array.from(document.querySelectorAll('section.exactness-answers, section.exactness-findings, ' +
-    '.card')).map(function (e) {
+    '.card, table.classes')).map(function (e) {
       var top = e.getBoundingClientRect().top + window.scrollY;
-      return {kind: e.matches('.card') ? (e.querySelector('table') ? 'answer card' : 'card') :
+      return {kind: e.matches('table.classes') ? 'classes' :
+                    e.matches('.card') ? (e.querySelector('table') ? 'answer card' : 'card') :
                     e.matches('section.exactness-answers') ? 'answers' : 'findings', top: top}; })
     .filter(function (e) { return e.top < 900; });
+  // Text cut off: an element that clips its overflow (an ellipsis, or hidden) and holds more than it shows.
+  var cut = Array.from(document.querySelectorAll('body *')).filter(function (e) {
+    var style = getComputedStyle(e);
+    return (style.textOverflow === 'ellipsis' || style.overflowX === 'hidden') && e.scrollWidth > e.clientWidth + 1
+      && e.innerText && e.innerText.trim().length > 0 && !e.closest('pre, code, .jp-InputArea'); })
+    .map(function (e) { return e.innerText.trim().slice(0, 120); });
   var probe = document.createElement('pre'); probe.id = '__probe';
   probe.textContent = JSON.stringify({errors: __errors, images: images, error_outputs: errorOutputs.length,
                                       figures: figures, order: order,
                                       findings: findings ? findings.querySelectorAll('li').length : 0,
                                       markers: markers, hidden_classes: hidden, empty_sections: empty,
-                                      first_screen: firstScreen,
+                                      first_screen: firstScreen, cut_off: cut,
                                       text: document.body.innerText.slice(0, 200000)});
   document.body.appendChild(probe);
 });</script>"""
@@ -89,8 +96,19 @@ LEFTOVERS = {
     "an investigation called a seed": r"\b[Ss]eed 00[02]\b|\b00[02]_[0-9a-f]{16}\b",
     "a seed with thousands separators": r"\bseeds? \d{1,3}(?:,\d{3})+(?! (?:seeds|draws|runs))",
     "a missing-value marker": r"<NA>|\bNaT\b",
+    # issue 44: one shape for a rate (1 in N with its interval, none as a bound), nothing internal on a page
+    "a rate per 40,000": r"\b(?:per|/) ?40(?:,000|k)\b",
+    "a rate as a probability": r"\bbounded below \d|\b(?:rate|flips?|fails?) (?:is )?(?:below|at most) 0\.\d|"
+                               r"\(95%: at most|interval 0 to",
+    "a zero drawn on a log axis": r"\b0 drawn at|exact ties at 0\.1\b",
+    "infinity as a figure": r"∞|\binf\b",
+    "a function or field name": r"\b(?:build_path|weights_path|session_path|gathered_graph|folded_fp64)\b|"
+                                r"onnx\.exactness|\bby taps\b|dispatch recorder\)",
+    "an ONNX initializer's name": r"initializer '\w+'",
+    "Markdown shown raw": r"`[^`\n]+`|(?<![\w*])\*[^*\s][^*\n]*\*(?![\w*])",
 }
 NODE = r"\bnode_[A-Za-z0-9_]+"
+NODE_EXPLAINED = r"ONNX node node_\w+ of the exported graph"
 
 
 def leftovers(text: str) -> dict[str, list[str]]:
@@ -101,7 +119,7 @@ def leftovers(text: str) -> dict[str, list[str]]:
         hits = [text[max(0, m.start() - 60):m.end() + 60] for m in re.finditer(pattern, text)]
         if hits:
             found[what] = hits[:5]
-    lines = [line for line in text.splitlines() if re.search(NODE, line)]
+    lines = [line for line in text.splitlines() if re.search(NODE, re.sub(NODE_EXPLAINED, "", line))]
     bare = [line[:160] for line in lines if not re.search(r"[a-z_]\w*\.[a-z_][\w.]*", line)]
     if bare:
         found["a node name without its module"] = bare[:5]

@@ -5,6 +5,8 @@ user's own jupyter_server_config in .state/jupyter/config still loads, and wins)
   077, since jupyter_server writes jpserver-<pid>-open.html (the URL with the token) with the umask's mode.
 - Checkpoints (File > Revert Notebook to Checkpoint) go beside the rest of Jupyter's state (.state/ under
   `make lab`), never into notebooks/.ipynb_checkpoints/ in the checkout.
+- labconfig/page_config.json beside this file turns JupyterLab's news announcement off: a notebook opened
+  from `make lab` shows the notebook, not a question about fetching news from the network.
 - A browser page that goes away while its kernel is still starting (a reload, a closed tab, a screenshot
   taken too early) no longer makes the server log a 500: jupyter_server 2.21 clears the websocket
   handler's connection when the client leaves during the handshake, then reads it again to pick the

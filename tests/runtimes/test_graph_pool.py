@@ -9,7 +9,7 @@ import torch
 
 from exactness.runtimes import fed_graph, graph_pool, onnx_graph, weight_swap
 from exactness.runtimes.graph_pool import Case, GraphPool, Learnt, Phase
-from exactness.runtimes.paths import LookupPath, SessionPath, WeightsPath
+from exactness.runtimes.speedup_paths import LookupPath, SessionPath, WeightsPath
 
 
 class TwoLayers(torch.nn.Module):

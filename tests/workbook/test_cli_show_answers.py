@@ -19,7 +19,8 @@ def test_show_prints_the_answers_then_the_findings(tiny_project, capsys):
     (folder / "summary.json").write_text(json.dumps(summary))
     assert cli.main(["show", str(folder), "--out", str(outputs)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1] == "  HubertModel: near-tie; compare tie-aware; 15 (95% 9 to 25)" and lines[2] == "  [new] a claim"
+    assert lines[1] == "  HubertModel: near-tie; compare tie-aware; fails 15 (95% 9 to 25)"
+    assert lines[2] == "  [new] a claim"
 
 
 def test_show_prints_control_characters_from_a_run_folder_as_escapes(tiny_project, capsys):

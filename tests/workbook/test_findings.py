@@ -40,10 +40,11 @@ def test_html_shows_each_verdict_word_and_escapes_the_claims():
     assert "verdict-new" in page and "verdict-not-comparable" in page and "why: other model" in page
 
 
-def test_rate_text_never_prints_inf_and_a_zero_lower_bound_prints_zero():
-    assert findings.rate_text(0, 2000) == "0 failures in 2,000 seeds (95% interval 0 to 1 in 522)"
-    assert findings.rate_text(15, 40000).startswith("15 failures in 40,000 seeds, 1 in 2,667 (95% interval 1 in ")
-    assert "inf" not in findings.rate_text(0, 1) and findings.one_in(0.0) == "0"
+def test_rate_text_is_the_one_rate_shape_and_none_is_a_bound():
+    assert findings.rate_text(0, 2000) == "no failures in 2,000 seeds: at most 1 in 520 (95% bound)"
+    assert findings.rate_text(15, 40000).startswith("failures 1 in 2,700 (95% 1 in ")
+    assert findings.rate_text(15, 40000).endswith("; 15 of 40,000 seeds)")
+    assert "inf" not in findings.rate_text(0, 1) and findings.one_in(0.0) == "none"
 
 
 def test_rate_verdict_follows_the_counts():

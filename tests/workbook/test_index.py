@@ -126,7 +126,7 @@ def test_a_card_opens_with_the_answer_table_its_findings_folded_and_the_words_ex
               summary={"answers": [_answer("alone against padded", "padding", "last 12 frames")],
                        "answers_columns": {"subject": "the shorter clip: compared", "rate": "what changes"}})
     page = index.write(project).read_text()
-    cards = page[:page.index("<h2>All runs</h2>")]
+    cards = page[page.index("<h2>Studies</h2>"):page.index("<h2>All runs</h2>")]
     near_tie = cards[cards.index(">near_tie<"):]
     assert near_tie.index("Wav2Vec2ForPreTraining") < near_tie.index("<details>") < near_tie.index("a long finding")
     assert "fails per 40,000" in near_tie and "<summary>1 finding</summary>" in near_tie
@@ -196,3 +196,34 @@ def test_an_environment_run_that_is_not_a_folder_under_outputs_is_never_a_link(t
     hrefs = [h.lower() for h in re.findall(r'href="([^"]*)"', html.unescape(page))]
     assert not [h for h in hrefs if ":" in h or h.startswith(("/", "..")) or "/../" in h], hrefs
     assert 'href="environment/20261130-090000-smoke-abcd/report.html"' in page
+
+
+def test_the_index_opens_with_every_class_sorted_by_cause_defects_first_each_linked_to_its_answer(tmp_path):
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    _fake_run(project.outputs, "discrete_ops", "r1", "2026-11-30T01:00:00",
+              summary={"answers": [_answer("BertModel", "nothing reaches"), _answer("UniSpeech", "near-tie"),
+                                   _answer("Tapas", "defect"), _answer("Tapas · eager CPU fp32 vs TF32", "defect")],
+                       "answers_columns": {"subject": "class"}})
+    _fake_run(project.outputs, "near_tie", "r2", "2026-11-30T02:00:00",
+              summary={"answers": [_answer("UniSpeech", "undecided"), _answer("Conformer", "never flips")],
+                       "answers_columns": {"subject": "class"}})
+    _fake_run(project.outputs, "dac_batching", "r3", "2026-11-30T03:00:00",
+              summary={"answers": [_answer("alone against padded", "padding")],
+                       "answers_columns": {"subject": "the shorter clip: compared"}})
+    page = index.write(project).read_text()
+    table = page[page.index('<table class="classes">'):page.index("</table>", page.index('<table class="classes">'))]
+    assert page.index('<table class="classes">') < page.index('class="card"')  # answers before the studies' cards
+    order = re.findall(r'#answer-([\w-]+)"', table)
+    # defects first; a class of two studies together, its more urgent line first; the other sides stay in the report
+    assert order == ["Tapas", "UniSpeech", "UniSpeech", "Conformer", "BertModel"], order
+    assert 'href="near_tie/r2/report.html#answer-UniSpeech"' in table
+    assert "alone against padded" not in table and "1 with a defect" in page
+    assert index.render(project) == index.render(project)  # a stable order
+
+
+def test_answers_sort_by_cause_defects_first_then_by_name():
+    from exactness.workbook.answers import Answer, by_cause
+
+    found = [Answer(name, cause, "a", "r") for name, cause in
+             [("B", "nothing reaches"), ("A", "exact tie"), ("Z", "defect"), ("C", "exact tie")]]
+    assert [a.subject for a in by_cause(found)] == ["Z", "A", "C", "B"]

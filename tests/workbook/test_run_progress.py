@@ -35,8 +35,8 @@ def test_each_section_is_announced_once_with_its_cell_number_of_all_code_cells()
 
 def test_only_whole_sweep_progress_lines_of_the_cells_stderr_reach_the_terminal():
     progress, _, out = _progress_on([])
-    progress.write("FutureWarning: something noisy\nscreen Wav2Vec2ForPreTraining: 250/2")
+    progress.write("FutureWarning: something noisy\nscreen Wav2Vec2ForPreTraining: 250/2,")
     assert out.getvalue() == ""  # the progress line is not finished yet
-    progress.write("000 (23/s, 75 s left)\nexports: 1/2 (0/s, nan s left)\n")
-    assert out.getvalue().splitlines() == ["  screen Wav2Vec2ForPreTraining: 250/2000 (23/s, 75 s left)",
-                                           "  exports: 1/2 (0/s, nan s left)"]
+    progress.write("000 seeds (23 seeds/s, 75 s left)\nexports: 1/2 classes (one every 40 s, 40 s left)\n")
+    assert out.getvalue().splitlines() == ["  screen Wav2Vec2ForPreTraining: 250/2,000 seeds (23 seeds/s, 75 s left)",
+                                           "  exports: 1/2 classes (one every 40 s, 40 s left)"]

@@ -45,3 +45,12 @@ def test_every_line_passes_the_run_terminal_filter():
         progress.advance(1)
     assert len(_lines(stream)) == 4 and all(_PROGRESS_LINE.match(line) for line in _lines(stream))
     assert _lines(stream)[-1].startswith("screen X: 6/6") and "2 resumed" in _lines(stream)[-1]
+
+
+def test_every_count_says_what_it_counts():
+    stream = io.StringIO()
+    ticks = iter([0.0, 10.0, 20.0])
+    progress = sweep.Progress(3, "exports", every=0.0, stream=stream, clock=lambda: next(ticks), unit="classes")
+    progress.advance(1)
+    progress.advance(1)
+    assert _lines(stream)[-1] == "exports: 2/3 classes (one every 10 s, 10 s left)"

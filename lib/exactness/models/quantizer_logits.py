@@ -5,7 +5,7 @@ The argmax sees only the conv feature extractor, the feature projection's layer 
 (see rng_replay) and runs just those modules of one template model: the same module code on the same
 shapes, so the logits are bit-identical to the full forward's (tests prove it on many seeds).
 
-Fast path (`exactness.runtimes.paths`, switched off by `fast_paths: false`):
+Fast path (`exactness.runtimes.speedup_paths`, switched off by `fast_paths: false`):
 - replaces: `plain_logits`, a whole model built and run for each screened seed;
 - exact because: the same weights (replayed draws) go through the same module code on the same shapes;
 - verified by: tests/models/test_quantizer_logits.py on many seeds, `near_tie_screen.replay_proof` in every run,

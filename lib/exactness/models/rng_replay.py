@@ -20,7 +20,7 @@ takes one per element; a contiguous float32 `normal_` of 16 or more takes one pe
 when its size is not a multiple of 16). The plan keeps the shortcut only if the generator's whole state
 afterwards (Box-Muller caches included) equals that of the full replay on two seeds.
 
-Fast path (`exactness.runtimes.paths`, switched off by `fast_paths: false`):
+Fast path (`exactness.runtimes.speedup_paths`, switched off by `fast_paths: false`):
 - replaces: running a model's constructor to get the tensors its random draws make;
 - exact because: the same draws in the same order leave the generator where the constructor leaves it;
 - verified by: the plan itself (the generator's whole state compared on two seeds before a shortcut is kept) and

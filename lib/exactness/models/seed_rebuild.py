@@ -7,7 +7,7 @@ template. Weight norm's magnitude is not drawn: it is computed from the drawn di
 parametrization is registered, so the plan recomputes it the same way. tests/models/test_seed_rebuild.py
 proves the state and the forward bit-identical to a plain build.
 
-Fast path (`exactness.runtimes.paths`, switched off by `fast_paths: false`; a check row's `build_path`):
+Fast path (`exactness.runtimes.speedup_paths`, switched off by `fast_paths: false`; a check row's `build_path`):
 - replaces: `build_model(model, seed)` for every checked seed after a pool's first two;
 - exact because: every parameter and buffer gets the value the constructor would draw (`rng_replay`);
 - verified by: tests/models/test_seed_rebuild.py (state and forward bit for bit), test_near_tie_paths.py.

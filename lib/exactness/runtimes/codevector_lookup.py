@@ -14,7 +14,7 @@ same way. It is only ever used for eager runs (`run`), never while exporting: th
 model's own. Each process checks it once per model class against the model's own forward, on the first
 inputs it is used with; if any output differs, that class keeps its own forward in that process.
 
-Fast path (`exactness.runtimes.paths`, switched off by `fast_paths: false`; a check row's `eager_lookup_path`
+Fast path (`exactness.runtimes.speedup_paths`, switched off by `fast_paths: false`; a check row's `eager_lookup_path`
 and `ort_lookup_path`):
 - replaces: the quantizer's one-hot times the codebook summed over the codes, eager (`run`) and in the fed
   ORT session (`gathered_graph`);
@@ -172,6 +172,9 @@ def gathered_graph(model: onnx.ModelProto) -> onnx.ModelProto | None:
                 removed = tuple(position[id(n)] for n in (mul, reshape, reduce))
                 return _rewritten(model, removed, argmax.output[0], book, *shape[1:])
     return None
+
+
+gathered_graph.words = "its codevector product replaced by a gather (the same values, checked)"
 
 
 def _rewritten(model: onnx.ModelProto, removed: tuple[int, ...], codes: str, book: str, groups: int,

@@ -7,7 +7,7 @@ later seeds only those functions are wrapped, for the length of a forward: a wra
 calls and, at a call the screen waits for, runs the function under a recorder of its own, so that every record
 is made by the recorder's own code from the same call. The forward stops after the last one.
 
-Fast path (`exactness.runtimes.paths`, switched off by `fast_paths: false`; a screen row's `recorder`):
+Fast path (`exactness.runtimes.speedup_paths`, switched off by `fast_paths: false`; a screen row's `recorder`):
 - replaces: the dispatch recorder over the whole forward, in the discrete-ops screen;
 - exact because: each record is the recorder's own, of the same call (the n-th call of the same torch
   function, which makes the same aten call while the forward's control flow does not depend on the seed);

@@ -12,7 +12,7 @@ millisecond); the rest, the *head*, runs in one session built once per process. 
 verified bit for bit against the per-seed session on two seeds; anything it cannot reproduce makes
 `learn` fail, and callers keep building a session per seed.
 
-Fast path (`exactness.runtimes.paths`, switched off by `fast_paths: false`; a check row's `session_path`):
+Fast path (`exactness.runtimes.speedup_paths`, switched off by `fast_paths: false`; a check row's `session_path`):
 - replaces: an ORT session built for each seed's swapped graph;
 - exact because: fed weights reach the same kernels, except where measured otherwise: those nodes and all
   after them keep constant weights in the per-seed tail;

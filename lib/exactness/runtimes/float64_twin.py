@@ -4,7 +4,7 @@ The float64 reference runs a float64 copy of the seed's model. Deep-copying a ti
 float64 forward (a third of a check). So each process keeps one float64 twin per model structure and writes the
 seed's parameters and buffers into it (float32 to float64 is exact).
 
-Fast path (`exactness.runtimes.paths`, switched off by `fast_paths: false`):
+Fast path (`exactness.runtimes.speedup_paths`, switched off by `fast_paths: false`):
 - replaces: `copy.deepcopy(model).double()` per seed;
 - exact because: a model of the same class and the same named tensors differs from another seed's only in
   those tensors' values, each written into the twin as `.double()` writes it;

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from exactness.runtimes import fed_graph, onnx_graph, weight_swap
-from exactness.runtimes.paths import LookupPath, SessionPath, WeightsPath
+from exactness.runtimes.speedup_paths import LookupPath, SessionPath, WeightsPath
 
 SHAPE_MODES = ("dynamic", "static")
 
@@ -205,7 +205,8 @@ class GraphPool:
             self.fed_state, self.fed_reason = Learnt.REFUSED, str(error)
             return
         tail = "no tail" if self.fed.tail is None else f"a tail of {len(self.fed.tail.graph.node)} nodes"
-        rewritten = f", rewritten by {self.rewrite.__name__}" if self.fed.rewritten else ""
+        # said in words on a report: a rewrite names what it changes (`words`), never its function's name
+        rewritten = f", {getattr(self.rewrite, 'words', 'rewritten')}" if self.fed.rewritten else ""
         self.fed_state = Learnt.VERIFIED
         self.fed_reason = f"seeds {case.seed} and {self.template_seed} ({tail}{rewritten})"
 

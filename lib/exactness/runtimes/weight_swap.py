@@ -14,7 +14,7 @@ channels first, half of each reference box, as it is or its exp), each learnt on
 explanation is then verified against a second, fresh export of another seed; anything it cannot reproduce
 bit for bit makes the plan fail loudly, and callers fall back to fresh exports.
 
-Fast path (`exactness.runtimes.paths`, switched off by `fast_paths: false`; a check row's `weights_path`):
+Fast path (`exactness.runtimes.speedup_paths`, switched off by `fast_paths: false`; a check row's `weights_path`):
 - replaces: a fresh ONNX export per seed (10-30 s);
 - exact because: the graph is the same for every seed of a class; only initializers differ, and each is
   rebuilt by the rule learnt for it;
@@ -322,13 +322,17 @@ def learn(template: ExportedGraph, template_model: torch.nn.Module, check: Expor
             else:  # folded by the exporter from the seed's tensors
                 rule = _explain_seeded(array, state, linears)
             if rule is None:
-                raise SwapError(f"initializer {name!r} {array.shape} depends on the seed but matches no model tensor "
-                                "(nor a broadcast, gathered rows, a Linear projection or copied elements of one)")
+                # said for a report's reader: what an initializer is, then the exporter's name for it
+                raise SwapError(f"a weight the exporter stored in the graph (initializer {name}, shape "
+                                f"{tuple(array.shape)}) depends on the seed but matches no model tensor (nor a "
+                                "broadcast, gathered rows, a Linear projection or copied elements of one), so every "
+                                "checked seed is exported afresh")
         rules[name] = rule
     plan = SwapPlan(rules, constants, check_seed)
     rebuilt = plan.initializers(check_model)
     for name, array in second.items():
         if not np.array_equal(rebuilt.get(name, plan.constants.get(name)), array):
-            raise SwapError(f"swapped initializer {name!r} ({rules[name].kind} of {rules[name].source}) differs from "
-                            f"a fresh export of seed {check_seed}")
+            raise SwapError(f"a swapped graph weight (initializer {name}, {rules[name].kind} of {rules[name].source}) "
+                            f"differs from a fresh export of seed {check_seed}, so every checked seed is exported "
+                            "afresh")
     return plan

@@ -9,8 +9,11 @@ summary.json under `answers`, where the index and `exactness show` read the same
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
+
+from exactness.workbook.presentation import inline_markdown
 
 DISPLAY_ID = "exactness-answers"
 SUMMARY_KEY = "answers"
@@ -26,6 +29,7 @@ class Columns:
     cause: str = "cause"
     action: str = "what to do"
     rate: str = "export test fails"
+    flips: str = "a discrete choice flips"
     proof: str = "proof"
 
     @classmethod
@@ -50,6 +54,7 @@ class Answer:
     failures_low: float | None = None
     failures_high: float | None = None
     verified: bool | None = None  # the recommended test change, run on this run's seeds
+    flips: str = ""  # how often a discrete choice flips, apart from failures ("" where a study counts no flips)
 
     def to_dict(self) -> dict[str, Any]:
         return {"class": self.subject, **asdict(self)}  # "class": the name machine readers of a model study use
@@ -72,7 +77,7 @@ STYLE = """
 .exactness-answers table { border-collapse: collapse; font-size: 0.92em; }
 .exactness-answers th, .exactness-answers td { border-bottom: 1px solid #ddd; padding: 4px 8px;
   text-align: left !important; vertical-align: top; }
-.exactness-answers td.answer-proof { color: #555; font-size: 0.85em; max-width: 36em; }
+.exactness-answers td.answer-proof { color: #555; font-size: 0.85em; min-width: 22em; max-width: 36em; }
 .exactness-answers td.answer-subject { font-weight: bold; }
 .exactness-answers .legend { color: #555; font-size: 0.85em; margin: 4px 0; }
 .cause { display: inline-block; font-size: 0.85em; font-weight: bold; padding: 1px 6px; border-radius: 3px;
@@ -88,7 +93,7 @@ STYLE = """
 
 # Every cause word any study uses, explained once (the index and every report show the same legend).
 MEANINGS = {
-    "defect": "one side computes something else: NaN or inf on one side, or an error far beyond float rounding; "
+    "defect": "one side computes something else: NaN or infinity on one side, or an error far beyond float rounding; "
               "localized to where it starts",
     "exact tie": "a discrete choice between exactly equal values, which the runtimes break differently",
     "near-tie": "a discrete choice between values closer than the float noise, flipped by rounding",
@@ -123,7 +128,23 @@ MEANINGS = {
 }
 
 
-def _cause(word: str) -> str:
+# The order a maintainer reads causes in (the index's class table, a model study's answer table): what computes the
+# wrong thing first, then what the run could not settle, then flaky comparisons, then what is fine as it is.
+CAUSE_ORDER = ("defect", "undecided", "not run", "random draw", "near-tie", "near-tie and noise", "exact tie",
+               "precision noise", "TF32 rounding", "codes flip", "padding", "float noise", "never flips",
+               "never fails here", "nothing reaches", "no argmax")
+
+
+def cause_rank(cause: str) -> int:
+    return CAUSE_ORDER.index(cause) if cause in CAUSE_ORDER else len(CAUSE_ORDER)
+
+
+def by_cause(found: list[Answer]) -> list[Answer]:
+    """`found` sorted by cause (`CAUSE_ORDER`), then by subject: the same order on every run."""
+    return sorted(found, key=lambda a: (cause_rank(a.cause), a.subject))
+
+
+def cause_badge(word: str) -> str:
     return f'<span class="cause cause-{html.escape(word.replace(" ", "-"))}">{html.escape(word)}</span>'
 
 
@@ -134,15 +155,21 @@ def legend(words) -> str:
     return "; ".join(f"<b>{html.escape(w)}</b>: {html.escape(MEANINGS[w])}" for w in used)
 
 
-def table_html(answers: list[Answer], columns: Columns | None = None) -> str:
+def anchor(subject: str) -> str:
+    """The id of a subject's answer row, so that the index (and a sentence elsewhere) links straight to it."""
+    return "answer-" + re.sub(r"[^A-Za-z0-9_-]+", "-", subject).strip("-")
+
+
+def table_html(answers: list[Answer], columns: Columns | None = None, anchors: bool = True) -> str:
     """The answer table alone: one row per answer, the columns every answer leaves empty left out."""
     columns = columns or Columns()
-    cells = {"subject": lambda a: html.escape(a.subject), "cause": lambda a: _cause(a.cause),
-             "action": lambda a: html.escape(a.action), "rate": lambda a: html.escape(a.rate),
-             "proof": lambda a: html.escape(a.proof)}
+    cells = {"subject": lambda a: html.escape(a.subject), "cause": lambda a: cause_badge(a.cause),
+             "action": lambda a: inline_markdown(a.action), "rate": lambda a: html.escape(a.rate),
+             "flips": lambda a: html.escape(a.flips), "proof": lambda a: inline_markdown(a.proof)}
     shown = [name for name in cells if name in ("subject", "cause") or any(getattr(a, name) for a in answers)]
     head = "".join(f"<th>{html.escape(getattr(columns, name))}</th>" for name in shown)
-    rows = "".join("<tr>" + "".join(f"<td class=\"answer-{name}\">{cells[name](a)}</td>" for name in shown)
+    rows = "".join((f'<tr id="{anchor(a.subject)}">' if anchors else "<tr>")
+                   + "".join(f"<td class=\"answer-{name}\">{cells[name](a)}</td>" for name in shown)
                    + "</tr>" for a in answers)
     return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from exactness.workbook import answers, catalog, findings, index, parameters, terminal_text
+from exactness.workbook import answers, batch_time, catalog, findings, index, parameters, terminal_text
 from exactness.workbook.manifest import INTERRUPTED_BY_USER, MANIFEST, OUTPUT_CLOSED, Manifest, WriteError
 from exactness.workbook.project import Project, keep_state_inside
 
@@ -249,9 +249,12 @@ def cmd_run(project: Project, args) -> int:
     runs.ensure_kernel()
     batch = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M%S-") + secrets.token_hex(2)
     environment_run, failures, stopped = None, [], None
+    durations = batch_time.last_durations(project) if len(batch_plan) > 1 else {}
     for number, planned in enumerate(batch_plan, 1):
         try:
-            print(f"[{number}/{len(batch_plan)}] {planned.study.name} ({planned.param_set}) ...", flush=True)
+            estimate = (" " + batch_time.left([(p.study.name, p.param_set) for p in batch_plan[number - 1:]],
+                                               durations)) if len(batch_plan) > 1 else ""
+            print(f"[{number}/{len(batch_plan)}] {planned.study.name} ({planned.param_set}) ...{estimate}", flush=True)
             result = runs.execute(project, planned.study, planned.params, planned.param_set, batch,
                                   environment_run=environment_run, with_code=args.with_code,
                                   log_output=args.log_output)
@@ -361,7 +364,9 @@ def cmd_show(project: Project, reference: str) -> int:
         say.append(f"  error{cell}: {manifest.error}")
     summary = index.read_summary(folder)
     for answer in answers.from_summary(summary):  # the answer table first, one line per class or configuration
-        say.append(f"  {answer.subject}: {answer.cause}; {answer.action}" + (f"; {answer.rate}" if answer.rate else ""))
+        say.append(f"  {answer.subject}: {answer.cause}; {answer.action}"
+                   + (f"; fails {answer.rate}" if answer.rate else "")
+                   + (f"; flips {answer.flips}" if answer.flips else ""))
     found = findings.from_summary(summary)
     say += [f"  {finding.text()}" for finding in found]
     if not found:  # a study without findings (or a run that stopped before them): its headline figures

@@ -10,11 +10,11 @@ notebook and its HTML report open with the answer although it is computed last.
 from __future__ import annotations
 
 import html
-import math
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from exactness.compare.rates import binomial_two_sided_p, wilson_interval
+from exactness.compare.rates import RatePolicy, binomial_two_sided_p
+from exactness.workbook import wording
 
 # "fact": arithmetic any conforming machine gives (an IEEE 754 spacing): checked, never a reproduction, since no
 # measurement could have disagreed with it short of a broken float unit
@@ -146,20 +146,8 @@ def from_summary(summary: Any) -> list[Finding]:
 # Figures in words: counts, rates with their interval, comparisons with an investigation's rate
 
 
-def count(n: float) -> str:
-    return f"{int(n):,}"
-
-
-def significant(x: float, digits: int = 2) -> str:
-    """A measured value with `digits` significant digits (0 stays 0; no 'e-0x' for ordinary sizes)."""
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    if x == 0:
-        return "0"
-    if 1e-3 <= abs(x) < 1e5:
-        decimals = max(0, digits - 1 - math.floor(math.log10(abs(x))))
-        return f"{x:,.{decimals}f}"
-    return f"{x:.{digits - 1}e}"
+# one formatter for counts, rates and bounds on every page (`wording`): re-exported for the studies' findings
+count, significant, one_in = wording.count, wording.significant, wording.one_in
 
 
 def span(low: float, high: float, joiner: str = " to ") -> str:
@@ -168,21 +156,13 @@ def span(low: float, high: float, joiner: str = " to ") -> str:
     return a if a == b else f"{a}{joiner}{b}"
 
 
-def one_in(rate: float) -> str:
-    """'1 in 2,700' for a rate; never 'inf': a zero rate reads '0'."""
-    if rate <= 0 or math.isnan(rate):
-        return "0"
-    return f"1 in {significant(1 / rate, 2)}"
-
-
 def rate_text(k: int, n: int, what: str = "failures", per: str = "seeds") -> str:
-    """'3 failures in 2,000 seeds, 1 in 670 (95% interval 0 to 1 in 230)'."""
-    low, high = wilson_interval(k, n)
-    low_text = "0" if low == 0 else one_in(low)
-    point = f", {one_in(k / n)}" if k else ""
-    first, _, rest = what.partition(" ")
-    what = (first.removesuffix("s") + (" " + rest if rest else "")) if k == 1 else what
-    return f"{count(k)} {what} in {count(n)} {per}{point} (95% interval {low_text} to {one_in(high)})"
+    """'failures 1 in 670 (95% 1 in 2,700 to 1 in 230; 3 of 2,000 seeds)', 'no failures in 2,000 seeds: at
+    most 1 in 520 (95% bound)': `wording.rate`, named."""
+    unit = per.removesuffix("s")
+    if not k:
+        return f"no {what} in {wording.rate(0, n, unit).removeprefix('none in ')}"
+    return f"{what} {wording.rate(k, n, unit)}"
 
 
 def rate_verdict(k: int, n: int, seed_k: int, seed_n: int, source: str = "the investigation") -> tuple[str, str]:
@@ -197,19 +177,11 @@ def rate_verdict(k: int, n: int, seed_k: int, seed_n: int, source: str = "the in
            f"{count(k)}: {'consistent' if consistent else 'inconsistent'} with one rate (exact test p = "
            f"{significant(p)})")
     if consistent and binomial_two_sided_p(0, n, seed_k, seed_n) >= 0.05:
-        needed = seeds_to_disagree(seed_k, seed_n)
+        # the one count of seeds that decides, as every answer states it (`RatePolicy`): none failing in that many
+        # bounds the rate under the investigation's
+        policy = RatePolicy(seed_k / seed_n)
         return "not comparable", (f"{why}; but none at all would agree too (P(0) = "
-                                  f"{significant((1 - seed_k / seed_n) ** n)}): with about {count(needed)} seeds, "
-                                  f"finding none would contradict {source}'s rate")
+                                  f"{significant((1 - seed_k / seed_n) ** n)}): {count(policy.seeds_needed())} "
+                                  f"seeds with none failing would bound the rate under {source}'s "
+                                  f"{one_in(policy.rate)} (one-sided 95%)")
     return ("reproduced" if consistent else "differs"), why
-
-
-def seeds_to_disagree(seed_k: int, seed_n: int, limit: int = 10**9) -> int:
-    """The fewest seeds with which finding no event at all would be inconsistent with the investigation's rate."""
-    low, high = 1, limit
-    if binomial_two_sided_p(0, high, seed_k, seed_n) >= 0.05:
-        return limit
-    while low < high:
-        mid = (low + high) // 2
-        low, high = (mid + 1, high) if binomial_two_sided_p(0, mid, seed_k, seed_n) >= 0.05 else (low, mid)
-    return low

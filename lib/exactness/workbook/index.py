@@ -1,6 +1,7 @@
-"""outputs/index.html: one card per study with the answer table of its newest passed run (its findings folded
-under it), the cause and verdict words explained once, then every run in one line each, newest first. No
-scripts, no network: it opens straight from disk."""
+"""outputs/index.html: first one table of every class the newest passed runs judged, defects first, each row
+linked to its answer in its report; then one card per study with the answer table of its newest passed run (its
+findings folded under it), the cause and verdict words explained once, then every run in one line each, newest
+first. No scripts, no network: it opens straight from disk."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path, PurePosixPath
 
 from exactness.workbook import answers, findings
 from exactness.workbook.manifest import MANIFEST, Manifest, ManifestError, read_json, write_atomically
+from exactness.workbook.presentation import inline_markdown
 from exactness.workbook.project import Project
 
 HEADLINES_SHOWN = 8
@@ -27,7 +29,7 @@ tr.interrupted td.status { background: #ffe082; }
 tr.running td.status { background: #bbdefb; }
 tr.died td.status, tr.unreadable td.status { background: #ef9a9a; color: #7f0000; font-weight: bold; }
 .card { border: 1px solid #c5cae9; border-radius: 4px; padding: 4px 12px; margin: 0 0 10px 0; background: #fafbff; }
-.card h2 { margin: 4px 0; font-size: 1.1em; }
+.card h3 { margin: 4px 0; font-size: 1.1em; }
 .card table { border-collapse: collapse; font-size: 0.88em; width: 100%; }
 .card th, .card td { border-bottom: 1px solid #e3e3e3; padding: 2px 6px; text-align: left; vertical-align: top; }
 .card td.answer-proof { color: #555; font-size: 0.9em; } .card td.answer-subject { font-weight: bold; }
@@ -35,6 +37,12 @@ tr.died td.status, tr.unreadable td.status { background: #ef9a9a; color: #7f0000
 .card details { font-size: 0.88em; margin: 4px 0; }
 .card .claims { margin: 4px 0; padding-left: 1.4em; } .card .claims li { margin: 2px 0; }
 .legend { color: #444; font-size: 0.85em; margin: 8px 0 16px 0; }
+table.classes { border-collapse: collapse; width: 100%; font-size: 0.9em; margin: 4px 0 14px 0; }
+table.classes th, table.classes td { border-bottom: 1px solid #ddd; padding: 3px 8px; text-align: left;
+  vertical-align: top; }
+table.classes th { background: #f5f5f5; position: sticky; top: 0; }
+table.classes td.class-name { font-weight: bold; white-space: nowrap; }
+table.classes tr.same-class td { border-top: none; } table.classes tr.same-class td.class-name { color: #999; }
 code { font-size: 0.9em; }
 """
 
@@ -200,14 +208,14 @@ def _card(entry: RunEntry, outputs: Path) -> str:
     found = answers.from_summary(entry.summary)
     report = f'{html.escape(os.path.relpath(entry.folder, outputs))}/report.html'
     if found:
-        body = answers.table_html(found, answers.Columns.from_summary(entry.summary))
+        body = answers.table_html(found, answers.Columns.from_summary(entry.summary), anchors=False)
         if entry.findings:
             body += (f"<details><summary>{len(entry.findings)} finding{'s' if len(entry.findings) != 1 else ''}"
                      f"</summary>{_headline_list(entry)}</details>")
     else:
         body = _headline_list(entry)
     duration = f", {_duration(m.duration_s)}" if m.duration_s is not None else ""
-    return (f'<div class="card"><h2><a href="{report}">{html.escape(m.study)}</a></h2>{body}<p class="meta">'
+    return (f'<div class="card"><h3><a href="{report}">{html.escape(m.study)}</a></h3>{body}<p class="meta">'
             f"{html.escape(m.status)}, {html.escape(_when(m))}{duration}, parameter set "
             f"<code>{html.escape(m.param_set)}</code> &middot; {' &middot; '.join(_links(entry, outputs))}</p></div>")
 
@@ -233,6 +241,60 @@ def _legend(cards: list[RunEntry]) -> str:
             + f"<p><b>Verdicts of a finding</b> (against the investigation it starts from): {verdicts}</p></div>")
 
 
+cause_rank = answers.cause_rank
+
+
+@dataclass(frozen=True)
+class ClassLine:
+    study: str
+    report: str  # the report's path relative to outputs/
+    answer: answers.Answer
+
+
+def class_lines(cards: list[RunEntry], outputs: Path) -> list[ClassLine]:
+    """Every class the shown runs judged (a model study's answers, its class under another pair of sides left to
+    its report), sorted by the class's most urgent cause, then by name, so that a class judged by two studies
+    has its lines together, the more urgent first; the order is the same on every render."""
+    found = []
+    for entry in cards:
+        if answers.Columns.from_summary(entry.summary).subject != "class":
+            continue
+        report = f"{os.path.relpath(entry.folder, outputs)}/report.html"
+        found += [ClassLine(entry.manifest.study, report, a) for a in answers.from_summary(entry.summary)
+                  if " · " not in a.subject]
+    urgent = {}
+    for line in found:
+        urgent[line.answer.subject] = min(urgent.get(line.answer.subject, len(answers.CAUSE_ORDER)),
+                                          cause_rank(line.answer.cause))
+    return sorted(found, key=lambda x: (urgent[x.answer.subject], x.answer.subject, cause_rank(x.answer.cause),
+                                        x.study))
+
+
+def _classes_table(lines: list[ClassLine]) -> str:
+    """The index's first table: cause, what to do and both rates of every class, each linked to its answer row."""
+    if not lines:
+        return ""
+    rows, previous = [], None
+    for line in lines:
+        a = line.answer
+        href = html.escape(f"{line.report}#{answers.anchor(a.subject)}", quote=True)
+        same = a.subject == previous
+        previous = a.subject
+        rows.append(f'<tr class="{"same-class" if same else ""}"><td class="class-name">'
+                    f'<a href="{href}">{html.escape(a.subject)}</a></td><td>{answers.cause_badge(a.cause)}</td>'
+                    f"<td>{inline_markdown(a.action)}</td><td>{html.escape(a.rate)}</td>"
+                    f"<td>{html.escape(a.flips)}</td><td><a href=\"{html.escape(line.report)}\">"
+                    f"{html.escape(line.study)}</a></td></tr>")
+    defects = len({x.answer.subject for x in lines if x.answer.cause == "defect"})
+    classes = len({x.answer.subject for x in lines})
+    return (f"<h2 id=\"classes\">Every class judged</h2><p class=\"intro\">{classes} class"
+            f"{'es' if classes != 1 else ''}, {defects} with a defect; sorted by cause, defects first; a class judged "
+            "by two studies has a line from each, together. The class links to its answer and proof in the report."
+            "</p><table class=\"classes\"><thead><tr><th>class</th><th>cause</th><th>what to do</th>"
+            "<th>export test fails</th><th>a discrete choice flips</th><th>study</th></tr></thead><tbody>"
+            + "".join(rows) + "</tbody></table>")
+
+
 def render(project: Project) -> str:
     entries = collect(project)
     newest_passed = {}
@@ -241,12 +303,14 @@ def render(project: Project) -> str:
             newest_passed[entry.manifest.study] = entry
     shown = [newest_passed[s] for s in _study_order(project, newest_passed)]
     cards = "\n".join(_card(e, project.outputs) for e in shown)
+    classes = _classes_table(class_lines(shown, project.outputs))
     rows = "\n".join(_row(e, project.outputs) for e in entries) or '<tr><td colspan="6">no runs yet</td></tr>'
     return (
         "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>exactness runs</title>"
         f"<style>{_STYLE}{findings.STYLE}{answers.STYLE}</style></head><body><h1>exactness</h1>"
-        "<p class=\"intro\">Each study's answer, from its newest passed run; every run below.</p>"
-        f"{cards}{_legend(shown) if shown else ''}<h2>All runs</h2>"
+        "<p class=\"intro\">Every class's answer first, then each study's, from its newest passed run; every run "
+        "below.</p>"
+        f"{classes}{_legend(shown) if shown else ''}{'<h2>Studies</h2>' + cards if cards else ''}<h2>All runs</h2>"
         f"<p>{len(entries)} run{'s' if len(entries) != 1 else ''}, newest first. Each report links the environment "
         "run of its batch.</p>"
         "<table class=\"runs\"><thead><tr><th>study</th><th>status</th><th>parameters</th><th>started</th>"

@@ -15,6 +15,8 @@ import re
 
 import pandas as pd
 
+from exactness.workbook.wording import plural  # noqa: F401  (the one plural; studies import it from here too)
+
 MAX_COLUMNS = 8
 _TEXT = ' class="text"'  # left-aligned: names and words, not numbers
 TABLE_STYLE = """
@@ -65,9 +67,6 @@ def missing(value) -> bool:
         return False
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    """'1 row', '3 rows', '40,000 seeds': the count with the word in the number it needs."""
-    return f"{int(n):,} {word if n == 1 else (many or word + 's')}"
 
 
 def cell(value, digits: int = 3, plain: bool = False) -> str:
@@ -103,21 +102,35 @@ def is_seed_column(name) -> bool:
     return bool(_SEED_COLUMN.search(str(name)))
 
 
-def _rows_html(frame: pd.DataFrame, digits: int, plain: list[bool]) -> str:
+_CODE = re.compile(r"`([^`]+)`")
+_EMPHASIS = re.compile(r"(?<![\w*])\*([^*\s][^*]*?)\*(?![\w*])")
+
+
+def inline_markdown(text: str) -> str:
+    """Text quoted from Markdown (a skip's reason: `topk`, *tied*) as HTML: code and emphasis rendered, the rest
+    escaped, so that no backtick or asterisk reaches the page."""
+    escaped = html.escape(text)
+    return _EMPHASIS.sub(r"<em>\1</em>", _CODE.sub(r"<code>\1</code>", escaped))
+
+
+def _rows_html(frame: pd.DataFrame, digits: int, plain: list[bool], markdown: list[bool] | None = None) -> str:
     numeric = [pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
                for c in frame.columns]
+    markdown = markdown or [False] * len(frame.columns)
     rows = []
     for values in frame.itertuples(index=False, name=None):
-        cells = "".join(f"<td{'' if num else _TEXT}>{html.escape(cell(v, digits, seed))}</td>"
-                        for v, num, seed in zip(values, numeric, plain, strict=True))
+        cells = "".join(f"<td{'' if num else _TEXT}>"
+                        f"{inline_markdown(cell(v, digits, seed)) if md else html.escape(cell(v, digits, seed))}</td>"
+                        for v, num, seed, md in zip(values, numeric, plain, markdown, strict=True))
         rows.append(f"<tr>{cells}</tr>")
     return "".join(rows)
 
 
 def table_html(frame: pd.DataFrame, columns: dict[str, str] | list[str] | None = None, digits: int = 3,
-               caption: str = "", full: str | None = None, max_rows: int = 12) -> str:
+               caption: str = "", full: str | None = None, max_rows: int = 12, markdown: list[str] = ()) -> str:
     """A table for people: `columns` picks (and, as a dict, renames) at most MAX_COLUMNS columns; rows past
-    `max_rows` fold into a <details>; `full` names the complete table under tables/ (parquet and CSV)."""
+    `max_rows` fold into a <details>; `full` names the complete table under tables/ (parquet and CSV);
+    `markdown`: the columns whose text is quoted Markdown (`inline_markdown`)."""
     if columns is None:
         columns = list(frame.columns)
     names = columns if isinstance(columns, dict) else {c: c for c in columns}
@@ -133,11 +146,12 @@ def table_html(frame: pd.DataFrame, columns: dict[str, str] | list[str] | None =
                for c in shown.columns]
     head = "".join(f"<th{'' if num else _TEXT}>{html.escape(str(c))}</th>"
                    for c, num in zip(shown.columns, numeric, strict=True))
-    first = _rows_html(shown[:max_rows], digits, plain)
+    md = [original in markdown for original in names]
+    first = _rows_html(shown[:max_rows], digits, plain, md)
     body = f"<table class=\"exactness-table\"><thead><tr>{head}</tr></thead><tbody>{first}</tbody></table>"
     if len(shown) > max_rows:
         rest = (f"<table class=\"exactness-table\"><thead><tr>{head}</tr></thead>"
-                f"<tbody>{_rows_html(shown[max_rows:], digits, plain)}</tbody></table>")
+                f"<tbody>{_rows_html(shown[max_rows:], digits, plain, md)}</tbody></table>")
         body += f"<details><summary>{plural(len(shown) - max_rows, 'more row')}</summary>{rest}</details>"
     notes = [html.escape(caption)] if caption else []
     if full:
@@ -149,9 +163,9 @@ def table_html(frame: pd.DataFrame, columns: dict[str, str] | list[str] | None =
 
 
 def table(frame: pd.DataFrame, columns: dict[str, str] | list[str] | None = None, digits: int = 3,
-          caption: str = "", full: str | None = None, max_rows: int = 12) -> None:
+          caption: str = "", full: str | None = None, max_rows: int = 12, markdown: list[str] = ()) -> None:
     """Show `table_html(...)` in the notebook."""
-    _display_html(table_html(frame, columns, digits, caption, full, max_rows))
+    _display_html(table_html(frame, columns, digits, caption, full, max_rows, markdown))
 
 
 def figure_html(png: bytes, alt: str, caption: str, empty: list[str] | None = None) -> str:

@@ -20,11 +20,10 @@ _BANNER_STYLE = (
     "background:{background}"
 )
 _STATUS_COLOURS = {"passed": "#e8f5e9", "failed": "#ffebee", "interrupted": "#fff8e1", "running": "#e3f2fd"}
-# A report is read at a glance: each finding is its claim and one line of detail (our figure, the
-# investigation's, why), the rest of that line shown when the reader points at it.
+# A report is read at a glance: each finding is its claim, then its detail (our figure, the investigation's, why)
+# in smaller grey text that wraps; nothing is cut off, since a reader can neither hover on paper nor expand a cut.
 _READER_STYLE = """<style>
-.exactness-findings li .detail { display: block; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
-.exactness-findings li:hover .detail { white-space: normal; }
+.exactness-findings li .detail { display: block; white-space: normal; overflow-wrap: anywhere; }
 </style>"""
 
 

@@ -13,8 +13,9 @@ import re
 import sys
 from typing import TextIO
 
-# exactness.workbook.sweep.Progress: "screen Wav2Vec2ForPreTraining: 250/2000 (23/s, 75 s left)"
-_PROGRESS_LINE = re.compile(r"^\S.*: \d+/\d+ \(\d+/s, \S+ s left.*\)$")
+# exactness.workbook.sweep.Progress: "screen Wav2Vec2ForPreTraining: 250/2,000 seeds (23 seeds/s, 75 s left)"
+_PROGRESS_LINE = re.compile(r"^\S.*: [\d,]+/[\d,]+ \w+ \((?:\d+ \w+/s|one every \d+ s|none done in \d+ s), "
+                            r"\S+ s left.*\)$")
 # exactness.models.sources, while a builder or tester has not returned for a while:
 # "still building /abs/my_model.py:build for seed 7: 30 s so far (your builder has not returned)"
 _SLOW_BUILD_LINE = re.compile(r"^still building .+ for seed -?\d+: \d+ s so far \(.+\)$")

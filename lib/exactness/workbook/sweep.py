@@ -81,8 +81,9 @@ class Progress:
 
     ESTIMATE_AFTER = 2  # chunks done before a time left is said
 
-    def __init__(self, total: int, label: str, every: float = 10.0, stream=None, clock=time.monotonic):
-        self.total, self.label, self.every, self.clock = total, label, every, clock
+    def __init__(self, total: int, label: str, every: float = 10.0, stream=None, clock=time.monotonic,
+                 unit: str = "seeds"):
+        self.total, self.label, self.every, self.clock, self.unit = total, label, every, clock, unit
         self.stream = stream or sys.stderr
         self.done, self.resumed, self.chunks, self.began, self.last = 0, 0, 0, clock(), None
 
@@ -100,18 +101,20 @@ class Progress:
             print(self.line(now), file=self.stream, flush=True)
 
     def line(self, now: float) -> str:
-        resumed = f", {self.resumed} resumed" if self.resumed else ""
+        """'screen X: 250/2,000 seeds (23 seeds/s, 75 s left)'; under one a second, 'one every 40 s'."""
+        resumed = f", {self.resumed:,} resumed" if self.resumed else ""
         elapsed = now - self.began
         measured = self.done - self.resumed
         rate = measured / elapsed if elapsed > 0 else 0.0
+        speed = (f"{rate:.0f} {self.unit}/s" if rate >= 1 else
+                 f"one every {elapsed / measured:.0f} s" if measured else f"none done in {elapsed:.0f} s")
+        head = f"{self.label}: {self.done:,}/{self.total:,} {self.unit}"
         if self.done >= self.total:
-            return f"{self.label}: {self.done}/{self.total} ({rate:.0f}/s, 0 s left{resumed})"
+            return f"{head} ({speed}, 0 s left{resumed})"
         if self.chunks < self.ESTIMATE_AFTER or rate <= 0:
-            return (f"{self.label}: {self.done}/{self.total} ({rate:.0f}/s, ? s left: estimating until "
-                    f"{self.ESTIMATE_AFTER} chunks are done{resumed})")
+            return f"{head} ({speed}, ? s left: estimating until {self.ESTIMATE_AFTER} chunks are done{resumed})"
         left = (self.total - self.done) / rate
-        slow = f"; one every {elapsed / measured:.0f} s" if rate < 1 else ""
-        return f"{self.label}: {self.done}/{self.total} ({rate:.0f}/s, {left:.0f} s left{slow}{resumed})"
+        return f"{head} ({speed}, {left:.0f} s left{resumed})"
 
 
 _EXECUTORS: dict[int, tuple[ProcessPoolExecutor, tuple, tuple]] = {}  # workers -> pool, roots, fingerprint
@@ -213,11 +216,12 @@ def concat_frames(results: list[pd.DataFrame]) -> pd.DataFrame:
 def map_chunks(function: Callable[[Sequence], object], items: Sequence, workers: int = 1,
                chunk_size: int = 500, label: str = "sweep", progress_every: float = 10.0,
                scheduler: str = "", shards: ShardStore | None = None,
-               combine: Callable[[list], object] = concat_frames, size: Callable[[Sequence], int] = len):
+               combine: Callable[[list], object] = concat_frames, size: Callable[[Sequence], int] = len,
+               unit: str = "seeds"):
     """`function(chunk)` for every chunk of `items`, combined in order (tables: concatenated). `size(chunk)`:
-    what progress counts of a chunk (its items; the seeds of items that each hold many)."""
+    what progress counts of a chunk (its items; the seeds of items that each hold many), in `unit`."""
     parts = chunks(list(items), chunk_size)
-    progress = Progress(sum(size(part) for part in parts), label, progress_every)
+    progress = Progress(sum(size(part) for part in parts), label, progress_every, unit=unit)
     results: list = [None] * len(parts)
     keys = [shards.key(label, part) if shards else "" for part in parts]
     for i, key in enumerate(keys):

@@ -27,8 +27,8 @@ def test_a_twin_run_is_one_line_named_for_both_and_the_legend_has_no_headers():
     assert figures.twins(table) == {"folded_fp32": "weight_norm"}
     fig = figures.error_against_depth(table, "float64")
     labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
-    assert labels == ["weight_norm = folded_fp32 (identical: one line)", "folded_fp64", "default init",
-                      "variance_preserving init"]
+    assert labels == ["weight norm recomputed = folded in float32 (identical: one line)", "folded in float64",
+                      "default init", "variance_preserving init"]
     assert len(fig.axes[0].lines) == 2 * 2 + 1  # two runs drawn per init, and the decoder's boundary
 
 

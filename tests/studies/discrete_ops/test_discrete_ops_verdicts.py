@@ -217,7 +217,8 @@ def test_answers_and_findings_read_the_verdicts():
                                    [_margin(0, 1, 0.0)]), verdicts.RatePolicy(), 16.0)
     (answer,) = sections.answers(_result([tie]))
     assert answer.cause == "exact tie" and answer.exclude == ["idx"]
-    assert answer.rate.startswith("none in 1 seed (one-sided 95%: at most")
+    assert answer.rate.startswith("none in 1 seed: at most 1 in ") and answer.rate.endswith("(95% bound)")
+    assert answer.flips == "1 in 1 (95% 1 in 4.8 to 1 in 1; 1 of 1 seed)"  # flips apart from failures
     found = findings.findings(_result([tie]))
     assert "1 exact tie" in found[0].claim
     assert np.isnan(verdicts.reach_ulps(float("nan"), 16.0, 4.0, float("nan")))
@@ -230,7 +231,7 @@ def test_a_screen_with_no_seed_in_reach_states_its_rate_over_every_screened_seed
                              verdicts.RatePolicy(), 16.0)
     (answer,) = sections.answers(_result([quiet]))
     assert quiet.failures.checked == 0 and quiet.failures.seeds == 2000
-    assert answer.rate == "none in 2,000 seeds (one-sided 95%: at most 1 in 668)", answer.rate
+    assert answer.rate == "none in 2,000 seeds: at most 1 in 670 (95% bound)", answer.rate
     shown = figures.failure_rates([quiet])
     assert [t.get_text() for t in shown.axes[0].get_yticklabels()] == [MODEL]
     plt.close(shown)
@@ -239,12 +240,12 @@ def test_a_screen_with_no_seed_in_reach_states_its_rate_over_every_screened_seed
 
 def test_none_is_said_of_the_checked_seeds_alone_where_seeds_that_could_fail_were_left_unchecked():
     capped = verdicts.estimate(0, 45, 100, 2000)  # 100 within reach, 45 checked (the cap)
-    assert sections.rate_words(capped).startswith("none on 45 checked of 2,000 seeds (at most 1 in ")
+    assert sections.rate_words(capped) == "none in 45 checked of 2,000 seeds: at most 1 in 36 (worst-case bound)"
     sampled = verdicts.estimate(0, 0, 0, 2000, sampled=(0, 40, 248))  # 40 of 248 exact ties checked
-    assert sections.rate_words(sampled).startswith("none on 40 checked of 2,000 seeds (at most 1 in ")
+    assert sections.rate_words(sampled).startswith("none in 40 checked of 2,000 seeds: at most 1 in ")
     whole = verdicts.estimate(0, 100, 100, 2000)  # every seed within reach checked
     # the one bound the verdict itself uses (one-sided exact), not a second method for the same 0 of 2,000
-    assert sections.rate_words(whole) == "none in 2,000 seeds (one-sided 95%: at most 1 in 668)"
+    assert sections.rate_words(whole) == "none in 2,000 seeds: at most 1 in 670 (95% bound)"
 
 
 def test_a_run_of_two_shape_modes_names_each_line_by_its_mode():
@@ -315,11 +316,16 @@ def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
 
     ties = stated(counted=1, screened=2000, candidates=2000, checked_candidates=40, ties=2000,
                   flips=verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000)))
-    assert ties.startswith("Flips 1 in 1.7 (95% 1 in 2.2 to 1 in 1.4), from 2,000 seeds screened, 2,000 of them exact "
-                           "ties; 40 of the 2,000 within reach of a tie checked")
+    assert ties == ("Flips counted over 2,000 seeds screened, 2,000 of them exact ties; 40 of the 2,000 within reach "
+                    "of a tie checked.")
+    tied = verdicts.ClassVerdict("M", "static", verdicts.Cause.EXACT_TIE, "p", "a", counted=1, screened=2000,
+                                 flips=verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000)))
+    assert sections.flip_rate(tied) == "1 in 1.7 (95% 1 in 2.2 to 1 in 1.4; 24 in 40 checked of 2,000 seeds)"
     none = stated(counted=1, screened=2000, flips=verdicts.estimate(0, 0, 0, 2000))
     assert none == "No flip in 2,000 seeds screened; none within reach of a tie."
-    assert stated(counted=0, checked=8).startswith("No discrete op that can flip reaches an output")
+    assert stated(counted=0, checked=8) == ""  # the flips column says never, with why
+    unflippable = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, "p", "a", checked=8)
+    assert sections.flip_rate(unflippable) == "never (no discrete op can flip)"
     nothing = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, "no discrete op ...", "a")
     assert sections.flip_words(nothing) == ""  # its proof opens with it: said once
 
@@ -404,3 +410,19 @@ def test_the_skip_reason_finding_says_why_each_refuted_reason_does_not_hold():
                                  reason_holds=True)
     claim = findings.skip_reasons(_result([tapas, held])).claim
     assert "holds for 1 of 2" in claim and "not for TapasForQuestionAnswering (a defect, not a tie)" in claim
+
+
+def test_the_float64_table_and_its_sentence_judge_the_same_outputs():
+    from types import SimpleNamespace
+
+    rows = [  # a tied class: its flipped output is far from float64 but judged by forcing, not by the bound
+        dict(model="Tied", seed=0, output="idx_logits", within_noise=None, ort_f64_err=5.0),
+        dict(model="Tied", seed=0, output="logits", within_noise=True, ort_f64_err=1e-7),
+        dict(model="Drifted", seed=0, output="y", within_noise=False, ort_f64_err=1e-3)]
+    outputs = pd.DataFrame([{**r, "floating": True, "noise_bound": 1.6e-6, "eager_f64_err": 1e-7, "scale_ulp": 1e-7}
+                            for r in rows])
+    section = sections.noise(SimpleNamespace(outputs=outputs))
+    table = section.frame.set_index("model")
+    assert table.loc["Tied", "worst_over_bound"] < 1 and table.loc["Tied", "flipped"] == 1
+    assert table.loc["Drifted", "worst_over_bound"] > 16 and table.loc["Drifted", "beyond"] == 1
+    assert section.sentence.endswith("1 of 2 classes; beyond it (each a defect below): Drifted.")

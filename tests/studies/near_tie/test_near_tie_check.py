@@ -10,7 +10,7 @@ import pytest
 from exactness.models import wav2vec2_family as family
 from exactness.runtimes import weight_swap
 from exactness.runtimes.graph_pool import Case, GraphPool
-from exactness.runtimes.paths import BuildPath
+from exactness.runtimes.speedup_paths import BuildPath
 from exactness.studies.near_tie import study as near_tie
 from exactness.studies.near_tie.check import check_seed
 from exactness.studies.near_tie.row import PATH_COLUMNS

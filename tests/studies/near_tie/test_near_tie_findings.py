@@ -39,7 +39,8 @@ def test_failures_that_are_flipped_ties_are_named_so_and_the_seed_rate_is_compar
     assert "the one failure is a flipped near-tie" in finding.claim and "section 5" in finding.source
     # 2,000 seeds could not have disagreed: no failure at all would agree with 1 in 2,700 too
     assert finding.verdict == "not comparable" and "none at all would agree too" in finding.why
-    assert "1 failure in 2,000 seeds, 1 in 2,000" in finding.ours
+    assert finding.ours.startswith("failures 1 in 2,000 (95% 1 in 11,000 to 1 in 350; 1 of 2,000 seeds)")
+    assert "7,988 seeds with none failing would bound the rate under" in finding.why
     many = _checks(flipped=(1,) * 15, passed=(False,) * 15, aligned=(True,) * 15)
     assert class_finding(SEED_MODEL, many, _rates(failed=15, screened=40000, checked=15, below=15)).verdict == \
         "reproduced"
@@ -141,7 +142,8 @@ def _prediction(measured_failures, screened=2000, predicted=15.0):
 def test_prediction_says_whether_measured_failures_fall_inside_the_interval():
     inside = prediction_finding(_prediction(1))
     assert "measured inside the interval in 1 of 1 class" in inside.claim and "target not judged" in inside.claim
-    assert f"per 40,000 seeds from the screen and the gap noise: {SEED_MODEL} 15 (5 to 30)" in inside.claim
+    assert (f"failure rate from the screen and the gap noise: {SEED_MODEL} 1 in 2,700 (95% 1 in 8,000 to 1 in 1,300)"
+            in inside.claim)
     outside = prediction_finding(_prediction(9))
     assert "measured inside the interval in 0 of 1 class" in outside.claim
 
@@ -156,7 +158,7 @@ def test_the_seeds_count_per_40000_is_held_against_the_conformers_predicted_inte
     assert "consistent with one rate" in missed.why
     far = prediction_finding(_prediction(40, predicted=200.0).assign(failures_per_scale_low=100.0,
                                                                       failures_per_scale_high=400.0))
-    assert far.verdict == "differs" and "lies below the predicted 100 to 400 per 40,000" in far.why
+    assert far.verdict == "differs" and "lies below the predicted 1 in 200 (95% 1 in 400 to 1 in 100)" in far.why
     assert prediction_finding(_prediction(1).assign(model=OTHER)).verdict == "new"
 
 

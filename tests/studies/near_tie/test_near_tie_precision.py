@@ -60,7 +60,8 @@ def test_the_answer_names_both_sides_and_what_to_turn_off(tf32_table):
     line = precision_answers.answer(summary, "none in 160 seeds")
     assert "eager CPU fp32 vs eager CPU TF32 convolutions (emulated)" in line.subject
     assert "torch.backends.cudnn.allow_tf32 = False" in line.action and "none in 160 seeds" in line.action
-    assert line.rate.endswith(f"{int((~tf32_table.test_rule_passed).sum())} in 160 seeds)")
+    assert line.rate.endswith(f"{int((~tf32_table.test_rule_passed).sum())} of 160 seeds)")
+    assert line.flips.endswith(f"{int((tf32_table.n_flipped_rows > 0).sum())} of 160 seeds)")
 
 
 def test_the_laws_count_a_seed_once_and_ignore_gaps_no_noise_reaches():

@@ -52,7 +52,7 @@ def test_our_rates_sit_above_the_seeds_with_intervals_in_words():
                           "failure_rate": [1 / 2000]})
     beside = near_tie_report.rates_beside_seed(rates)
     assert beside.model.tolist()[0] == SEED_MODEL and beside.model.tolist()[1].startswith("transformers #50575")
-    assert beside.rate[0].startswith("1 failure in 2,000 seeds, 1 in 2,000 (95% interval")
+    assert beside.rate[0] == "failures 1 in 2,000 (95% 1 in 11,000 to 1 in 350; 1 of 2,000 seeds)"
     sentence = near_tie_report.rate_sentence(rates, replays_example=False, seed_start=0, n_seeds=2000)
     assert "not our seeds 0 to 1999" in sentence and "the same recipe" not in sentence
 

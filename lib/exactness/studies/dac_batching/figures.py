@@ -48,7 +48,8 @@ def batching_differences(curves: dict, clip: int, stage: str, one_side: int, uni
         for cause, curve in values.items():
             x, y, width = envelope(curve, start, end)
             ax.step(x, y, where="post", label=cause, linewidth=1.2, color=COLOURS[cause])
-        ax.axvspan(end - one_side, end, color="orange", alpha=0.2, label=reach_label)
+        # a band in no line's colour: a line drawn over a band of its own hue disappears into it
+        ax.axvspan(end - one_side, end, color="#9575cd", alpha=0.15, label=reach_label)
         if windows_from is not None:
             ax.axvspan(windows_from, end, color="grey", alpha=0.15,
                        label="decoded in a window of another span (rounding)")

@@ -9,6 +9,18 @@ from matplotlib.lines import Line2D
 
 # One colour per run in every figure of the study (a run keeps its colour whatever the figure shows).
 RUN_COLOURS = {"weight_norm": "#2ca02c", "folded_fp32": "#1f77b4", "folded_fp64": "#ff7f0e", "float64": "#7f7f7f"}
+# The runs as a page names them (the tables' `variant` values are for code and parquet readers)
+RUN_NAMES = {"weight_norm": "weight norm recomputed", "folded_fp32": "folded in float32",
+             "folded_fp64": "folded in float64", "float64": "float64 reference"}
+
+
+def run_name(run: str) -> str:
+    return RUN_NAMES.get(run, run)
+
+
+def named_runs(frame: pd.DataFrame, column: str = "variant") -> pd.DataFrame:
+    """`frame` with its runs named as the page names them, for a table for people."""
+    return frame.assign(**{column: frame[column].map(run_name)}) if column in frame else frame
 INIT_STYLES = ("-", "--", ":", "-.")
 
 
@@ -61,12 +73,14 @@ def error_against_depth(propagation: pd.DataFrame, against: str):
         boundary = shown[shown.layer == "decoder.Conv1"].depth
         if len(boundary):
             ax.axvline(boundary.iloc[0] - 0.5, color="grey", linestyle=":")
-    names = {r: " = ".join([r, *[t for t, of in repeats.items() if of == r]]) for r in drawn}
+    names = {r: " = ".join([run_name(r), *[run_name(t) for t, of in repeats.items() if of == r]])
+             for r in drawn}
     handles = [Line2D([], [], color=RUN_COLOURS.get(r, "#9467bd"), marker="o", label=names[r]
                       + (" (identical: one line)" if " = " in names[r] else "")) for r in drawn]
     handles += [Line2D([], [], color="#424242", linestyle=styles[i], label=f"{i} init") for i in inits]
     axes[0].legend(handles=handles, bbox_to_anchor=(1.01, 1), loc="upper left", fontsize=8)
-    axes[0].set_title(f"Error against {against}, layer by layer (dotted line: the decoder starts from identical codes)")
+    axes[0].set_title(f"Error against {run_name(against)}, layer by layer (dotted line: the decoder starts from "
+                      "identical codes)")
     _layer_ticks(axes[-1], shown)
     axes[-1].set_xlabel("layer (main path; the points between are the blocks' residual units)")
     fig.tight_layout()

@@ -15,6 +15,7 @@ from dataclasses import replace
 import pandas as pd
 
 from exactness import reference
+from exactness.studies.dac_propagation.figures import run_name
 from exactness.studies.dac_propagation.study import ENCODER_OUTPUT, FIRST_LAYER, seed_chain
 from exactness.workbook.findings import Finding, count, significant, span
 
@@ -311,7 +312,7 @@ def closeness_sentence(propagated: pd.DataFrame, growth: pd.DataFrame) -> str:
     for (init, layer), group in rel[rel.layer.isin(["encoder.Conv2", "decoder.Conv2"])].groupby(["init", "layer"],
                                                                                                    sort=False):
         at = group.groupby("variant").rel_err.max()
-        ranked = ["/".join(sorted(names)) for _, names in sorted(at.groupby(at).groups.items())]
+        ranked = [" / ".join(sorted(run_name(n) for n in names)) for _, names in sorted(at.groupby(at).groups.items())]
         where = "encoder output" if layer == "encoder.Conv2" else "decoder output"
         orders.append(f"{init} at the {where}: " + (f"all identical ({ranked[0]})" if len(ranked) == 1 else
                                                      ", ".join(ranked)))

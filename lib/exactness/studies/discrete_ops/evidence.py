@@ -37,6 +37,7 @@ class Defect:
     forced_difference: float = float("nan")  # left after forcing ORT's choices on eager
     op_type: str = ""
     node: str = ""
+    scope: str = ""  # the module the op sits in, where the scan knows it
     margin_ulps: float = float("nan")  # eager's margin where the op flipped
     reach_ulps: float = float("nan")
 
@@ -107,5 +108,6 @@ class Evidence:
     bound: float = float("nan")  # the flip rate's one-sided 95% upper bound
     rate_asked: float = float("nan")
     seeds_needed: int = 0
+    skipped: bool = False  # the export test skips the class (it has a skip to remove)
     remedy: str = ""  # a defect's localization's words (`localize`)
     where: str = ""

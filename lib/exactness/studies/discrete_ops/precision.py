@@ -156,14 +156,10 @@ def summarize(table: pd.DataFrame) -> list[ClassUnderPair]:
 
 
 def rate_words(events: int, seeds: int) -> str:
-    """The study's rate shape: '1 in N (95% 1 in a to 1 in b)', 'none in N seeds (at most 1 in b)'."""
-    from exactness.workbook.findings import one_in
-    from exactness.workbook.presentation import plural
+    """The one rate shape (`wording.rate`): '1 in N (95% 1 in a to 1 in b; k of n seeds)', or a bound."""
+    from exactness.workbook.wording import rate
 
-    low, high = wilson_interval(events, seeds)
-    if not events:
-        return f"none in {plural(seeds, 'seed')} (at most {one_in(high)})"
-    return f"{one_in(events / seeds)} (95% {one_in(low)} to {one_in(high)}; {events:,} in {plural(seeds, 'seed')})"
+    return rate(events, seeds)
 
 
 def answer(c: ClassUnderPair):
@@ -193,7 +189,7 @@ def answer(c: ClassUnderPair):
                  f"(the precision's noise in the outputs); {noise}")
     per, low, high = c.per_scale(c.failed)
     return Answer(subject, c.cause, action, rate_words(c.failed, c.seeds), proof, failures_per_40000=per,
-                  failures_low=low, failures_high=high)
+                  failures_low=low, failures_high=high, flips=rate_words(c.flipped, c.seeds))
 
 
 def summary_table(found: list[ClassUnderPair]) -> pd.DataFrame:

@@ -16,8 +16,10 @@ from exactness.models.names import ClassTask
 from exactness.studies.discrete_ops import verdicts as v
 from exactness.studies.discrete_ops.check import NOISE_FACTOR, PLANTS
 from exactness.studies.discrete_ops.study import Result
+from exactness.workbook import wording
 from exactness.workbook.answers import Answer
-from exactness.workbook.findings import count, one_in, significant
+from exactness.workbook.findings import significant
+from exactness.workbook.wording import count, plural
 
 
 @dataclass
@@ -27,61 +29,40 @@ class Section:
     extra: dict = field(default_factory=dict)  # what a figure of the section needs
 
 
-def plural(n: int, word: str, many: str | None = None) -> str:
-    return f"{count(n)} {word if n == 1 else (many or word + 's')}"
-
-
 def rate_words(estimate: v.Estimate | None) -> str:
-    """'on every seed', 'none in 2,000 seeds (one-sided 95%: at most 1 in 668)', 'none on 150 checked of
-    2,000 seeds (at most 1 in 1.8, a worst case)', '1 in 2,700 (95% 1 in 9,000 to 1 in 800)'. The rate is over
-    every seed it counts, the screened ones where a screen ran (one with no seed within reach of a flip checks
-    none of them); where seeds that could fail were left unchecked, "none" is said of the checked ones alone.
-    A count of none is bounded as the rate verdicts bound it (`RatePolicy`), so one 0 of N has one bound."""
+    """`wording.rate` of a class's estimate: over every seed it counts, the screened ones where a screen ran; a
+    count of none is a bound as the rate verdicts bound it (`RatePolicy`), so one 0 of N has one bound; where
+    seeds that could fail were left unchecked, the count is of the checked ones and the upper end a worst case."""
     if estimate is None or not estimate.seeds:
         return "not measured"
-    if estimate.per >= v.PER * 0.999:
-        return "on every seed"
-    if estimate.per == 0:
-        if estimate.exact:  # the one-sided exact bound a rate verdict uses (`RatePolicy`): one method per answer
-            at_most = one_in(v.RatePolicy().upper_bound(estimate.seeds))
-            return f"none in {plural(estimate.seeds, 'seed')} (one-sided 95%: at most {at_most})"
-        at_most = one_in(estimate.high / v.PER)
-        worst = ", a worst case" if estimate.worst_case else ""
-        return (f"none on {count(estimate.checked)} checked of {plural(estimate.seeds, 'seed')} (at most "
-                f"{at_most}{worst})")
-    return f"{one_in(estimate.per / v.PER)} ({interval_words(estimate)})"
+    if estimate.per == 0 and estimate.exact:
+        return wording.bound(v.RatePolicy().upper_bound(estimate.seeds), estimate.seeds)
+    return wording.rate(estimate.observed, estimate.seeds, low=estimate.low / v.PER, high=estimate.high / v.PER,
+                        point=estimate.per / v.PER, worst_case=estimate.worst_case,
+                        checked=None if estimate.exact else estimate.checked)
 
 
-def interval_words(estimate: v.Estimate) -> str:
-    """An estimate's range, named by how it was made: Wilson's 95% interval, or, where seeds within reach were
-    left unchecked, from the events found to those plus every unchecked one (a worst case, not a 95% bound)."""
-    low = one_in(estimate.low / v.PER) if estimate.low else "0"
-    if estimate.worst_case:
-        return (f"from {low} to {one_in(estimate.high / v.PER)}, the upper end a worst case: every seed within reach "
-                "left unchecked counted as failing")
-    return f"95% {low} to {one_in(estimate.high / v.PER)}"
+def flip_rate(verdict: v.ClassVerdict) -> str:
+    """The flips column: how often a discrete choice flips, "never" with why where no op can flip."""
+    if verdict.cause is v.Cause.NO_EXPORT:
+        return ""
+    if not verdict.counted:
+        return wording.NEVER_FLIPS
+    return rate_words(verdict.flips)
 
 
 def flip_words(verdict: v.ClassVerdict) -> str:
-    """The flip rate and the seeds it comes from, in a sentence ("" for a class that did not run)."""
-    if verdict.cause is v.Cause.NO_EXPORT:
+    """Where the flip rate comes from, in a sentence (the rate is its own column; "" where no op can flip)."""
+    if verdict.cause is v.Cause.NO_EXPORT or not verdict.counted:
         return ""
-    if not verdict.counted:  # float noise and nothing reaches: their proofs open with it
-        return "" if verdict.cause in (v.Cause.NOTHING_REACHES, v.Cause.FLOAT_NOISE) else \
-            "No discrete op that can flip reaches an output: no seed can flip."
-    e = verdict.flips
     seen = f"{count(verdict.screened)} seeds screened" if verdict.screened else \
         f"{plural(verdict.checked, 'seed')} checked, none screened"
     ties = f", {count(verdict.ties)} of them exact ties" if verdict.ties else ""
     checked = "" if not verdict.screened else "; none within reach of a tie" if not verdict.candidates else (
         f"; {count(verdict.checked_candidates)} of the {count(verdict.candidates)} within reach of a tie checked")
-    if e.observed == 0:  # the bound that decides is the proof's (`RatePolicy`), not a second one here
+    if verdict.flips is None or verdict.flips.observed == 0:
         return f"No flip in {seen}{ties}{checked}."
-    if e.per >= v.PER * 0.999:
-        rate = "on every seed"
-    else:
-        rate = f"{one_in(e.per / v.PER)} ({interval_words(e)})"
-    return f"Flips {rate}, from {seen}{ties}{checked}."
+    return f"Flips counted over {seen}{ties}{checked}."
 
 
 def catch_words(verification: v.Verification) -> str:
@@ -123,7 +104,7 @@ def answers(result: Result) -> list[Answer]:
                                        if verdict.refutation else "") if part),
             verdict.compare,
             verdict.exclude, verdict.where, failures.per if failures else None, failures.low if failures else None,
-            failures.high if failures else None, verdict.verification.holds))
+            failures.high if failures else None, verdict.verification.holds, flip_rate(verdict)))
     return found
 
 
@@ -198,20 +179,26 @@ def screen(result: Result) -> Section:
 
 
 def noise(result: Result) -> Section:
-    """Per class, the float64 proof: the largest ORT error over the bound, beside eager's own error."""
+    """Per class, the float64 proof over the outputs no flip or draw reaches (those are judged by forcing the
+    choices, in the flips section): the largest ORT error over the bound, beside eager's own error, so that the
+    table's worst ratio and the sentence's count are of the same outputs."""
     out = result.outputs[result.outputs.floating.astype(bool) & result.outputs.noise_bound.notna()]
     if not len(out):
         return Section(pd.DataFrame(), "No float64 reference was computed.")
-    out = out.assign(over=out.ort_f64_err / out.noise_bound, eager_ulps=out.eager_f64_err / out.scale_ulp,
-                     ort_ulps=out.ort_f64_err / out.scale_ulp)
+    judged = out.within_noise.notna()
+    out = out.assign(over=(out.ort_f64_err / out.noise_bound).where(judged),
+                     eager_ulps=(out.eager_f64_err / out.scale_ulp).where(judged),
+                     ort_ulps=(out.ort_f64_err / out.scale_ulp).where(judged), judged=judged,
+                     flipped=~judged)
     frame = out.groupby("model", as_index=False).agg(
         outputs=("output", "nunique"), seeds=("seed", "nunique"), eager_ulps=("eager_ulps", "max"),
         ort_ulps=("ort_ulps", "max"), worst_over_bound=("over", "max"),
-        beyond=("within_noise", lambda s: int(s.eq(False).sum())))
+        beyond=("within_noise", lambda s: int(s.eq(False).sum())), flipped=("flipped", "sum"))
     beyond = frame[frame.beyond > 0]
-    return Section(frame, f"ORT within {significant(NOISE_FACTOR)}x eager's own float64 error on every output of "
-                          f"{count(len(frame) - len(beyond))} of {plural(len(frame), 'class', 'classes')}"
-                          + (f"; beyond it: {', '.join(beyond.model)}." if len(beyond) else "."))
+    return Section(frame, f"On the outputs no flip reaches, ORT is within {significant(NOISE_FACTOR)}x eager's own "
+                          f"float64 error everywhere for {count(len(frame) - len(beyond))} of "
+                          f"{plural(len(frame), 'class', 'classes')}"
+                          + (f"; beyond it (each a defect below): {', '.join(beyond.model)}." if len(beyond) else "."))
 
 
 def made_by(stage: str, pass_name: str) -> str:
@@ -229,7 +216,8 @@ def defects(result: Result) -> Section:
         return Section(table, "")
     parts, reproductions, rows = [], [], []
     for r in table.itertuples():
-        place = r.module or (f"{r.op_type} {r.node}" if r.node else "") or "no single place"
+        place = r.module or (f"{r.op_type} (ONNX node {r.node} of the exported graph)" if r.node else "") \
+            or "no single place"
         made = made_by(getattr(r, "stage", ""), getattr(r, "pass_name", ""))
         rows.append({"model": r.model, "seed": r.seed, "place": place,
                      "shows": r.detail + (f"; {r.missing}" if r.missing else ""), "made_by": made or "not located",
@@ -254,8 +242,31 @@ def flips(result: Result) -> Section:
                           f"{plural(len(per_seed), 'flipped seed')}.")
 
 
+def measured_here(verdict: v.ClassVerdict, outputs: pd.DataFrame) -> str:
+    """This run's figure to set a skip's reason against: the largest eager-ORT difference over the checked seeds, at
+    the output the reason names where it names one, with the measured cause (and why the claim fails, if it does)."""
+    mine = outputs[(outputs.model == verdict.model) & outputs.floating.astype(bool)] if len(outputs) else outputs
+    named = mine[[bool(o) and o in verdict.skip_reason for o in mine.output]] if len(mine) else mine
+    shown = named if len(named) else mine
+    diffs = shown.max_abs_diff.dropna() if len(shown) else pd.Series(dtype=float)
+    parts = [verdict.cause.value]
+    if len(diffs):
+        worst = shown.loc[diffs.idxmax()]
+        parts.append(f"largest eager-ORT difference {significant(float(worst.max_abs_diff))} ({worst.output}) over "
+                     f"{plural(shown.seed.nunique(), 'checked seed')}")
+    if verdict.refutation:
+        parts.append(verdict.refutation)
+    return "; ".join(parts)
+
+
 def verdicts(result: Result) -> Section:
-    table = result.verdicts_table
+    """The verdicts table with each class's failure rate in the one rate shape and, beside a skip's reason, the
+    figure this run measured."""
+    table = result.verdicts_table.copy()
+    by_model = {(x.model, x.shape_mode): x for x in result.verdicts}
+    found = [by_model.get((r.model, r.shape_mode)) for r in table.itertuples()]
+    table["fails"] = [rate_words(x.failures) if x else "" for x in found]
+    table["measured"] = [measured_here(x, result.outputs) if x and x.skip_reason else "" for x in found]
     stated = table[table.skip_reason != ""]
     judged = stated[stated.reason_holds.notna()]
     holds = int(judged.reason_holds.astype(bool).sum())

@@ -39,6 +39,13 @@ class Stage(Enum):
     NOT_SHOWN = "no stage: the symptom does not show in the full pipeline on this seed"
 
 
+# Who fixes a stage: where a maintainer reports a defect the run traced to it.
+UPSTREAM = {Stage.EXPORT_OPTIMIZER: "onnxscript (github.com/microsoft/onnxscript/issues)",
+            Stage.ORT_OPTIMIZER: "ONNX Runtime (github.com/microsoft/onnxruntime/issues)",
+            Stage.ORT_KERNELS: "ONNX Runtime (github.com/microsoft/onnxruntime/issues)",
+            Stage.TRANSLATION: "PyTorch's ONNX exporter (github.com/pytorch/pytorch/issues, label 'module: onnx')"}
+
+
 @dataclass(frozen=True)
 class Config:
     """One configuration of the pipeline."""
@@ -141,11 +148,11 @@ class StageProof:
 
     def action(self) -> str:
         """What to do about the stage, in words ("" when no stage was named)."""
-        repro = ""
+        upstream = UPSTREAM.get(self.stage, "upstream")
+        repro = f"; report it to {upstream}"
         if self.reproduction is not None:
-            repro = ("; report it upstream with the reproduction below (it reproduces here)"
-                     if self.reproduction.reproduces else
-                     "; the reproduction below does not reproduce here: report the class's graph instead")
+            repro += (" with the reproduction in this report (it reproduces here)" if self.reproduction.reproduces else
+                      " with the class's graph (the reproduction in this report does not reproduce here)")
         if self.stage is Stage.EXPORT_OPTIMIZER:
             if self.pass_name:
                 return (f"export without onnxscript's rule {self.pass_name} (or with optimize=False), which removes "
@@ -158,7 +165,7 @@ class StageProof:
             return (f"run ONNX Runtime at graph optimization level '{below}', below the '{self.level}' level that "
                     f"makes it (no single pass removes it){repro}")
         if self.stage is Stage.TRANSLATION:
-            return "fix the model's code or the exporter's translation of it: no optimizer makes it"
+            return f"fix the model's code, or the exporter's translation of it (no optimizer makes it){repro}"
         if self.stage is Stage.ORT_KERNELS:
             return (f"report it to ONNX Runtime ({self.provider}'s kernels) with the graph exported with "
                     "optimize=False: no optimizer makes it, and onnx's reference evaluator computes the graph right")

@@ -39,7 +39,7 @@ from exactness.models import sources, subject_names, subject_rebuild, tiny_subje
 from exactness.runtimes import discrete_recorder, discrete_taps, worker_state
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.export_cache import ExportCache
-from exactness.runtimes.paths import ScreenRecorder
+from exactness.runtimes.speedup_paths import ScreenRecorder
 from exactness.studies.discrete_ops import check, localize
 from exactness.studies.discrete_ops import verdicts as verdicts_of
 from exactness.studies.discrete_ops.rows import (
@@ -462,8 +462,8 @@ def _chosen(task: ClassTask, cg: check.ClassGraph, seeds: list[int], settings: S
     tapped = int((screen.recorder == ScreenRecorder.TAPPED.value).groupby(screen.seed).all().sum()) \
         if len(screen) else 0
     row.screen = f"{n_seeds:,} seeds screened" + (
-        f" ({tapped:,} by taps, the rest by the dispatch recorder)" if tapped < n_seeds else
-        " (by taps, each chunk's first seed checked against the dispatch recorder)")
+        f" ({tapped:,} recording only the counted ops' calls, the rest every op)" if tapped < n_seeds else
+        " (only the counted ops' calls recorded; each chunk's first seed checked against a full recording)")
     budget = (settings.max_fresh_exports if cg.plan is None else settings.max_checks) - len(first)
     return candidates(screen, reach, first, budget, TIE_CHECKS)
 
@@ -537,7 +537,8 @@ def run(models, seed_start: int, n_seeds: int, shape_modes, workers: int = 1, sc
     models = classes(models, settings.transformers_tests)
     tasks = [ClassTask(model, mode) for model in models for mode in shape_modes]
     prepared = sweep.map_chunks(_Prepare(seeds, settings), tasks, workers, 1, "discrete ops: exports",
-                                progress_every, scheduler, None, combine=lambda parts: [x for p in parts for x in p])
+                                progress_every, scheduler, None, combine=lambda parts: [x for p in parts for x in p],
+                                unit="graphs")
     graphs = {task: item for task, item in zip(tasks, prepared, strict=True) if isinstance(item, check.ClassGraph)}
     graph_rows = [item.row if isinstance(item, check.ClassGraph) else item for item in prepared]
     checks, screens, reaches = _sweep(graphs, graph_rows, tasks, seeds, settings, workers, scheduler, shards,

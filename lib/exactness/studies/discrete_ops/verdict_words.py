@@ -15,10 +15,13 @@ from exactness.studies.discrete_ops.evidence import (
     Values,
     ValueState,
 )
+from exactness.workbook.wording import one_in, plural
 
 
-def plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
+def _op(d: Defect) -> str:
+    """A discrete op as a reader finds it: its type in the module it sits in ('ArgMax in quantizer'), the exported
+    graph's node name said as such where the scan knows no module."""
+    return f"{d.op_type} in {d.scope}" if d.scope else f"{d.op_type} (ONNX node {d.node} of the exported graph)"
 
 
 def defect(d: Defect) -> str:
@@ -35,12 +38,12 @@ def defect(d: Defect) -> str:
     if d.sign is DefectSign.NOT_EXPLAINED:
         return at + f"{d.output} still differs by {d.forced_difference:.2g} after forcing ORT's choices on eager"
     if d.sign is DefectSign.NONFINITE_INPUT:
-        return at + (f"the input of {d.op_type} {d.node} is non-finite in {d.count} of {d.of} decisions in ORT, "
+        return at + (f"the input of {_op(d)} is non-finite in {d.count} of {d.of} decisions in ORT, "
                      f"{d.eager_count} in eager")
     if d.sign is DefectSign.FLIP_AMONG_NONFINITE:
-        return at + (f"{d.op_type} {d.node} chose differently among values that are not all finite: no tie, a "
+        return at + (f"{_op(d)} chose differently among values that are not all finite: no tie, a "
                      "computation that breaks")
-    return at + (f"{d.op_type} {d.node} flipped where eager's margin is {d.margin_ulps:.3g} ulps, beyond the "
+    return at + (f"{_op(d)} flipped where eager's margin is {d.margin_ulps:.3g} ulps, beyond the "
                  f"{d.reach_ulps:.3g} noise can reach")
 
 
@@ -82,11 +85,11 @@ def proof(cause: Cause, e: Evidence, error: str = "") -> str:
     if cause is Cause.NEVER_FLIPS:
         checked = (f"{e.unchecked} of the {e.size_in} within the noise's reach left unchecked" if e.unchecked
                    else f"every one of the {e.size_in} within the noise's reach checked")
-        return (f"no flip in {e.total:,} seeds screened, {checked}: the flip rate is below {e.bound:.2g}, under the "
-                f"rate asked for, {e.rate_asked:.2g}; " + values(e.values))
+        return (f"no flip in {e.total:,} seeds screened, {checked}: the flip rate is at most {one_in(e.bound)}, under "
+                f"the rate asked for, {one_in(e.rate_asked)}; " + values(e.values))
     left = f" ({e.unchecked} of {e.size_in} within reach of a tie left unchecked)" if e.unchecked else ""
-    return (f"no flip in {e.total:,} seeds{left}: the flip rate is only bounded below {e.bound:.2g}, not under "
-            f"{e.rate_asked:.2g}")
+    return (f"no flip in {e.total:,} seeds{left}: the flip rate is at most {one_in(e.bound)} (a bound), not yet under "
+            f"the rate asked for, {one_in(e.rate_asked)}")
 
 
 def action(cause: Cause, e: Evidence, compare: list[str], exclude: list[str], error: str = "") -> str:
@@ -94,7 +97,17 @@ def action(cause: Cause, e: Evidence, compare: list[str], exclude: list[str], er
     if cause is Cause.NO_EXPORT:
         return "fix the builder first" if error.startswith("could not build") else "fix the export first"
     if cause is Cause.DEFECT:
-        return ("a bug, not a flaky comparison: keep (or restore) the value check; "
+        # what the value check does here decides what keeping it is worth: one that fails on every seed blocks the
+        # class until the defect is fixed, one that passes anyway catches nothing and must not be relied on
+        if not e.passing:
+            check = "the export test's value check fails on every checked seed: it is right to, so fix the cause"
+        elif not e.failing:
+            check = ("the export test's value check passes on every checked seed all the same (the error is within "
+                     "its tolerance): it catches nothing here, so fix the cause")
+        else:
+            check = (f"the export test's value check fails on {e.failing} of {plural(e.checked, 'checked seed')}: "
+                     "keep it, and fix the cause")
+        return (f"a bug, not a flaky comparison; {check}: "
                 + (e.remedy or f"it starts at {e.where or 'a place not localized'}"))
     if cause is Cause.RANDOM_DRAW:
         return "compare the outputs no random draw reaches; exclude the rest"
@@ -114,17 +127,22 @@ def action(cause: Cause, e: Evidence, compare: list[str], exclude: list[str], er
     if cause in (Cause.FLOAT_NOISE, Cause.NOTHING_REACHES):
         words = "compare every output" + (f" at a tolerance the noise needs: the export test's fails on "
                                           f"{e.failing} of {e.checked} seeds" if e.failing else
-                                          " at the test's tolerance (remove the skip)")
+                                          " at the test's tolerance" + _remove_skip(e))
         if not e.failing and not e.counted:  # what the removal rests on: no flip can happen at all
             words += (": no discrete op that can flip reaches an output, so no seed can flip, and "
                       + values(e.values).replace("on every output of", "on every output of the"))
         return words
     if cause is Cause.NEVER_FLIPS:
-        return "compare every output at the test's tolerance (remove the skip)"
+        return "compare every output at the test's tolerance" + _remove_skip(e)
     if e.unchecked:
         return f"undecided: check every candidate (-p max_checks {e.size_in + e.beyond})"
-    return (f"undecided: about {e.seeds_needed:,} seeds without a flip bound the rate below {e.rate_asked:.2g} "
-            f"(-p n_seeds {e.seeds_needed})")
+    return (f"undecided: screen {e.seeds_needed:,} seeds (-p n_seeds {e.seeds_needed}); with no flip among them the "
+            f"flip rate is under {one_in(e.rate_asked)}, and the class never flips")
+
+
+def _remove_skip(e: Evidence) -> str:
+    """Only a class the export test skips has a skip to remove."""
+    return " (remove the skip)" if e.skipped else ""
 
 
 def refutation(refuted: Refuted | None, claim, cause: Cause, ops: int, pass_name: str = "") -> str:

@@ -185,6 +185,12 @@ def noise_ulps(margins: pd.DataFrame, counted_nodes: set[str]) -> float:
     return float(values.max()) if len(values) else float("nan")
 
 
+def _scope(node: str, ops: pd.DataFrame) -> str:
+    """The module a discrete op sits in ("" where the scan knows none)."""
+    scope = ops.scope[ops.node == node] if len(ops) and "scope" in ops else pd.Series(dtype=str)
+    return str(scope.iloc[0]) if len(scope) and scope.iloc[0] else ""
+
+
 def find_defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect | None:
     """The first defect in the class's rows (`DefectSign` in order); None when there is none."""
     out, m = t.outputs, t.margins
@@ -220,11 +226,12 @@ def find_defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect
             r = broken.iloc[0]
             return Defect(int(r.seed), "", DefectSign.NONFINITE_INPUT, count=int(r.reads_nonfinite_ort),
                           of=int(r.decisions), eager_count=int(r.reads_nonfinite_eager), op_type=r.op_type,
-                          node=r.node)
+                          node=r.node, scope=_scope(r.node, t.ops))
         unfinite = live[(live.flipped > 0) & ((live.flipped_nonfinite > 0) | live.flipped_margin_ulps.isna())]
         if len(unfinite):
             r = unfinite.iloc[0]
-            return Defect(int(r.seed), "", DefectSign.FLIP_AMONG_NONFINITE, op_type=r.op_type, node=r.node)
+            return Defect(int(r.seed), "", DefectSign.FLIP_AMONG_NONFINITE, op_type=r.op_type, node=r.node,
+                          scope=_scope(r.node, t.ops))
         # a call verified on values whose choice flipped further from a tie than its own reads' noise can move it
         # (a call downstream of another flip reads other values: not verified, so not judged here)
         own = np.maximum(2 * live.read_noise_ulps.fillna(0), reach)
@@ -232,7 +239,7 @@ def find_defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect
         if len(far):
             r = far.iloc[0]
             return Defect(int(r.seed), "", DefectSign.FLIP_BEYOND_REACH, op_type=r.op_type, node=r.node,
-                          margin_ulps=float(r.flipped_margin_ulps), reach_ulps=reach)
+                          scope=_scope(r.node, t.ops), margin_ulps=float(r.flipped_margin_ulps), reach_ulps=reach)
     return None
 
 
@@ -300,8 +307,8 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
     common = dict(screened=screened, checked=checked, candidates=len(in_reach), checked_candidates=len(checked_in),
                   ties=len(ties), counted=len(counted_ops), flips=flips, failures=failures,
                   reach_ulps=reach, noise_ulps=noise, **base)
-    ev = dict(counted=len(counted_ops), total=total, checked=checked, failing=len(failing), size_in=size_in,
-              unchecked=unchecked, beyond=len(beyond), remedy=remedy, where=where)
+    ev = dict(skipped=bool(reason), counted=len(counted_ops), total=total, checked=checked, failing=len(failing),
+              size_in=size_in, unchecked=unchecked, beyond=len(beyond), remedy=remedy, where=where)
     defect = find_defect(t, counted_nodes, reach)
     if defect is not None:
         cause = Cause.DEFECT

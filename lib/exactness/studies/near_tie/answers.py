@@ -1,6 +1,6 @@
 """The near-tie report's answer table: per class, the cause of its export-test failures, what the test should
-do, and how often it fails per 40,000 seeds with its 95% interval. Read from the run's checks, screen and
-defects tables (the first shape mode, as the rates table), never from the sentences."""
+do, and how often it fails and how often a code flips (`wording.rate`: 1 in N with its 95% interval). Read from
+the run's checks, screen and defects tables (the first shape mode, as the rates table), never from the sentences."""
 
 from __future__ import annotations
 
@@ -10,17 +10,17 @@ import pandas as pd
 
 from exactness import reference
 from exactness.causes import Cause
-from exactness.compare.rates import Estimate, RatePolicy, estimate, wilson_interval
+from exactness.compare.rates import PER, Estimate, RatePolicy, estimate
 from exactness.studies.near_tie import findings as near_tie_findings
 from exactness.studies.near_tie.planted import DefectTally, size_words
-from exactness.studies.near_tie.prediction import PAPER_SEEDS
 from exactness.studies.near_tie.rate import Tally
 from exactness.studies.near_tie.scale import is_candidate
+from exactness.workbook import wording
 from exactness.workbook.answers import Answer, Columns
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
 
-COLUMNS = Columns(rate=f"export test fails, per {PAPER_SEEDS:,} seeds")
+COLUMNS = Columns(rate="export test fails", flips="a code row flips")
 
 
 @dataclass(frozen=True)
@@ -69,18 +69,37 @@ def class_counts(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float,
 
 
 def rate_words(failed: int, seeds: int, partial: str = "") -> str:
-    """The study's one shape for a rate: per 40,000 seeds with Wilson's 95% interval and the count it is from."""
-    low, high = (PAPER_SEEDS * x for x in wilson_interval(failed, seeds))
-    if not failed:
-        return f"none in {plural(seeds, 'seed')} (95%: at most {significant(high)}){partial}"
-    return (f"{significant(PAPER_SEEDS * failed / seeds)} (95% {significant(low)} to {significant(high)}; "
-            f"{count(failed)} in {plural(seeds, 'seed')}){partial}")
+    """The one rate shape (`wording.rate`) with what makes it partial: a count of the checked candidates only."""
+    return wording.rate(failed, seeds) + partial
+
+
+def _partial(c: ClassCounts) -> str:
+    return f"; only {count(c.tally.checks)} of {plural(c.candidates, 'candidate')} checked" \
+        if c.tally.checks < c.candidates else ""
+
+
+def _estimated(events: int, c: ClassCounts) -> str:
+    """A count over the screened seeds as every study estimates it (`compare.rates.estimate`): Wilson's interval
+    where every candidate was checked, else a range whose upper end counts every unchecked candidate."""
+    e = estimate(events, c.tally.checks, c.candidates, c.screened)
+    if e.exact:
+        return rate_words(events, c.screened)
+    return wording.rate(events, c.screened, low=e.low / PER, high=e.high / PER, point=e.per / PER,
+                        worst_case=e.worst_case) + _partial(c)
 
 
 def _rate(c: ClassCounts) -> str:
-    partial = (f"; a lower bound: {count(c.tally.checks)} of {plural(c.candidates, 'candidate')} checked"
-               if c.tally.checks < c.candidates else "")
-    return rate_words(c.tally.failed, c.screened, partial)
+    return _estimated(c.tally.failed, c)
+
+
+def _flips(c: ClassCounts) -> str:
+    """How often a code row flips, over the screened seeds (a seed beyond the threshold is not a candidate)."""
+    return _estimated(c.tally.flipped, c)
+
+
+def _remove_skip(model: str) -> str:
+    """' (remove the skip)' for a class the export test skips; nothing to remove for one it compares already."""
+    return " (remove the skip)" if reference.skip_reason(model) else ""
 
 
 def _tie_aware(checks: pd.DataFrame, defects: pd.DataFrame) -> tuple[bool, str]:
@@ -142,10 +161,10 @@ def _answer(c: ClassCounts, tie_aware: tuple[bool, str], changed: tuple[list[str
                  "noise, and forcing ORT's codes on eager makes every output agree" + (f"; {tie_words}" if tie_words
                                                                                         else ""))
     elif (policy := RatePolicy(seed_k / seed_n)).upper_bound(c.screened) < policy.rate:
-        cause, action = Cause.NEVER_FLIPS.value, "compare every output at the test's tolerance (remove the skip)"
-        proof = (f"no failure in {plural(c.screened, 'seed')}: the rate is below "
-                 f"{significant(PAPER_SEEDS * policy.upper_bound(c.screened))} per {PAPER_SEEDS:,} (one-sided 95%), "
-                 f"under the investigation's {count(seed_k)}")
+        cause, action = Cause.NEVER_FLIPS.value, "compare every output at the test's tolerance" + _remove_skip(c.model)
+        proof = (f"no failure in {plural(c.screened, 'seed')}: the rate is at most "
+                 f"{wording.one_in(policy.upper_bound(c.screened))} (one-sided 95% bound), under the investigation's "
+                 f"{wording.one_in(seed_k / seed_n)} ({count(seed_k)} of {plural(seed_n, 'seed')})")
     else:
         needed = policy.seeds_needed()
         cause = Cause.UNDECIDED.value
@@ -155,7 +174,7 @@ def _answer(c: ClassCounts, tie_aware: tuple[bool, str], changed: tuple[list[str
                  f"{plural(c.screened, 'screened seed')}: too few to tell the rate from the investigation's "
                  f"{count(seed_k)} in {count(seed_n)}" + (f"; {tie_words}" if tie_words else ""))
     return Answer(c.model, cause, action, _rate(c), proof, failures_per_40000=per, failures_low=low,
-                  failures_high=high, verified=keeps if t.checks else None)
+                  failures_high=high, verified=keeps if t.checks else None, flips=_flips(c))
 
 
 def _no_argmax_proof(model: str) -> str:
@@ -174,7 +193,8 @@ def answers(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, d
     changed = _flip_changes(outputs, checks)
     found = [_answer(c, tie_aware, changed, bound) for c in class_counts(screen, checks, threshold, threshold_ulps)]
     found += [Answer(model, Cause.NOTHING_REACHES.value,
-                     "compare every output at the test's tolerance (remove the skip)",
-                     "never: no argmax runs", _no_argmax_proof(model),
-                     failures_per_40000=0.0, failures_low=0.0, failures_high=0.0) for model in immune]
+                     "compare every output at the test's tolerance" + _remove_skip(model),
+                     "never (no argmax runs)", _no_argmax_proof(model),
+                     failures_per_40000=0.0, failures_low=0.0, failures_high=0.0, flips=wording.NEVER_FLIPS)
+              for model in immune]
     return found

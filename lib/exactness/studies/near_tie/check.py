@@ -16,7 +16,7 @@ from exactness.compare.per_output import per_output_report
 from exactness.models import wav2vec2_family as family
 from exactness.runtimes import codevector_lookup, eager_capture
 from exactness.runtimes.graph_pool import GraphPool
-from exactness.runtimes.paths import BuildPath, LookupPath
+from exactness.runtimes.speedup_paths import BuildPath, LookupPath
 from exactness.studies.near_tie.row import (
     CheckRow,
     MinRow,

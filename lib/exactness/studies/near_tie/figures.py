@@ -53,15 +53,20 @@ def _legend_outside(ax, title: str | None = None) -> None:
     ax.figure.tight_layout()
 
 
+TIE_ULPS = 0.1  # where an exact tie (0 ulps) is drawn on a log axis of ulps, in every figure that draws one
+
+
 def flips_against_gap(checks: pd.DataFrame):
+    """Each checked seed at its smallest eager gap in ulps of the top logit, as the flip-probability figure draws it
+    (one unit for a gap across the figures of checked seeds, exact ties at the same left edge)."""
     fig, ax = plt.subplots(figsize=(7, 4))
-    shown = checks.assign(gap=checks.min_gap.clip(lower=1e-8),
+    shown = checks.assign(gap=checks.min_gap_ulps.clip(lower=TIE_ULPS),
                           outcome=np.select([~checks.test_rule_passed, checks.n_flipped_rows > 0],
                                             ["flip, test fails", "flip, test passes"], "no flip"))
     sns.stripplot(data=shown, x="gap", y="model", hue="outcome", ax=ax, jitter=0.25, size=4,
                   hue_order=["no flip", "flip, test passes", "flip, test fails"],
                   palette={"no flip": "#9e9e9e", "flip, test passes": "#1e88e5", "flip, test fails": "#d81b60"})
-    ax.set(xscale="log", xlabel="smallest eager gap (logit units; exact ties drawn at 1e-8)", ylabel="",
+    ax.set(xscale="log", xlabel=f"smallest eager gap (ulps of the top logit; exact ties at {TIE_ULPS:g})", ylabel="",
            title="Which checked seeds flipped, by their eager gap")
     _legend_outside(ax)
     return fig
@@ -99,13 +104,14 @@ def flip_probability_against_ulps(curve: pd.DataFrame):
     palette = colours(curve.model.unique())
     for model, group in curve.groupby("model", sort=True):
         group = group.sort_values("min_gap_ulps")
-        x = group.min_gap_ulps.clip(lower=0.1)  # exact ties (0 ulps) drawn at 0.1
+        x = group.min_gap_ulps.clip(lower=TIE_ULPS)
         # P(flip) follows the gap in logit units, not in ulps: each seed's own prediction, not a line
         ax.scatter(x, group.p_flip, color=palette[model], marker="x", s=18, label=f"{model}: predicted P(flip)")
         jitter = rng.uniform(-0.04, 0.04, len(group))
         ax.scatter(x, group.flipped.astype(float) + jitter, color=palette[model], s=12, alpha=0.6,
                    edgecolor="none", label=f"{model}: flipped (1) or not (0)")
-    ax.set(xscale="log", ylim=(-0.1, 1.1), xlabel="smallest eager gap (ulps of the top logit; exact ties at 0.1)",
+    ax.set(xscale="log", ylim=(-0.1, 1.1),
+           xlabel=f"smallest eager gap (ulps of the top logit; exact ties at {TIE_ULPS:g})",
            ylabel="P(flip), or flipped (1) / not (0)", title="Flip probability against the eager gap")
     _legend_outside(ax)
     return fig

@@ -13,11 +13,12 @@ import numpy as np
 import pandas as pd
 
 from exactness import reference
-from exactness.studies.near_tie import kernels as near_tie_kernels
+from exactness.studies.near_tie import cpu_kernel_sets as near_tie_kernels
 from exactness.studies.near_tie import prediction as near_tie_prediction
 from exactness.studies.near_tie import scale as near_tie_scale
 from exactness.studies.near_tie import ties as near_tie_ties
 from exactness.studies.near_tie.planted import DefectTally, size_words
+from exactness.workbook import wording
 from exactness.workbook.findings import Finding, count, one_in, rate_text, rate_verdict, significant
 from exactness.workbook.presentation import plural
 
@@ -160,30 +161,35 @@ def candidates_finding(screen: pd.DataFrame, checks: pd.DataFrame, threshold: fl
                    evidence="screen per class table")
 
 
+def predicted_rate(p) -> str:
+    """A predicted failure count per `p.scale` seeds as the one rate shape: '1 in 2,700 (95% 1 in 3,600 to ...)'."""
+    if not p.failures_per_scale_high:  # an interval of 0 to 0: nothing predicted, said once, not "none to none"
+        return "none predicted"
+    return (f"{wording.one_in(p.failures_per_scale / p.scale)} "
+            f"({wording.interval(p.failures_per_scale_low / p.scale, p.failures_per_scale_high / p.scale)})")
+
+
 def _prediction_claim(prediction: pd.DataFrame, table: pd.DataFrame) -> str:
-    """The prediction in one line: per class its failures per 40,000 with the interval, how many classes measured
+    """The prediction in one line: per class its predicted rate with the interval, how many classes measured
     inside, and the calibration target's state (the notebook's sentence under the figure says the rest)."""
-    per = "; ".join(f"{p.model} {significant(p.failures_per_scale)} ({p.failures_per_scale_low:.0f} to "
-                    f"{p.failures_per_scale_high:.0f})" for p in prediction.itertuples())
-    scale = count(int(prediction.scale.iloc[0])) if len(prediction) else count(near_tie_prediction.PAPER_SEEDS)
+    per = "; ".join(f"{p.model} {predicted_rate(p)}" for p in prediction.itertuples())
     inside = int(table.inside_at_run.sum()) if len(table) else 0
     judged = table[table.paper_scale] if len(table) else table
     target = ("not judged (needs a run of that size)" if not len(judged) else
               "met" if judged.within_target.all() else
               "missed by " + ", ".join(f"{r.model} (x{significant(r.factor)})"
                                        for r in judged[~judged.within_target].itertuples()))
-    return (f"Predicted failures per {scale} seeds from the screen and the gap noise: {per}; measured inside the "
+    return (f"Predicted failure rate from the screen and the gap noise: {per}; measured inside the "
             f"interval in {count(inside)} of {plural(len(table), 'class', 'classes')}; target {target}.")
 
 
 def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = None) -> Finding:
-    """Failures per 40,000 seeds predicted from the screen and the gap-noise law, with 95% intervals, predicted
+    """The failure rate predicted from the screen and the gap-noise law, with 95% intervals, predicted
     against measured at the run's scale, and the calibration target where the run is large enough to judge it
     (`near_tie_prediction`)."""
     prediction = prediction.dropna(subset=["failures_per_scale"])  # a class without checks has no noise law
     table = near_tie_prediction.calibration(prediction)
-    ours = "; ".join(f"{p.model}: {significant(p.failures_per_scale)} per {count(p.scale)} "
-                     f"({p.failures_per_scale_low:.0f} to {p.failures_per_scale_high:.0f}); at {count(p.screened)} "
+    ours = "; ".join(f"{p.model}: {predicted_rate(p)}; at {count(p.screened)} "
                      f"seeds {significant(p.failures_at_run)} predicted, {count(p.measured_failures)} measured"
                      for p in prediction.itertuples())
     judged = table[table.paper_scale]
@@ -224,8 +230,8 @@ def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = 
                             f"{count(int(row.noise_checks))} checked seeds' noise, but this run's own count is "
                             f"consistent with it ({measured_why})"))
     return Finding(claim, ours, "differs", source=seed, evidence=evidence,
-                   why=(f"the investigation's count lies {side} the predicted {row.failures_per_scale_low:.0f} to "
-                        f"{row.failures_per_scale_high:.0f} per {count(int(row.scale))}, learnt from "
+                   why=(f"the investigation's count ({one_in(seed_k / row.scale)}) lies {side} the predicted "
+                        f"{predicted_rate(row)}, learnt from "
                         f"{count(int(row.noise_checks))} checked seeds' noise ({count(int(row.near_seeds))} screened "
                         f"seeds within reach of it); " + (why or "unexplained")))
 

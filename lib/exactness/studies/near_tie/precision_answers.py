@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from exactness.runtimes.sides import Pair, Precision
 from exactness.studies.near_tie.answers import rate_words
-from exactness.studies.near_tie.precision import SCALE, PairSummary, Predicted
+from exactness.studies.near_tie.precision import PairSummary, Predicted
 from exactness.workbook.answers import Answer
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
@@ -74,7 +74,8 @@ def answer(s: PairSummary, fp32_rate: str = "") -> Answer:
                  f"{significant(s.noise_max)}")
     per, low, high = s.failures.per_scale
     return Answer(f"{s.model} · {pair.label}", what, action, rate_words(s.failures.events, s.failures.seeds), proof,
-                  failures_per_40000=per, failures_low=low, failures_high=high)
+                  failures_per_40000=per, failures_low=low, failures_high=high,
+                  flips=rate_words(s.flips.events, s.flips.seeds))
 
 
 def _predicted(p: Predicted) -> str:
@@ -109,20 +110,18 @@ def beside_reference_sentence(measured: int, seeds: int, ref_failures: int, ref_
     return f"{what}: {verdict} ({why})."
 
 
-RATE_COLUMNS = {"model": "class", "pair": "sides", "seeds": "seeds", "flips": "flipped seeds",
-                "failures": "failed", "failures_per_scale": f"fails per {SCALE:,}", "interval": "95% interval",
+RATE_COLUMNS = {"model": "class", "pair": "sides", "flips_rate": "a code flips", "fails_rate": "export test fails",
                 "noise_median": "logit noise (median)"}
 
 
 def show_rates(rates) -> None:
-    from exactness.workbook.findings import span
     from exactness.workbook.presentation import table
 
     shown = rates.assign(pair=[Pair.parse(p).label for p in rates.pair],
-                         interval=[span(lo, hi) for lo, hi in zip(rates.failures_low, rates.failures_high,
-                                                                  strict=True)])
-    table(shown, columns=RATE_COLUMNS, caption=f"Per class and pair: seeds with a flipped code, export-test failures "
-          f"per {SCALE:,} seeds with Wilson's 95% interval, and the median over seeds of the largest logit difference.")
+                         flips_rate=[rate_words(int(r.flips), int(r.seeds)) for r in rates.itertuples()],
+                         fails_rate=[rate_words(int(r.failures), int(r.seeds)) for r in rates.itertuples()])
+    table(shown, columns=RATE_COLUMNS, caption="Per class and pair: how often a code flips and how often the export "
+          "test fails (1 in N with Wilson's 95% interval), and the median over seeds of the largest logit difference.")
 
 
 def emulation_sentence(pairs: Sequence[Pair]) -> str:

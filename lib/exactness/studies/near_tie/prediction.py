@@ -25,6 +25,7 @@ from exactness.compare.rates import PER
 from exactness.studies.near_tie.rate import Tally
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
+from exactness.workbook.wording import interval, one_in
 
 PAPER_SEEDS = PER  # the seed's scale, per class: the one every rate is stated per
 DEFAULT_SEEDS = 2_000  # the default run's screen per class: what the calibration predicts from
@@ -195,7 +196,7 @@ def reasons_sentence(reasons: pd.DataFrame, models) -> str:
 
 
 def calibration_sentence(prediction: pd.DataFrame, reasons: pd.DataFrame | None = None) -> str:
-    """Per class, the prediction per `scale` seeds with its interval, predicted against measured at the run's
+    """Per class, the predicted rates (`wording`: 1 in N with the interval), predicted against measured at the run's
     scale, and the calibration target's verdict where the run is large enough to judge it (with `reasons`, from
     `miss_reasons`, why a class missed)."""
     if not len(prediction):
@@ -204,10 +205,10 @@ def calibration_sentence(prediction: pd.DataFrame, reasons: pd.DataFrame | None 
     scale = int(prediction.scale.iloc[0])
     parts = []
     for p, c in zip(prediction.itertuples(), table.itertuples(), strict=True):
-        parts.append(f"{p.model}: {significant(p.failures_per_scale)} failures per {count(scale)} seeds "
-                     f"(95% {p.failures_per_scale_low:.0f} to {p.failures_per_scale_high:.0f}; flips "
-                     f"{significant(p.flips_per_scale)}, {p.flips_per_scale_low:.0f} to "
-                     f"{p.flips_per_scale_high:.0f}) from "
+        parts.append(f"{p.model}: fails {one_in(p.failures_per_scale / scale)} "
+                     f"({interval(p.failures_per_scale_low / scale, p.failures_per_scale_high / scale)}), flips "
+                     f"{one_in(p.flips_per_scale / scale)} "
+                     f"({interval(p.flips_per_scale_low / scale, p.flips_per_scale_high / scale)}) from "
                      f"{count(p.predicted_from)} screened seeds; at this run's {count(p.screened)} seeds "
                      f"{significant(p.failures_at_run)} predicted ({p.failures_at_run_low:.0f} to "
                      f"{p.failures_at_run_high:.0f}), {count(p.measured_failures)} measured, "

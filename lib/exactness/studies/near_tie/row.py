@@ -12,12 +12,12 @@ import torch
 
 from exactness.compare import export_rule
 from exactness.compare.near_tie import Gaps, TieAwareResult, needed_rtol, usage_profile
-from exactness.runtimes.paths import BuildPath, LookupPath, SessionPath, WeightsPath
+from exactness.runtimes.speedup_paths import BuildPath, LookupPath, SessionPath, WeightsPath
 
 
 @dataclass(frozen=True)
 class Paths:
-    """Which path ran, one column per speed-up (`exactness.runtimes.paths`)."""
+    """Which path ran, one column per speed-up (`exactness.runtimes.speedup_paths`)."""
 
     build_path: str = BuildPath.BUILD.value  # the checked model: a plain build or the reused rebuilt template
     weights_path: str = WeightsPath.FRESH_EXPORT.value  # ORT's weights: the seed's own export or swapped in

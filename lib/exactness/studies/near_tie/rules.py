@@ -18,7 +18,7 @@ from exactness.workbook.study_rules import (
 
 def kernel_sets_here(values) -> list[str]:
     """Every kernel set asked for must be one this CPU runs: refused before the environment study, not after."""
-    from exactness.studies.near_tie.kernels import unavailable
+    from exactness.studies.near_tie.cpu_kernel_sets import unavailable
 
     kernel_sets = values.get("cpu_kernels")
     return unavailable(kernel_sets) if isinstance(kernel_sets, list) else []

@@ -18,7 +18,7 @@ from exactness.compare.ulp import ulp
 from exactness.models import wav2vec2_family as family
 from exactness.models.quantizer_logits import FastLogits, plain_logits
 from exactness.runtimes import worker_state
-from exactness.runtimes.paths import ScreenPath
+from exactness.runtimes.speedup_paths import ScreenPath
 from exactness.workbook import sweep
 
 

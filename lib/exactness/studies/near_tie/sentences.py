@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from exactness import reference
+from exactness.studies.near_tie import cpu_kernel_sets as near_tie_kernels
 from exactness.studies.near_tie import findings as near_tie_findings
-from exactness.studies.near_tie import kernels as near_tie_kernels
 from exactness.studies.near_tie import prediction as near_tie_prediction
 from exactness.studies.near_tie import rate as near_tie_rate
 from exactness.studies.near_tie.planted import DefectTally, size_words
@@ -82,7 +82,8 @@ def rule_sentence(checks: pd.DataFrame, per_output: pd.DataFrame) -> str:
 def replay_sentence(replayed: pd.DataFrame) -> str:
     return (f"{int((~replayed.test_rule_passed).sum())} of {plural(len(replayed), 'replay')} fail the export test's "
             "rule; with "
-            f"the `onnx.exactness` skip semantics (names only) {int(replayed.skip_rule_passed.sum())} pass.")
+            f"the export test's rule for a skipped class (output names compared, values not) "
+            f"{int(replayed.skip_rule_passed.sum())} pass.")
 
 
 def rates_beside_seed(rates: pd.DataFrame) -> pd.DataFrame:
@@ -195,3 +196,8 @@ def calibration_caption(calibration: pd.DataFrame) -> str:
 def flip_curve_caption(curve: pd.DataFrame) -> str:
     return (f"{_counted(curve.flipped.sum(), len(curve), 'checked seed')} flipped, "
             f"{findings.significant(float(curve.p_flip.sum()))} predicted.")
+
+
+def with_predicted_rate(calibrated: pd.DataFrame) -> pd.DataFrame:
+    """The prediction table with its rate per seed in the one rate shape (`wording`), a column "predicted_rate"."""
+    return calibrated.assign(predicted_rate=[near_tie_findings.predicted_rate(p) for p in calibrated.itertuples()])

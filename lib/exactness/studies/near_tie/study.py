@@ -16,7 +16,7 @@ from exactness.models.names import ClassTask
 from exactness.models.seed_rebuild import Rebuilder
 from exactness.runtimes import codevector_lookup, worker_state
 from exactness.runtimes.graph_pool import Case, GraphPool, export_fresh
-from exactness.runtimes.paths import BuildPath
+from exactness.runtimes.speedup_paths import BuildPath
 from exactness.studies.near_tie import check
 from exactness.studies.near_tie import row as near_tie_row
 from exactness.studies.near_tie import scale as near_tie_scale
@@ -199,10 +199,10 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
             plans[ClassTask(model, mode)] = (seeds, first, chunk)
     tasks = [SeedTask(task.model, task.shape_mode, seed) for task, (_, first, _) in plans.items() for seed in first]
     exported = dict(sweep.map_chunks(_Export(), tasks, workers, 1, "exports", progress_every, scheduler, shards,
-                                     combine=_flatten))
+                                     combine=_flatten, unit="exports"))
     warm = sweep.map_chunks(_Warm({task: (first, chunk) for task, (_, first, chunk) in plans.items()}, exported),
                             list(plans), workers, 1, "first checks", progress_every, scheduler, shards,
-                            combine=_flatten)
+                            combine=_flatten, unit="graphs")
     pools, batches, deltas, replayed = {}, [], {}, []
     for (task, (seeds, first, chunk)), (pool, warm_batch) in zip(plans.items(), warm, strict=True):
         model, mode = task.model, task.shape_mode
@@ -310,7 +310,7 @@ def replay(seeds, models, shape_modes, *, atol: float = 1e-3, rtol: float = 1e-3
     have = {SeedTask(r.model, r.shape_mode, int(r.seed)): r._asdict() for r in done.itertuples(index=False)} \
         if done is not None and len(done) else {}
     made = sweep.map_chunks(_Replay(atol, rtol, fast_paths), [t for t in tasks if t not in have], workers, 1,
-                            "replay", progress_every)
+                            "replay", progress_every, unit="replays")
     have.update({SeedTask(r.model, r.shape_mode, int(r.seed)): r._asdict() for r in made.itertuples(index=False)})
     return pd.DataFrame([have[t] for t in tasks], columns=list(_REPLAY_COLUMNS))
 

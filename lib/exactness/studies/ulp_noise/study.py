@@ -134,7 +134,9 @@ def depth_profile(noise: pd.DataFrame) -> pd.DataFrame:
     profile = noise.groupby(["depth", "tensor"], as_index=False).agg(
         max_abs_diff=("max_abs_diff", "median"), median_ulp=("median_ulp", "median"), p99_ulp=("p99_ulp", "median"),
         rel_rms=("rel_rms", "median")).sort_values("depth")
-    profile["growth"] = profile.max_abs_diff / profile.max_abs_diff.shift(1)
+    # no growth from an exact (0) previous output: a factor from nothing is no figure, left empty (NaN), never ∞
+    previous = profile.max_abs_diff.shift(1)
+    profile["growth"] = profile.max_abs_diff / previous.where(previous > 0)
     return profile.reset_index(drop=True)
 
 

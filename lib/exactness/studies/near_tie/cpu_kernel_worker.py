@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from exactness.studies.near_tie.kernels import CHECK_COLUMNS
+from exactness.studies.near_tie.cpu_kernel_sets import CHECK_COLUMNS
 from exactness.studies.near_tie.scale import is_candidate
 
 

@@ -5,7 +5,7 @@ from dataclasses import replace
 import pandas as pd
 import pytest
 
-from exactness.studies.near_tie import kernels
+from exactness.studies.near_tie import cpu_kernel_sets as kernels
 from exactness.studies.near_tie import screen as near_tie_screen
 from exactness.workbook import machine
 
@@ -94,7 +94,7 @@ def test_the_environment_report_lists_the_kernel_sets_this_cpu_offers():
 def test_across_kernel_sets_reruns_only_the_other_sets_with_the_native_failing_seeds(monkeypatch):
     import pandas as pd
 
-    from exactness.studies.near_tie import kernels as near_tie_kernels
+    from exactness.studies.near_tie import cpu_kernel_sets as near_tie_kernels
 
     calls = []
 
