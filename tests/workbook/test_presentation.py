@@ -78,3 +78,11 @@ def test_empty_panels_names_axes_without_data_or_a_note_and_ignores_reference_li
 def test_a_figure_records_its_empty_panels_for_the_report_tests():
     page = presentation.figure_html(b"png", alt="a", caption="c", empty=["threshold only"])
     assert 'data-empty-panels="threshold only"' in page
+
+
+def test_quoted_markdown_is_rendered_in_the_columns_named_and_escaped_everywhere():
+    frame = pd.DataFrame({"class": ["A"], "skip_reason": ["the `topk` over *tied* scores, 2 * 3 <b>"]})
+    page = presentation.table_html(frame, markdown=["skip_reason"])
+    assert "<code>topk</code> over <em>tied</em> scores, 2 * 3 &lt;b&gt;" in page and "`" not in page
+    plain = presentation.table_html(frame)
+    assert "`topk`" in plain  # only where asked: a column of names is never read as Markdown

@@ -208,7 +208,18 @@ def _card(entry: RunEntry, outputs: Path) -> str:
     found = answers.from_summary(entry.summary)
     report = f'{html.escape(os.path.relpath(entry.folder, outputs))}/report.html'
     if found:
-        body = answers.table_html(found, answers.Columns.from_summary(entry.summary), anchors=False)
+        # a class's line is in the table of every class above: said here by count, never a second time in full
+        listed = [a for a in found if in_class_table(entry, a)]
+        rest = [a for a in found if not in_class_table(entry, a)]
+        counts = {}
+        for a in answers.by_cause(listed):
+            counts[a.cause] = counts.get(a.cause, 0) + 1
+        body = (f'<p class="meta">{len(listed)} class{"es" if len(listed) != 1 else ""} in '
+                f'<a href="#classes">the table of every class</a>: '
+                + ", ".join(f"{n} {answers.cause_badge(cause)}" for cause, n in counts.items()) + "</p>"
+                if listed else "")
+        if rest:
+            body += answers.table_html(rest, answers.Columns.from_summary(entry.summary), anchors=False)
         if entry.findings:
             body += (f"<details><summary>{len(entry.findings)} finding{'s' if len(entry.findings) != 1 else ''}"
                      f"</summary>{_headline_list(entry)}</details>")
@@ -251,17 +262,20 @@ class ClassLine:
     answer: answers.Answer
 
 
+def in_class_table(entry: RunEntry, answer: answers.Answer) -> bool:
+    """A model study's line for one class (a class under another pair of sides stays on its study's card)."""
+    return answers.Columns.from_summary(entry.summary).subject == "class" and " · " not in answer.subject
+
+
 def class_lines(cards: list[RunEntry], outputs: Path) -> list[ClassLine]:
     """Every class the shown runs judged (a model study's answers, its class under another pair of sides left to
     its report), sorted by the class's most urgent cause, then by name, so that a class judged by two studies
     has its lines together, the more urgent first; the order is the same on every render."""
     found = []
     for entry in cards:
-        if answers.Columns.from_summary(entry.summary).subject != "class":
-            continue
         report = f"{os.path.relpath(entry.folder, outputs)}/report.html"
         found += [ClassLine(entry.manifest.study, report, a) for a in answers.from_summary(entry.summary)
-                  if " · " not in a.subject]
+                  if in_class_table(entry, a)]
     urgent = {}
     for line in found:
         urgent[line.answer.subject] = min(urgent.get(line.answer.subject, len(answers.CAUSE_ORDER)),

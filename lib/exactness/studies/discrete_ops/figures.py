@@ -23,13 +23,16 @@ def cause_colour(cause: v.Cause) -> str:
     return CAUSE_COLOURS.get(cause, "#757575")
 
 
-def _cause_legend(ax, causes, **kwargs) -> None:
-    """One legend entry per cause shown (in the order of `v.Cause`), beside the figure's own entries."""
+def _cause_legend_below(fig, ax, causes, ncol: int) -> None:
+    """One legend entry per cause shown (in the order of `v.Cause`) after the figure's own entries, under the axes
+    in a strip of fixed height (a legend inside would cover a class's points), then the layout around it."""
     handles, labels = ax.get_legend_handles_labels()
     for cause in [c for c in v.Cause if c in set(causes)]:
         handles.append(plt.Line2D([], [], marker="o", linestyle="", color=cause_colour(cause)))
         labels.append(cause.value)
-    ax.legend(handles, labels, **kwargs)
+    strip = 0.75 / fig.get_figheight()  # inches, as a fraction of the figure: the same strip at any height
+    fig.legend(handles, labels, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+    fig.tight_layout(rect=(0, strip, 1, 1))
 
 
 def margin_distribution(screen: pd.DataFrame, margins: pd.DataFrame, verdicts: list[v.ClassVerdict]):
@@ -40,7 +43,7 @@ def margin_distribution(screen: pd.DataFrame, margins: pd.DataFrame, verdicts: l
     flipped = set(zip(margins[margins.flipped > 0].model, margins[margins.flipped > 0].seed, strict=True)) \
         if len(margins) else set()
     shown = [x for x in verdicts if x.screened]
-    fig, ax = plt.subplots(figsize=(11, 0.55 * max(len(shown), 2) + 1.6))
+    fig, ax = plt.subplots(figsize=(11, 0.55 * max(len(shown), 2) + 2.4))
     for row, verdict in enumerate(shown):
         mine = per_seed[per_seed.model == verdict.model]
         x = mine.min_margin_ulps.fillna(np.inf).clip(lower=TIE_POSITION).to_numpy()
@@ -54,8 +57,7 @@ def margin_distribution(screen: pd.DataFrame, margins: pd.DataFrame, verdicts: l
     ax.set(xscale="log", yticks=range(len(shown)), yticklabels=[x.model for x in shown], ylim=(-0.6, len(shown) - 0.4),
            xlabel="smallest margin per seed, ulps of the compared values (an exact tie, 0 ulps, at the left edge)")
     ax.set_title("How close each seed's discrete choices come to a tie")
-    _cause_legend(ax, [x.cause for x in shown], loc="lower right", fontsize=8)
-    fig.tight_layout()
+    _cause_legend_below(fig, ax, [x.cause for x in shown], ncol=4)
     return fig
 
 
@@ -96,8 +98,5 @@ def failure_rates(verdicts: list[v.ClassVerdict]):
            ylim=(-0.6, len(shown) - 0.4), xlabel="export test fails (95% interval; log axis)")
     _one_in_ticks(ax, edge)
     ax.set_title("How often each class fails the export test's rule")
-    # below the axes, so that the axis keeps the figure's width for its decades' labels
-    _cause_legend(ax, [x.cause for x in shown], loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=3, fontsize=8,
-                  frameon=False)
-    fig.tight_layout()
+    _cause_legend_below(fig, ax, [x.cause for x in shown], ncol=3)  # the axis keeps the width for its decades' labels
     return fig
