@@ -7,10 +7,13 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from conftest import REPO
 from exactness.studies.near_tie import gpu_run, precision
 
 
+@pytest.mark.slow
 def test_the_gpu_command_runs_without_a_gpu_and_writes_a_readable_folder(tmp_path):
     out = tmp_path / "gpu"
     env = {**os.environ, "PYTHONPATH": str(REPO / "lib")}

@@ -15,6 +15,7 @@ def checkout(tmp_path_factory) -> str:
     return runnable_checkout.make(tmp_path_factory.mktemp("runnable"))
 
 
+@pytest.mark.slow
 def test_the_real_test_seeded_as_the_workbook_seeds_fails_exactly_where_the_workbooks_build_says(checkout):
     moved = {seed: runnable_checkout.moved(checkout, seed) for seed in range(4)}
     assert set(moved.values()) == {True, False}  # the seeds tell the two apart
@@ -25,6 +26,7 @@ def test_the_real_test_seeded_as_the_workbook_seeds_fails_exactly_where_the_work
             assert "Mismatched elements" in replayed.line and "pooler_output" in replayed.line
 
 
+@pytest.mark.slow
 def test_the_skip_kept_or_the_comparison_narrowed_passes_a_failing_seed(checkout):
     seed = next(s for s in range(10) if runnable_checkout.moved(checkout, s))
     assert real_test.replay(checkout, "BertModel", seed, lift=False).outcome is Outcome.PASSED  # names only
@@ -32,6 +34,7 @@ def test_the_skip_kept_or_the_comparison_narrowed_passes_a_failing_seed(checkout
     assert kept.outcome is Outcome.PASSED and "comparing only last_hidden_state" in kept.words()
 
 
+@pytest.mark.slow
 def test_a_class_the_replay_cannot_run_says_why(checkout):
     with pytest.raises(CheckoutError, match="GhostModel is in no all_model_classes"):
         real_test.replay(checkout, "GhostModel", 0)
@@ -39,6 +42,7 @@ def test_a_class_the_replay_cannot_run_says_why(checkout):
     assert broken.outcome is Outcome.ERROR and "a_package_nobody_installed" in broken.line
 
 
+@pytest.mark.slow
 def test_the_agreement_table_sets_each_replayed_seed_beside_the_workbooks(checkout):
     seeds = [0, 1, 2]
     workbook = pd.DataFrame({"model": "BertModel", "seed": seeds,
@@ -48,6 +52,7 @@ def test_the_agreement_table_sets_each_replayed_seed_beside_the_workbooks(checko
     assert set(table["real test, outputs kept"]) == {"passed"}
 
 
+@pytest.mark.slow
 def test_the_replay_command_prints_the_real_outcome_beside_the_workbooks(checkout, tmp_path, capsys):
     from exactness.workbook import cli
 

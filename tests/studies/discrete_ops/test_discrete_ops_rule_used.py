@@ -4,6 +4,7 @@ with one, each seed judged both ways from the same counts."""
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from exactness.compare.export_rule import BUILT_IN
 from exactness.studies.discrete_ops import rule_used
@@ -48,6 +49,7 @@ def test_a_checkout_whose_rule_cannot_be_read_says_so_and_judges_by_the_replica(
     assert section.frame["rule"].tolist() == [BUILT_IN.name]
 
 
+@pytest.mark.slow
 def test_replayed_seeds_are_set_beside_the_workbooks_and_a_disagreement_is_named(tmp_path):
     from types import SimpleNamespace
 
@@ -80,6 +82,7 @@ def _tie_result(seeds):
         {"model": "BertModel", "shape_mode": "static", "seed": seeds, "test_rule_passed": True}))
 
 
+@pytest.mark.slow
 def test_the_patch_is_written_to_the_run_and_the_patched_real_test_passes_and_catches_the_plants(tmp_path):
     import runnable_checkout
     from exactness.studies.discrete_ops import export_test_change

@@ -36,6 +36,7 @@ def test_the_screen_is_the_same_replayed_or_built_and_run_whole(both_ways):
     pd.testing.assert_frame_equal(_without_paths(fast, "screen"), _without_paths(plain, "screen"))
 
 
+@pytest.mark.slow
 def test_the_checks_and_defects_are_the_same_with_every_speed_up_off(both_ways):
     (_, fast, fast_defects), (_, plain, plain_defects) = both_ways[True], both_ways[False]
     assert len(fast.checks) == 3
