@@ -9,7 +9,7 @@ Fast path (`exactness.runtimes.speedup_paths`, switched off by `fast_paths: fals
 - replaces: `plain_logits`, a whole model built and run for each screened seed;
 - exact because: the same weights (replayed draws) go through the same module code on the same shapes;
 - verified by: tests/models/test_quantizer_logits.py on many seeds, `near_tie_screen.replay_proof` in every run,
-  and tests/studies/test_near_tie_paths.py (the screen both ways, equal).
+  and tests/studies/near_tie/test_near_tie_paths.py (the screen both ways, equal).
 """
 
 from __future__ import annotations

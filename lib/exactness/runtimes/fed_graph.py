@@ -17,7 +17,7 @@ Fast path (`exactness.runtimes.speedup_paths`, switched off by `fast_paths: fals
 - exact because: fed weights reach the same kernels, except where measured otherwise: those nodes and all
   after them keep constant weights in the per-seed tail;
 - verified by: `learn` on two seeds against per-seed sessions (or refused: `GraphPool.fed_state`),
-  tests/runtimes/test_fed_graph.py and tests/studies/test_near_tie_paths.py.
+  tests/runtimes/test_fed_graph.py and tests/studies/near_tie/test_near_tie_paths.py.
 """
 
 from __future__ import annotations

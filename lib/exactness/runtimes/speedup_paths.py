@@ -14,7 +14,7 @@ lives in its own module, whose docstring says what it replaces, why it is exact 
 | gathered codevector lookup | `runtimes.codevector_lookup` | the quantizer's own one-hot product, eager and ORT |
 
 A test runs the near-tie screen and checks both ways and finds them equal value for value
-(tests/studies/test_near_tie_paths.py).
+(tests/studies/near_tie/test_near_tie_paths.py).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ Fast path (`exactness.runtimes.speedup_paths`, switched off by `fast_paths: fals
 - exact because: the graph is the same for every seed of a class; only initializers differ, and each is
   rebuilt by the rule learnt for it;
 - verified by: `learn` itself against a second fresh export (bit for bit, or refused: `GraphPool.swap_state`),
-  tests/runtimes/test_weight_swap.py, test_onnx_graph.py and tests/studies/test_near_tie_paths.py.
+  tests/runtimes/test_weight_swap.py, test_onnx_graph.py and tests/studies/near_tie/test_near_tie_paths.py.
 """
 
 from __future__ import annotations

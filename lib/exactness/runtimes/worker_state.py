@@ -1,10 +1,11 @@
 """What one process keeps between the chunks it runs, in one object it owns.
 
 A worker checks many seeds of a few classes: rebuilding a class's template, learning which calls the screen
-taps, or building a float64 twin costs more than a seed, so a process keeps them. Everything kept lives here,
-in `WorkerState`, never in module globals: a test builds a fresh one (`fresh()`) instead of clearing caches by
-hand, and what a process holds can be read in one place. Every value kept is a pure function of its key (a
-model class, a seed's structure), so keeping it changes no number, only the time.
+taps, or building a float64 twin costs more than a seed, so a process keeps them. Everything of that kind lives
+here, in `WorkerState` (what stays elsewhere, and why: ARCHITECTURE.md, "What a process keeps"): a test builds a
+fresh one (`fresh()`) instead of clearing caches by hand, and what a process holds can be read in one place.
+Every value kept is a pure function of its key (a model class, a seed's structure), so keeping it changes no
+number, only the time.
 """
 
 from __future__ import annotations

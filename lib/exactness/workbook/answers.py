@@ -84,7 +84,7 @@ STYLE = """
   background: #e0e0e0; white-space: nowrap; }
 .cause-defect { background: #ffcdd2; color: #b71c1c; }
 .cause-exact-tie, .cause-near-tie, .cause-random-draw { background: #fff3c4; color: #6d4c00; }
-.cause-float-noise, .cause-nothing-reaches, .cause-no-argmax, .cause-never-flips, .cause-exact, .cause-within-rounding,
+.cause-float-noise, .cause-nothing-reaches, .cause-never-flips, .cause-exact, .cause-within-rounding,
 .cause-IEEE-floats { background: #c8e6c9; color: #1b5e20; }
 .cause-codes-flip, .cause-padding, .cause-flushes-subnormals, .cause-not-IEEE-spacing {
   background: #fff3c4; color: #6d4c00; }
@@ -100,9 +100,9 @@ MEANINGS = {
     "random draw": "a random op on the output path: the runtimes draw different numbers",
     "float noise": "both sides within float32 rounding of a float64 reference: the difference is rounding (a model "
                    "study says so where it exceeds the test's tolerance)",
-    "nothing reaches": "no discrete choice reaches an output, and both sides are within rounding of float64",
+    "nothing reaches": "no discrete choice reaches an output (or none runs at all), so no seed can flip; where a study "
+                       "compares the values, both sides are within rounding of float64",
     "never flips": "discrete choices reach outputs but flipped on no seed, often enough to bound the rate",
-    "no argmax": "the class never calls its quantizer in eval forward: no discrete choice to flip",
     "never fails here": "under this pair of sides the export test passed on every seed run (a bound, not never)",
     "precision noise": "a reduced precision's rounding moves an output beyond the test's tolerance with every "
                        "discrete choice the same; each side near float64 in its own roundoff",
@@ -132,7 +132,7 @@ MEANINGS = {
 # wrong thing first, then what the run could not settle, then flaky comparisons, then what is fine as it is.
 CAUSE_ORDER = ("defect", "undecided", "not run", "random draw", "near-tie", "near-tie and noise", "exact tie",
                "precision noise", "TF32 rounding", "codes flip", "padding", "float noise", "never flips",
-               "never fails here", "nothing reaches", "no argmax")
+               "never fails here", "nothing reaches")
 
 
 def cause_rank(cause: str) -> int:

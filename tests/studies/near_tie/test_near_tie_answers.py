@@ -65,7 +65,7 @@ def test_no_failure_in_few_seeds_is_undecided_with_the_seeds_that_decide_and_man
     assert (enough.cause, short.cause) == ("never flips", "undecided")
 
 
-def test_a_capped_check_says_the_rate_is_a_lower_bound_and_a_class_without_argmax_is_listed():
+def test_a_capped_check_says_the_rate_is_a_range_up_to_every_unchecked_candidate():
     checks = _checks(SEED_MODEL, [1], [False])
     found = answers.answers(_screen(SEED_MODEL, 1000, 5), checks, pd.DataFrame(), _DEFECTS, 1e-4, 2e-5,
                             immune=["UniSpeechSatForPreTraining"])
@@ -108,3 +108,17 @@ def test_candidates_left_unchecked_widen_the_rate_to_a_worst_case_as_in_discrete
     assert (line.failures_per_40000, line.failures_low, line.failures_high) == (expected.per, expected.low,
                                                                                  expected.high)
     assert line.failures_high == pytest.approx(PER * 7 / 2000) and line.failures_low == pytest.approx(PER / 2000)
+
+
+def test_each_class_excludes_only_what_its_own_flips_moved():
+    other = "Wav2Vec2ForPreTraining"
+    checks = pd.concat([_checks(SEED_MODEL, [1], [False]), _checks(other, [1], [False])]).assign(
+        tie_aware_passed=False)
+    outputs = pd.DataFrame({"model": [SEED_MODEL] * 3 + [other] * 3, "seed": 0, "shape_mode": "static",
+                            "output": ["codevector_perplexity", "projected_quantized_states", "projected_states"] * 2,
+                            "passes_alone": [False, True, True] * 2, "n_mismatched": [1, 16, 0, 1, 0, 0]})
+    screen = pd.concat([_screen(SEED_MODEL, 100, 1), _screen(other, 100, 1)])
+    found = {a.subject: a for a in answers.answers(screen, checks, outputs, _DEFECTS, 1e-4, 2e-5)}
+    assert "exclude codevector_perplexity, projected_quantized_states" in found[SEED_MODEL].action
+    assert found[other].action.startswith("compare projected_quantized_states, projected_states; exclude "
+                                          "codevector_perplexity")

@@ -61,7 +61,7 @@ class ScreenRow:
     min_margin_ulps: float
     exact_ties: int
     reads_nonfinite: int  # decisions whose values are not all finite in eager
-    recorder: str = "dispatch"  # paths.ScreenRecorder: how eager's calls were recorded
+    recorder: str = "dispatch"  # speedup_paths.ScreenRecorder: how eager's calls were recorded
 
 
 @dataclass

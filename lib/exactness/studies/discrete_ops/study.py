@@ -335,7 +335,7 @@ def candidates(screen: pd.DataFrame, reach: float, exclude: set[int], cap: int, 
     """Seeds whose smallest margin is within `reach` ulps of a tie or whose op reads a non-finite value, at most
     `cap`, leaving out `exclude` (already checked). Exact ties are a stratum of their own, sampled in seed order
     up to `tie_checks` checks (`exclude` included): a seed's number says nothing of whether it flips, so the
-    sample's rate is the stratum's (`verdicts.estimate`). The others follow, smallest margins first (non-finite
+    sample's rate is the stratum's (`compare.rates.estimate`). The others follow, smallest margins first (non-finite
     reads first of all)."""
     per_seed = _smallest_margins(screen)
     inside = per_seed[(per_seed.min_margin_ulps <= reach) | (per_seed.nonfinite > 0)]

@@ -115,10 +115,13 @@ def _tie_aware(checks: pd.DataFrame, defects: pd.DataFrame) -> tuple[bool, str]:
                    f"and {size_words(tally.smallest_test_rule)})")
 
 
-def _flip_changes(outputs: pd.DataFrame, checks: pd.DataFrame) -> tuple[list[str], list[str]]:
-    """(every output, those a flipped code moved beyond the test's tolerance on some check): the engine's rule
-    (`discrete_ops.verdicts.changed_by_flips`), not whether the output still passes alone: a flip that moves one
-    frame's quantized vector passes under the test's 5% allowance only because the sequence is long enough."""
+def _flip_changes(outputs: pd.DataFrame, checks: pd.DataFrame, model: str) -> tuple[list[str], list[str]]:
+    """(every output of `model`, those a flipped code moved beyond the test's tolerance on one of its checks): the
+    engine's rule (`discrete_ops.verdicts.changed_by_flips`), per class, not whether the output still passes
+    alone: a flip that moves one frame's quantized vector passes under the test's 5% allowance only because the
+    sequence is long enough."""
+    outputs = outputs[outputs.model == model] if len(outputs) else outputs
+    checks = checks[checks.model == model] if len(checks) else checks
     if not len(outputs) or not len(checks):
         return [], []
     flipped = checks[checks.n_flipped_rows > 0][["model", "seed", "shape_mode"]]
@@ -190,8 +193,8 @@ def answers(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, d
             threshold: float, bound: float, immune: list[str] = (), threshold_ulps: float = 0.0) -> list[Answer]:
     """One line per class screened, then one per class that never calls its quantizer."""
     tie_aware = _tie_aware(checks, defects)
-    changed = _flip_changes(outputs, checks)
-    found = [_answer(c, tie_aware, changed, bound) for c in class_counts(screen, checks, threshold, threshold_ulps)]
+    found = [_answer(c, tie_aware, _flip_changes(outputs, checks, c.model), bound)
+             for c in class_counts(screen, checks, threshold, threshold_ulps)]
     found += [Answer(model, Cause.NOTHING_REACHES.value,
                      "compare every output at the test's tolerance" + _remove_skip(model),
                      "never (no argmax runs)", _no_argmax_proof(model),

@@ -4,8 +4,8 @@ The eager forward's float kernels depend on the CPU's vector extensions (torch's
 convolutions and matmuls), so two machines of one kind can round differently and count different candidates
 and failures. A kernel set (`machine.KERNEL_SETS`) is a few environment variables that must be set before torch
 loads: each set other than the notebook's own runs in a fresh Python process (`python -m
-exactness.studies.near_tie.kernel_worker SPEC`), which screens the seeds and checks its own candidates plus the seeds
-that failed natively, on one thread, so its tables depend only on the seeds and the kernel set. ONNX Runtime has
+exactness.studies.near_tie.cpu_kernel_worker SPEC`), which screens the seeds and checks its own candidates plus the
+seeds that failed natively, on one thread, so its tables depend only on the seeds and the kernel set. ONNX Runtime has
 no such switch: its side is the same under every set.
 
 The comparison says what a user who copies a failing seed from CI to a laptop needs to know: whether the seed's
@@ -72,7 +72,7 @@ def run_under(kernel_set: str, seeds: SeedRange,
         spec_path = Path(folder) / "spec.json"
         spec_path.write_text(json.dumps({**spec, "out": folder}))
         env = {**os.environ, **machine.KERNEL_SETS[kernel_set], "OMP_NUM_THREADS": "1"}
-        done = subprocess.run([sys.executable, "-m", "exactness.studies.near_tie.kernel_worker", str(spec_path)],
+        done = subprocess.run([sys.executable, "-m", "exactness.studies.near_tie.cpu_kernel_worker", str(spec_path)],
                               env=env, capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"kernel set {kernel_set!r}: the worker process failed:\n{done.stderr[-3000:]}")

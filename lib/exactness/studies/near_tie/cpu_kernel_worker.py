@@ -1,4 +1,4 @@
-"""The process a kernel set runs in (`kernels.run_under`): torch loads here, after the set's environment is in
+"""The process a kernel set runs in (`cpu_kernel_sets.run_under`): torch loads here, after the set's environment is in
 place; it screens the seeds, checks the candidates and the seeds it is asked to, and writes the tables."""
 
 from __future__ import annotations

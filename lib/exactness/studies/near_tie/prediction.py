@@ -28,7 +28,7 @@ from exactness.workbook.presentation import plural
 from exactness.workbook.wording import interval, one_in
 
 PAPER_SEEDS = PER  # the seed's scale, per class: the one every rate is stated per
-DEFAULT_SEEDS = 2_000  # the default run's screen per class: what the calibration predicts from
+DEFAULT_SEEDS = 2_000  # the calibration: the first seeds a prediction is made from, then held against the rest
 TARGET_FACTOR = 2.0  # the calibration target: predicted within this factor of the measured count
 BOOTSTRAP = 2_000
 RANDOM_SEED = 14

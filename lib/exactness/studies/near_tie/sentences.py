@@ -130,7 +130,7 @@ def predict(screen: pd.DataFrame, first_mode: pd.DataFrame, deltas: dict, thresh
     """`first_mode`: the checks of the first shape mode (the one whose gap noise `deltas` holds)."""
     if not len(first_mode):
         return Prediction()
-    # from the first 2,000 screened seeds (all of a default run): a larger run then measures how well that predicts
+    # from the first 2,000 screened seeds: a larger run (the default's 40,000) measures how well that predicts
     calibrated = near_tie_prediction.predict(screen, first_mode, deltas, near_tie_prediction.DEFAULT_SEEDS)
     table = calibrated
     larger = n_seeds > near_tie_prediction.DEFAULT_SEEDS

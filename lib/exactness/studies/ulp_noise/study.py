@@ -188,11 +188,12 @@ def settings(pool: GraphPool, seeds) -> pd.DataFrame:
 
 
 def mann_whitney(a, b) -> tuple[float, float]:
-    """Two-sided Mann-Whitney U test (normal approximation with tie correction, scipy's): (U, p); NaN when a
-    side is empty, p = 1 when every value is equal."""
+    """Two-sided Mann-Whitney U test (normal approximation with tie correction, scipy's): (U, p) over the values
+    that are not NaN; NaN when a side has none, p = 1 when every value is equal."""
     from scipy.stats import mannwhitneyu
 
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
     if len(a) == 0 or len(b) == 0:
         return float("nan"), float("nan")
     if np.all(np.concatenate([a, b]) == a[0]):
