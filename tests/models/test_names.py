@@ -17,9 +17,9 @@ def test_dac_variants_and_inits_equal_the_builders():
 
 
 def test_noise_subjects_equal_what_the_noise_study_can_build():
-    from exactness.models import subjects
+    from exactness.models import tensor_subjects
 
-    assert list(names.NOISE_SUBJECTS) == subjects.names()
+    assert list(names.NOISE_SUBJECTS) == tensor_subjects.names()
 
 
 def test_shape_modes_equal_the_graph_pools():

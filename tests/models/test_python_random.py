@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from exactness.models import python_random, tiny_subjects
+from exactness.models import class_registry, python_random
 
 
 @pytest.mark.parametrize("bound", [1, 2, 3, 99, 100, 2**20 + 1, 2**32 - 1])
@@ -39,10 +39,10 @@ def test_a_wrong_fast_path_is_caught_on_first_use_and_the_loops_run(monkeypatch)
 
 
 def test_every_registered_input_equals_the_testers_loops(monkeypatch):
-    names = [n for n in tiny_subjects.NAMES if tiny_subjects.subject(n).family != "wav2vec2"]
-    fast = {(n, s): tiny_subjects.inputs(n, s) for n in names for s in (0, 5)}
+    names = [n for n in class_registry.NAMES if class_registry.subject(n).family != "wav2vec2"]
+    fast = {(n, s): class_registry.inputs(n, s) for n in names for s in (0, 5)}
     monkeypatch.setattr(python_random, "_fast_agrees", lambda: False)
     for key, tensors in fast.items():
-        plain = tiny_subjects.inputs(*key)
+        plain = class_registry.inputs(*key)
         assert tensors.keys() == plain.keys()
         assert all(tensors[n].dtype == plain[n].dtype and torch.equal(tensors[n], plain[n]) for n in tensors), key

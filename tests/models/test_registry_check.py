@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from exactness.models import checkout_index, registry_check, tiny_subjects
+from exactness.models import checkout_index, class_registry, registry_check
 
 FIXTURE = str(Path(__file__).resolve().parents[1] / "fixtures" / "transformers_checkout")
 REAL = os.environ.get("EXACTNESS_TRANSFORMERS_TESTS", "")
@@ -22,11 +22,11 @@ def test_the_registrys_bert_equals_a_tester_that_draws_as_transformers_does():
 
 
 def test_a_registry_entry_that_departs_from_its_tester_is_named_part_by_part(monkeypatch):
-    entry = tiny_subjects.SUBJECTS["BertModel"]
+    entry = class_registry.SUBJECTS["BertModel"]
     departed = dataclasses.replace(entry, config={**entry.config, "initializer_range": 0.01},
-                                   draws=entry.draws[:1] + (tiny_subjects.Draw("ids", "attention_mask", (13, 7)),)
+                                   draws=entry.draws[:1] + (class_registry.Draw("ids", "attention_mask", (13, 7)),)
                                    + entry.draws[2:])
-    monkeypatch.setitem(tiny_subjects.SUBJECTS, "BertModel", departed)
+    monkeypatch.setitem(class_registry.SUBJECTS, "BertModel", departed)
     found = registry_check.compare("BertModel", FIXTURE, seeds=(0,))
     parts = {(d.part, d.key) for d in found}
     assert (registry_check.Part.CONFIG, "initializer_range") in parts
@@ -37,7 +37,7 @@ def test_a_registry_entry_that_departs_from_its_tester_is_named_part_by_part(mon
 
 
 @pytest.mark.skipif(not REAL, reason="EXACTNESS_TRANSFORMERS_TESTS names no transformers checkout")
-@pytest.mark.parametrize("name", tiny_subjects.NAMES)
+@pytest.mark.parametrize("name", class_registry.NAMES)
 def test_every_registry_entry_equals_its_tester_in_the_given_checkout(name):
     if not checkout_index.has_class(checkout_index.root_of(REAL), name):
         pytest.skip(f"the checkout at {REAL} has no tester listing {name}")
@@ -47,7 +47,7 @@ def test_every_registry_entry_equals_its_tester_in_the_given_checkout(name):
 
 def test_each_check_the_registry_was_corrected_by_is_the_tester_its_entry_cites():
     for checked in registry_check.CHECKED:
-        assert checked.tester in tiny_subjects.SUBJECTS[checked.model].source, checked.model
+        assert checked.tester in class_registry.SUBJECTS[checked.model].source, checked.model
     from exactness.models.wav2vec2_family import specs
 
     # UniSpeechRobustModelTest passes do_stable_layer_norm=True to its tester, whose get_config() drops it

@@ -13,7 +13,7 @@ import torch
 from transformers import BertConfig, BertModel
 from transformers.testing_utils import set_config_for_less_flaky_test, set_model_for_less_flaky_test
 
-from exactness.models import sources, tiny_subjects
+from exactness.models import class_registry, sources
 
 CHECKOUT = str(Path(__file__).resolve().parents[1] / "fixtures" / "transformers_checkout")
 
@@ -113,7 +113,7 @@ def test_the_registry_is_a_source_like_the_others():
     subject = sources.resolve("BertModel")
     assert subject.source is sources.Source.REGISTRY and subject.rebuildable
     made = subject.make(1)
-    assert all(torch.equal(made.inputs[k], tiny_subjects.inputs("BertModel", 1)[k]) for k in made.inputs)
+    assert all(torch.equal(made.inputs[k], class_registry.inputs("BertModel", 1)[k]) for k in made.inputs)
     assert sources.resolve("BitModel").stated.claim is not None  # the registry quotes exactness.reference
 
 

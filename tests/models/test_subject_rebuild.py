@@ -2,18 +2,18 @@
 
 import torch
 
-from exactness.models import rng_replay, subject_rebuild, tiny_subjects
+from exactness.models import class_registry, rng_replay, subject_rebuild
 
 
 def test_a_rebuilt_class_equals_its_plain_build_including_an_embeddings_padding_row():
     rebuilt, why = subject_rebuild.rebuilder("BertModel")  # word embeddings: drawn, then the padding row zeroed
     assert rebuilt is not None, why
     for seed in (3, 11):
-        plain = tiny_subjects.build("BertModel", seed)
+        plain = class_registry.build("BertModel", seed)
         mine = rebuilt(seed)
         state, expected = mine.state_dict(), plain.state_dict()
         assert all(torch.equal(state[k], expected[k]) for k in expected)
-        inputs = tiny_subjects.inputs("BertModel", seed)
+        inputs = class_registry.inputs("BertModel", seed)
         with torch.no_grad():
             assert torch.equal(mine(**inputs).last_hidden_state, plain(**inputs).last_hidden_state)
 

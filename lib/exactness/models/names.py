@@ -24,7 +24,7 @@ DAC_VARIANTS = ("16khz", "24khz", "44khz", "tiny")
 DAC_INITS = ("default", "variance_preserving")
 # The encoders' strides need at least one hop of audio (512 samples at 44.1 kHz): 0.05 s fills every variant's.
 DAC_MIN_SECONDS = 0.05
-# exactness.models.subjects: what the per-tensor noise study compares.
+# exactness.models.tensor_subjects: what the per-tensor noise study compares.
 DAC_ENCODER_PREFIX = "DacEncoder-"
 NOISE_SUBJECTS = WAV2VEC2_FAMILY + tuple(DAC_ENCODER_PREFIX + variant for variant in DAC_VARIANTS)
 # exactness.runtimes.graph_pool.SHAPE_MODES

@@ -22,7 +22,7 @@ class Checked:
     and commit (as the entry cites it), what had to be adapted for it to import, and what was compared."""
 
     model: str
-    tester: str  # tiny_subjects.TESTS form: "huggingface/transformers tests/models/<file>@<commit>"
+    tester: str  # class_registry.TESTS form: "huggingface/transformers tests/models/<file>@<commit>"
     adapted: str = ""  # "" when the file imports as stored
     seeds: tuple[int, ...] = (0, 1, 2)
     transformers: str = "5.23.0"

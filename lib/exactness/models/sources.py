@@ -3,7 +3,7 @@ checkout's own model testers, and your own builder.
 
 A `Subject` has a name, where it comes from (`tester`), the export test's skip reason where there is one, and for a
 seed `make(seed)`: the model in eval mode and its inputs (a dict of tensors). `resolve(name, transformers_tests)`
-finds it (`exactness.models.subject_names` says what a name may be); every process resolves a name itself, once,
+finds it (`exactness.models.model_names` says what a name may be); every process resolves a name itself, once,
 so a worker is handed names, never built models.
 
 **A class from a checkout** is built by that checkout's tester exactly as transformers' export test builds it
@@ -53,10 +53,10 @@ import numpy as np
 import torch
 
 from exactness import reference
-from exactness.models import checkout_index, subject_names, tiny_subjects
-from exactness.models.subject_names import Kind
+from exactness.models import checkout_index, class_registry, model_names
+from exactness.models.model_names import Kind
 
-NUMPY_SEEDS = tiny_subjects.NUMPY_SEEDS
+NUMPY_SEEDS = class_registry.NUMPY_SEEDS
 # What the export test drops from a tester's inputs before it exports (`_clean_inputs_for_export`).
 DROPPED_INPUTS = ("labels", "future_values", "return_loss")
 
@@ -69,7 +69,7 @@ class SubjectError(Exception):
 
 
 Source = Kind  # where a subject comes from: the same three kinds its name is checked as
-FALLBACKS = subject_names.FALLBACKS
+FALLBACKS = model_names.FALLBACKS
 
 
 @dataclass(frozen=True)
@@ -139,10 +139,10 @@ class RegistrySubject(Subject):
         return Made(self.build(seed), self.inputs(seed))
 
     def build(self, seed: int) -> torch.nn.Module:
-        return tiny_subjects.build(self.name, seed)
+        return class_registry.build(self.name, seed)
 
     def inputs(self, seed: int) -> dict[str, torch.Tensor]:
-        return tiny_subjects.inputs(self.name, seed)
+        return class_registry.inputs(self.name, seed)
 
 
 def _checked(name: str, where: str, seed: int, result: Any) -> Made:
@@ -408,10 +408,10 @@ def from_checkout(name: str, checkout: str) -> CheckoutSubject:
 
 
 def from_builder(name: str) -> BuilderSubject:
-    problem = subject_names.builder_problem(name)
+    problem = model_names.builder_problem(name)
     if problem:
         raise SubjectError(f"models {problem}")
-    spec = subject_names.builder(name)
+    spec = model_names.builder(name)
     try:
         if spec.is_file:
             # the same name in every process (a worker unpickles what the file defines under it)
@@ -432,7 +432,7 @@ def from_builder(name: str) -> BuilderSubject:
 
 
 def from_registry(name: str) -> RegistrySubject:
-    entry = tiny_subjects.subject(name)
+    entry = class_registry.subject(name)
     reason = entry.skip_reason if entry.skip_reason is not None else reference.skip_reason(name)
     claim = reference.Claim(*entry.skip_claim) if entry.skip_claim else reference.skip_claim(name)
     return RegistrySubject(name, Source.REGISTRY, entry.source or "the near-tie study's builders",
@@ -441,16 +441,16 @@ def from_registry(name: str) -> RegistrySubject:
 
 @functools.cache
 def resolve(name: str, transformers_tests: str | Checkout = "") -> Subject:
-    """The subject a name names (see `exactness.models.subject_names`), made once per process. With a checkout, a
+    """The subject a name names (see `exactness.models.model_names`), made once per process. With a checkout, a
     class comes from the checkout's tester; one its testers cannot build is a SubjectError saying why, unless the
     checkout's `fallback` is "registry" and the registry has the class (its tester text then says so)."""
     checkout = _checkout(transformers_tests)
-    kind = subject_names.kind(name, tiny_subjects.NAMES, checkout.root)
+    kind = model_names.kind(name, class_registry.NAMES, checkout.root)
     if kind is Kind.BUILDER:
         return from_builder(name)
     if kind is Kind.SKIPPED:
-        raise SubjectError(f"{subject_names.SKIPPED!r} names a list of classes, not one: expand it first "
-                           "(subject_names.expand)")
+        raise SubjectError(f"{model_names.SKIPPED!r} names a list of classes, not one: expand it first "
+                           "(model_names.expand)")
     if kind is Kind.CHECKOUT:
         try:
             return from_checkout(name, checkout.root)
@@ -460,17 +460,17 @@ def resolve(name: str, transformers_tests: str | Checkout = "") -> Subject:
         return _fallback(name, checkout, f"{name}: no tester of the checkout lists it in all_model_classes "
                                          f"({checkout_index.root_of(checkout.root) / checkout_index.MODELS}"
                                          "/*/test_modeling_*.py)")
-    if name not in tiny_subjects.SUBJECTS:
+    if name not in class_registry.SUBJECTS:
         where = " nor in the checkout's testers" if checkout else " (no transformers checkout given)"
-        raise SubjectError(f"{name} is not registered in exactness.models.tiny_subjects{where}")
+        raise SubjectError(f"{name} is not registered in exactness.models.class_registry{where}")
     return from_registry(name)
 
 
 def _fallback(name: str, checkout: Checkout, why: str) -> Subject:
     """The registry's class where the run asked for it (`fallback` "registry"), else the reason as the error."""
-    if checkout.fallback != "registry" or name not in tiny_subjects.SUBJECTS:
+    if checkout.fallback != "registry" or name not in class_registry.SUBJECTS:
         hint = ("; -p fallback registry builds it from the built-in registry instead"
-                if name in tiny_subjects.SUBJECTS else "")
+                if name in class_registry.SUBJECTS else "")
         raise SubjectError(why + hint)
     subject = from_registry(name)
     return dataclasses.replace(subject, tester=f"the built-in registry, {subject.tester} (fallback: {why})")
@@ -480,8 +480,8 @@ def source_of(name: str, transformers_tests: str | Checkout = "") -> str:
     """What builds `name` in a run, in words, read without importing anything: a checkout's tester file, your
     builder, the registry (with what it cites), or why nothing will."""
     checkout = _checkout(transformers_tests)
-    kind = subject_names.kind(name, tiny_subjects.NAMES, checkout.root)
-    registry = tiny_subjects.SUBJECTS.get(name)
+    kind = model_names.kind(name, class_registry.NAMES, checkout.root)
+    registry = class_registry.SUBJECTS.get(name)
     cited = (registry.source or "the near-tie study's builders") if registry else ""
     if kind is Kind.BUILDER:
         return f"your builder {name}"
@@ -513,8 +513,8 @@ def stated(name: str, transformers_tests: str | Checkout = "") -> Stated:
     root = _checkout(transformers_tests).root
     if root and not checkout_index.checkout_problem(root):
         found = stated_in_checkout(checkout_index.root_of(root), name)
-        if found.reason or subject_names.kind(name, tiny_subjects.NAMES, root) is Kind.CHECKOUT:
+        if found.reason or model_names.kind(name, class_registry.NAMES, root) is Kind.CHECKOUT:
             return found
-    if name in tiny_subjects.SUBJECTS and subject_names.builder(name) is None:
+    if name in class_registry.SUBJECTS and model_names.builder(name) is None:
         return from_registry(name).stated
     return Stated()

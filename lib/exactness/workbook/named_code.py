@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping
 from importlib.machinery import PathFinder
 from pathlib import Path
 
-from exactness.models import checkout_index, subject_names
+from exactness.models import checkout_index, model_names
 
 
 def _module_files(dotted: str) -> list[Path]:
@@ -32,7 +32,7 @@ def _checkout_files(root: Path) -> list[Path]:
 def files_of(value: str) -> list[Path]:
     if Path(value).is_dir():
         return _checkout_files(Path(value).resolve())
-    named = subject_names.builder(value)
+    named = model_names.builder(value)
     if named is None:
         return []
     return [Path(named.target)] if named.is_file else _module_files(named.target)

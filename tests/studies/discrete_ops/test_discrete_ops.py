@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from exactness import reference
-from exactness.models import tiny_subjects
+from exactness.models import class_registry
 from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph
 from exactness.runtimes.export_cache import ExportCache
 from exactness.studies.discrete_ops import check, margins, verdicts
@@ -169,11 +169,11 @@ def test_margins_of_each_kind():
 
 def test_inputs_are_drawn_in_the_testers_order_and_repeat_per_seed():
     name = "XLMForQuestionAnswering"
-    first, again = tiny_subjects.inputs(name, 3), tiny_subjects.inputs(name, 3)
+    first, again = class_registry.inputs(name, 3), class_registry.inputs(name, 3)
     assert all(torch.equal(first[k], again[k]) for k in first) and set(first) == {"input_ids", "lengths",
                                                                                   "token_type_ids"}
     assert first["lengths"].min() >= 5 and first["lengths"].max() <= 6  # ids below 2, plus seq_length - 2
-    assert not torch.equal(first["input_ids"], tiny_subjects.inputs(name, 4)["input_ids"])
+    assert not torch.equal(first["input_ids"], class_registry.inputs(name, 4)["input_ids"])
 
 
 def test_an_unknown_class_names_the_registered_ones_and_says_how_to_add_one():
@@ -207,12 +207,12 @@ def test_every_skip_reason_has_one_labelled_claim():
 
 
 def test_stacked_token_types_and_an_undrawn_pixel_mask_follow_the_testers():
-    tapas = tiny_subjects.inputs("TapasForQuestionAnswering", 2)
+    tapas = class_registry.inputs("TapasForQuestionAnswering", 2)
     assert tapas["token_type_ids"].shape == (13, 7, 7)
     sizes = torch.tensor([3, 256, 256, 2, 256, 256, 10])  # the tester's type_vocab_sizes, one per stacked column
     assert (tapas["token_type_ids"].amax(dim=(0, 1)) < sizes).all() and tapas["token_type_ids"].min() >= 0
     assert tapas["token_type_ids"][..., 0].max() == 2  # segment ids drawn below 3, not below 256
-    lw = tiny_subjects.inputs("LwDetrForObjectDetection", 2)
+    lw = class_registry.inputs("LwDetrForObjectDetection", 2)
     assert torch.equal(lw["pixel_mask"], torch.ones(3, 256, 256))
     import random
 
@@ -221,24 +221,24 @@ def test_stacked_token_types_and_an_undrawn_pixel_mask_follow_the_testers():
 
 
 def test_prefix_masks_and_fixed_prompts_follow_the_testers():
-    clap = tiny_subjects.inputs("ClapModel", 5)
+    clap = class_registry.inputs("ClapModel", 5)
     mask = clap["attention_mask"]
     starts = mask.sum(dim=1)
     assert mask.shape == (12, 7) and clap["input_features"].shape == (12, 1, 256, 16)
     assert starts.min() >= 1 and starts.max() <= 5  # numpy's randint(1, seq - 1): the tester's range
     assert all(torch.equal(row, (torch.arange(7) < start).long()) for row, start in zip(mask, starts, strict=True))
-    assert not torch.equal(mask, tiny_subjects.inputs("ClapModel", 6)["attention_mask"])
-    dino = tiny_subjects.inputs("MMGroundingDinoForObjectDetection", 5)
+    assert not torch.equal(mask, class_registry.inputs("ClapModel", 6)["attention_mask"])
+    dino = class_registry.inputs("MMGroundingDinoForObjectDetection", 5)
     prompt = torch.tensor([101, 3869, 1012, 11420, 3869, 1012, 102])
     assert dino["input_ids"].shape == (4, 7) and (dino["input_ids"] == prompt).all()
     assert torch.equal(dino["pixel_mask"], torch.ones(4, 98, 98))
 
 
-@pytest.mark.parametrize("name", [n for n in tiny_subjects.NAMES if not tiny_subjects.subject(n).family])
+@pytest.mark.parametrize("name", [n for n in class_registry.NAMES if not class_registry.subject(n).family])
 def test_every_registered_tester_config_builds_its_config_class(name):
-    config = tiny_subjects.tester_config(name)
-    assert type(config).__name__ == tiny_subjects.subject(name).config_class
-    for key, value in tiny_subjects.subject(name).config.items():
+    config = class_registry.tester_config(name)
+    assert type(config).__name__ == class_registry.subject(name).config_class
+    for key, value in class_registry.subject(name).config.items():
         # the export test's less-flaky settings raise every *_eps to 1.0 on purpose
         if isinstance(value, (int, float, str)) and hasattr(config, key) and not key.endswith("_eps"):
             assert getattr(config, key) == value, f"{name}: {key} is {getattr(config, key)!r}, tester: {value!r}"
@@ -287,16 +287,16 @@ def test_the_paper_set_runs_every_registered_class_and_default_says_why_it_leave
     paper = yaml.safe_load((folder / "paper.yaml").read_text())
     text = (folder / "default.yaml").read_text()
     default = yaml.safe_load(text)
-    assert sorted(paper["models"]) == sorted(tiny_subjects.NAMES)
-    assert set(default["models"]) <= set(tiny_subjects.NAMES) and len(set(default["models"])) == len(default["models"])
+    assert sorted(paper["models"]) == sorted(class_registry.NAMES)
+    assert set(default["models"]) <= set(class_registry.NAMES) and len(set(default["models"])) == len(default["models"])
     comments = " ".join(line for line in text.splitlines() if line.startswith("#"))
-    for name in set(tiny_subjects.NAMES) - set(default["models"]):
+    for name in set(class_registry.NAMES) - set(default["models"]):
         assert f"Left out: {name}" in comments, f"{name} is registered but neither in default.yaml nor explained there"
 
 
 def test_a_registry_entry_can_state_its_own_reason_and_claim(monkeypatch):
-    entry = tiny_subjects.Subject("MyModel", skip_reason="ties in my argmax", skip_claim=("exact tie", "ArgMax"))
-    monkeypatch.setitem(tiny_subjects.SUBJECTS, "MyModel", entry)
+    entry = class_registry.Subject("MyModel", skip_reason="ties in my argmax", skip_claim=("exact tie", "ArgMax"))
+    monkeypatch.setitem(class_registry.SUBJECTS, "MyModel", entry)
     reason, claim = verdicts.stated_reason("MyModel")
     assert reason == "ties in my argmax" and claim == reference.Claim("exact tie", "ArgMax")
     assert verdicts.stated_reason("BitModel") == (reference.SKIP_REASONS["BitModel"],
@@ -305,7 +305,7 @@ def test_a_registry_entry_can_state_its_own_reason_and_claim(monkeypatch):
 
 
 def test_flavas_masked_patches_and_masked_ids_follow_its_tester():
-    flava = tiny_subjects.inputs("FlavaForPreTraining", 7)
+    flava = class_registry.inputs("FlavaForPreTraining", 7)
     ids, masked = flava["input_ids"], flava["input_ids_masked"]
     assert (masked[:, 1:3] == 100).all() and torch.equal(masked[:, 3:], ids[:, 3:]) and torch.equal(masked[:, :1],
                                                                                                     ids[:, :1])

@@ -2,7 +2,7 @@
 
 from dataclasses import dataclass
 
-from exactness.models import names, subject_names, tiny_subjects
+from exactness.models import class_registry, model_names, names
 from exactness.workbook.parameter_rules import AtLeast, EachOf, OneOf, Switch
 from exactness.workbook.study_rules import (
     AT_LEAST_ONE,
@@ -21,17 +21,17 @@ class ModelList:
     """A list of model names (each a registered class, a class of the checkout's testers, or your builder), or
     the one word `skipped`: `-p models skipped` audits the checkout's comparison skips."""
 
-    item: subject_names.ModelName
+    item: model_names.ModelName
 
     def problem(self, value) -> str | None:
-        if value == subject_names.SKIPPED:
+        if value == model_names.SKIPPED:
             return None
         if isinstance(value, str):
-            return f"must be a list of model names, or {subject_names.SKIPPED}, got {value!r}"
+            return f"must be a list of model names, or {model_names.SKIPPED}, got {value!r}"
         return EachOf(self.item).problem(value)
 
     def code(self, value) -> list[str]:
-        return [] if value == subject_names.SKIPPED else EachOf(self.item).code(value)
+        return [] if value == model_names.SKIPPED else EachOf(self.item).code(value)
 
 
 def cross_problems(values) -> list[str]:
@@ -41,7 +41,7 @@ def cross_problems(values) -> list[str]:
     models = values.get("models")
     if not isinstance(models, (list, str)):
         return []
-    models = subject_names.as_list(models)
+    models = model_names.as_list(models)
     checkout = values.get("transformers_tests") or ""
     fallback = [] if values.get("replay", 0) == 0 or checkout else [
         "replay runs a checkout's real export test: give the checkout with -p transformers_tests PATH, or leave "
@@ -49,16 +49,16 @@ def cross_problems(values) -> list[str]:
     fallback += [] if values.get("fallback", "none") == "none" or checkout else [
         "fallback registry builds from the registry what a checkout's testers cannot: give the checkout with "
         "-p transformers_tests PATH, or leave fallback none"]
-    if not isinstance(checkout, str) or subject_names.CheckoutRoot().problem(checkout):
+    if not isinstance(checkout, str) or model_names.CheckoutRoot().problem(checkout):
         checkout = ""  # the checkout's own rule says what is wrong with it
-    return fallback + subject_names.cross_problems(models, tiny_subjects.NAMES, checkout, audit=True)
+    return fallback + model_names.cross_problems(models, class_registry.NAMES, checkout, audit=True)
 
 
 STUDY = Registration({
     # a registered class, a class of the checkout's testers, your builder (module:function), or `skipped`
-    "models": ModelList(subject_names.ModelName(tiny_subjects.NAMES, "model", audit=True)),
-    "transformers_tests": subject_names.CheckoutRoot(),
-    "fallback": OneOf(subject_names.FALLBACKS, "fallback"),
+    "models": ModelList(model_names.ModelName(class_registry.NAMES, "model", audit=True)),
+    "transformers_tests": model_names.CheckoutRoot(),
+    "fallback": OneOf(model_names.FALLBACKS, "fallback"),
     "replay": AtLeast(0, "no replay", whole=True),
     "seed_start": SEED, "n_seeds": SEEDS, "shape_modes": EachOf(OneOf(names.SHAPE_MODES, "shape mode")),
     "workers": WORKERS, "max_fresh_exports": AT_LEAST_ONE, "scheduler": SCHEDULER,

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from exactness.models import sources, tiny_subjects
+from exactness.models import class_registry, sources
 from exactness.models.names import ClassTask
 from exactness.studies.discrete_ops import verdicts as v
 from exactness.studies.discrete_ops.check import NOISE_FACTOR, PLANTS
@@ -121,14 +121,14 @@ def registered(models, checkout: str | sources.Checkout = "", graphs: pd.DataFra
 
     rows = [{"class": name, "in this run": name in ran, "built by": built_by(name),
              "skipped by the export test": bool(v.stated_reason(name)[0])}
-            for name in tiny_subjects.SUBJECTS]
-    others = [name for name in ran if name not in tiny_subjects.SUBJECTS]
+            for name in class_registry.SUBJECTS]
+    others = [name for name in ran if name not in class_registry.SUBJECTS]
     rows += [{"class": name, "in this run": True, "built by": built_by(name),
               "skipped by the export test": bool(v.stated_reason(name)[0])} for name in others]
-    left = [name for name in tiny_subjects.NAMES if name not in ran]
+    left = [name for name in class_registry.NAMES if name not in ran]
     registered_run = len(ran) - len(others)
     return Section(pd.DataFrame(rows),
-                   f"{registered_run} of the {count(len(tiny_subjects.NAMES))} registered classes ran"
+                   f"{registered_run} of the {count(len(class_registry.NAMES))} registered classes ran"
                    + (f", and {plural(len(others), 'class', 'classes')} from elsewhere" if others else "")
                    + (f"; not in this run: {', '.join(left)}." if left else "."))
 

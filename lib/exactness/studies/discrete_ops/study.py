@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from exactness.models import sources, subject_names, subject_rebuild, tiny_subjects
+from exactness.models import class_registry, model_names, sources, subject_rebuild
 from exactness.runtimes import discrete_recorder, discrete_taps, worker_state
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.export_cache import ExportCache
@@ -74,7 +74,7 @@ def validate(models, n_seeds: int, seed_start: int, shape_modes, workers: int, t
 def classes(models, transformers_tests: str = "") -> list[str]:
     """The classes a run builds, in order: `skipped` (alone or in the list) replaced by every class in the
     checkout's value-comparison skip scopes."""
-    return subject_names.expand(subject_names.as_list(models), transformers_tests)
+    return model_names.expand(model_names.as_list(models), transformers_tests)
 
 
 @dataclass(frozen=True)
@@ -605,7 +605,7 @@ def _as_stated(found: verdicts_of.ClassVerdict, tables: verdicts_of.ClassTables,
     """The verdict beside the skip as the checkout states it: with a checkout, every class is judged against that
     checkout's EXPORT_SKIPS reason (and the claim `exactness.reference` labels for the class, where it has one);
     without one, a registry class keeps the reason the verdict quoted."""
-    if not checkout and found.model in tiny_subjects.SUBJECTS:
+    if not checkout and found.model in class_registry.SUBJECTS:
         return found
     stated = sources.stated(found.model, checkout)
     ops = tables.ops

@@ -27,7 +27,7 @@ from exactness import reference
 from exactness.causes import CLAIMED, Cause
 from exactness.compare import export_rule
 from exactness.compare.rates import PER, Estimate, RatePolicy, estimate
-from exactness.models import tiny_subjects
+from exactness.models import class_registry
 from exactness.studies.discrete_ops import verdict_words as words
 from exactness.studies.discrete_ops.check import PLANTS
 from exactness.studies.discrete_ops.evidence import (
@@ -118,7 +118,7 @@ class ClassVerdict:
 def stated_reason(model: str) -> tuple[str, reference.Claim | None]:
     """The skip's reason and its labelled claim: the class's registry entry where it overrides them, else the
     export test's own (exactness.reference)."""
-    entry = tiny_subjects.SUBJECTS.get(model) or tiny_subjects.Subject(model)
+    entry = class_registry.SUBJECTS.get(model) or class_registry.Subject(model)
     reason = entry.skip_reason if entry.skip_reason is not None else reference.skip_reason(model)
     claim = reference.Claim(*entry.skip_claim) if entry.skip_claim else reference.skip_claim(model)
     return reason, claim

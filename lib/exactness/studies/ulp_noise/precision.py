@@ -14,7 +14,7 @@ import pandas as pd
 import torch
 
 from exactness.compare.ulp import ulp
-from exactness.models import subjects
+from exactness.models import tensor_subjects
 from exactness.runtimes import eager_capture
 from exactness.runtimes.sides import Precision, Side
 
@@ -30,8 +30,8 @@ def ulp_in(values: torch.Tensor, precision: Precision) -> torch.Tensor:
 def precision_noise(model: str, seeds, precisions: list[str], transformers_tests: str = "") -> pd.DataFrame:
     rows = []
     for seed in seeds:
-        made = subjects.make(model, int(seed), transformers_tests)
-        named = subjects.named_tensors(model, made.model)
+        made = tensor_subjects.make(model, int(seed), transformers_tests)
+        named = tensor_subjects.named_tensors(model, made.model)
         fp32 = eager_capture.run(made.model, made.inputs)
         wide = eager_capture.run(copy.deepcopy(made.model).double(),
                                  {k: v.double() if v.is_floating_point() else v for k, v in made.inputs.items()})

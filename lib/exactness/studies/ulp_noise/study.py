@@ -16,7 +16,7 @@ import torch
 
 from exactness.compare.intermediates import intermediate_table
 from exactness.compare.scale import worst_elements
-from exactness.models import subjects
+from exactness.models import tensor_subjects
 from exactness.runtimes import eager_capture, onnx_graph
 from exactness.runtimes.graph_pool import GraphPool
 from exactness.workbook import sweep
@@ -43,7 +43,7 @@ def noise_pool(model: str, shape_mode: str, transformers_tests: str = "") -> Noi
     and move the model's own outputs by an ulp (measured: `projected_states` of Wav2Vec2 and UniSpeech), so
     the outputs are read from a run of the graph as exported, and the intermediates from a second run that
     exposes them all."""
-    subjects.check(model, transformers_tests)
+    tensor_subjects.check(model, transformers_tests)
     return NoisePool(model, shape_mode, transformers_tests, exposed=frozenset())
 
 
@@ -59,7 +59,7 @@ class _Draw:
 def _draw(pool: GraphPool, seed: int, threads: int | None = None, eager_run=eager_capture.run,
           **ort_options) -> _Draw:
     """`eager_run(built, inputs)`: the eager side (on the CPU with `threads` torch threads by default)."""
-    made = subjects.make(pool.model, seed, getattr(pool, "transformers_tests", ""))
+    made = tensor_subjects.make(pool.model, seed, getattr(pool, "transformers_tests", ""))
     built, inputs = made.model, made.inputs
     previous = torch.get_num_threads()
     if threads:
@@ -80,7 +80,7 @@ def _table(name: str, draw: _Draw, produced: dict | None = None) -> pd.DataFrame
     graph = draw.everything.graph
     produced = produced if produced is not None else draw.everything.run(draw.inputs)
     table = intermediate_table(draw.eager.modules, produced, graph.intermediates,
-                               subjects.named_tensors(name, draw.built), extra=worst_elements)
+                               tensor_subjects.named_tensors(name, draw.built), extra=worst_elements)
     outputs = {name: name for name in graph.outputs if name in draw.eager.outputs}  # the model's outputs come last
     last = {name: [draw.eager.outputs[name]] for name in outputs}
     finals = intermediate_table(last, draw.bare.run(draw.inputs), outputs, extra=worst_elements).assign(

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from exactness.models import checkout_index, subject_names
+from exactness.models import checkout_index, model_names
 
 CHECKOUT = str(Path(__file__).resolve().parents[1] / "fixtures" / "transformers_checkout")
 REGISTRY = ("BertModel", "BitModel")
 
 
 def test_each_kind_of_name_is_told_apart():
-    kind, Kind = subject_names.kind, subject_names.Kind
+    kind, Kind = model_names.kind, model_names.Kind
     assert kind("BitModel", REGISTRY) is Kind.REGISTRY and kind("skipped", REGISTRY) is Kind.SKIPPED
     assert kind("pkg.mod:build", REGISTRY) is Kind.BUILDER and kind("/x/y.py:build", REGISTRY) is Kind.BUILDER
     # a class the checkout's testers have comes from them, registered or not
@@ -22,7 +22,7 @@ def test_each_kind_of_name_is_told_apart():
 
 
 def test_a_builders_name_is_checked_without_running_it(tmp_path):
-    rule = subject_names.ModelName(REGISTRY)
+    rule = model_names.ModelName(REGISTRY)
     good = tmp_path / "mine.py"
     good.write_text("import torch\n\ndef build(seed):\n    raise SystemExit('never run by a check')\n")
     assert rule.problem(f"{good}:build") is None
@@ -33,28 +33,28 @@ def test_a_builders_name_is_checked_without_running_it(tmp_path):
     assert "not of the form" in rule.problem("pkg.mod:not an identifier")
     assert rule.problem("BertModel") is None and rule.problem("SomeCheckoutClass") is None
     assert "names no model 'not a name'" in rule.problem("not a name")
-    assert subject_names.ModelName(REGISTRY, audit=True).problem("skipped") is None
+    assert model_names.ModelName(REGISTRY, audit=True).problem("skipped") is None
     # a study without a checkout parameter takes registered names and builders only
-    closed = subject_names.ModelName(REGISTRY, checkout_classes=False)
+    closed = model_names.ModelName(REGISTRY, checkout_classes=False)
     assert "names no model 'SomeCheckoutClass'" in closed.problem("SomeCheckoutClass")
     assert "transformers_tests" not in closed.problem("SomeCheckoutClass")
 
 
 def test_an_unknown_class_is_one_line_naming_where_it_was_looked_for():
-    (alone,) = subject_names.cross_problems(["GPT2Model", "BitModel"], REGISTRY, "")
+    (alone,) = model_names.cross_problems(["GPT2Model", "BitModel"], REGISTRY, "")
     assert "unknown class 'GPT2Model'" in alone and "no transformers checkout is given" in alone
-    (there,) = subject_names.cross_problems(["GPT2Model", "BertModel"], REGISTRY, CHECKOUT)
+    (there,) = model_names.cross_problems(["GPT2Model", "BertModel"], REGISTRY, CHECKOUT)
     assert "all_model_classes of" in there and "tests/models/*/test_modeling_*.py" in there
     # a class the checkout's tester lists is known even when its tester would not import
-    assert subject_names.cross_problems(["BertForTokenClassification"], REGISTRY, CHECKOUT) == []
-    (audit,) = subject_names.cross_problems(["skipped"], REGISTRY, "", audit=True)
+    assert model_names.cross_problems(["BertForTokenClassification"], REGISTRY, CHECKOUT) == []
+    (audit,) = model_names.cross_problems(["skipped"], REGISTRY, "", audit=True)
     assert "give the checkout with -p transformers_tests PATH" in audit
-    (no_audit,) = subject_names.cross_problems(["skipped"], REGISTRY, CHECKOUT)  # a study that audits nothing
+    (no_audit,) = model_names.cross_problems(["skipped"], REGISTRY, CHECKOUT)  # a study that audits nothing
     assert "unknown class 'skipped'" in no_audit
 
 
 def test_a_path_that_is_not_a_checkout_is_refused(tmp_path):
-    rule = subject_names.CheckoutRoot()
+    rule = model_names.CheckoutRoot()
     assert rule.problem("") is None and rule.problem(CHECKOUT) is None
     assert "no tests/test_modeling_common.py there" in rule.problem(str(tmp_path))
     assert "must be an absolute path" in rule.problem("transformers")
@@ -62,7 +62,7 @@ def test_a_path_that_is_not_a_checkout_is_refused(tmp_path):
 
 def test_the_skip_audit_takes_every_class_whose_ort_comparison_is_dropped_in_file_order():
     # "all" skips the export (not a comparison), and OpenVINO's comparison is not ORT's
-    assert subject_names.expand(["skipped", "BitModel", "BertModel"], CHECKOUT) == [
+    assert model_names.expand(["skipped", "BitModel", "BertModel"], CHECKOUT) == [
         "BertForTokenClassification", "BertModel", "GhostModel", "BertForSequenceClassification", "BitModel"]
     root = checkout_index.root_of(CHECKOUT)
     assert checkout_index.comparison_scopes(checkout_index.export_skips(root)) == [

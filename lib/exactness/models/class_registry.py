@@ -327,7 +327,7 @@ class UnknownSubjectError(KeyError):
         name = self.args[0]
         return (f"no tiny config registered for {name!r}; registered: {', '.join(NAMES)}. To add a class, add a "
                 "Subject (config class and values, input draws, tester source) to SUBJECTS in "
-                "lib/exactness/models/tiny_subjects.py (its module docstring says how)")
+                "lib/exactness/models/class_registry.py (its module docstring says how)")
 
 
 def subject(name: str) -> Subject:

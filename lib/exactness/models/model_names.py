@@ -1,7 +1,7 @@
 """What a model name in a study's parameters means, decided without importing torch, a checkout or a user's code.
 
 A name is one of:
-- a class of the built-in registry (`exactness.models.tiny_subjects`, or a study's own list of names);
+- a class of the built-in registry (`exactness.models.class_registry`, or a study's own list of names);
 - a class in a transformers checkout's model testers, with `transformers_tests` the checkout's root;
 - your own builder, `package.module:function` or `/absolute/path/file.py:function`, where `function(seed)`
   returns `(model, inputs)`;
@@ -200,7 +200,7 @@ def cross_problems(models: list, registry: tuple[str, ...], checkout: str, audit
                  "(-p transformers_tests PATH builds any class its testers have)")
         problems.append(f"models names an unknown class {name!r}: not {where}; to add a class to the registry, add a "
                         "Subject (config class and values, input draws in the tester's order, the tester file and "
-                        "commit it was read from) to SUBJECTS in lib/exactness/models/tiny_subjects.py")
+                        "commit it was read from) to SUBJECTS in lib/exactness/models/class_registry.py")
     return problems
 
 
