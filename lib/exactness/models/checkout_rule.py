@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
 
-from exactness.compare.export_rule import Rule
+from exactness.compare.export_rule import BUILT_IN, Rule
 from exactness.models import checkout_index
 from exactness.models.checkout_index import CheckoutError
 
@@ -109,6 +109,17 @@ def read(root: Path) -> CheckoutRule:
         parts.append(f"half-precision tolerances raised to {half:g}")
     return CheckoutRule(Rule(f"the checkout's {FUNCTION} ({where}, {Form.RECOGNISED.value}): " + "; ".join(parts),
                              left_out, half), where)
+
+
+def judging(checkout: str = "") -> tuple[Rule, str]:
+    """The rule a run's classes are judged by: the checkout's own where it can be read, else the built-in replica
+    with the one line that says why (no checkout: the built-in, no problem)."""
+    if not checkout:
+        return BUILT_IN, ""
+    try:
+        return read(checkout_index.root_of(checkout)).rule, ""
+    except CheckoutError as error:
+        return BUILT_IN, str(error)
 
 
 def called(root: Path) -> Callable[[dict, dict, float, float], bool]:

@@ -106,3 +106,21 @@ def test_the_patch_is_written_to_the_run_and_the_patched_real_test_passes_and_ca
     assert replay.sentence == ("The patched real test passes 2 of 2 replayed seeds. A defect planted in each "
                                "compared output (100x the tolerance) fails it in every output: 3 elements off, on 0 "
                                "of 2; every element off, on 2 of 2 seeds.")
+
+
+def test_with_a_checkout_its_rule_decides_the_rate_and_the_verification_not_only_the_side_table():
+    from exactness.models import checkout_rule
+    from exactness.studies.discrete_ops import study, verdicts
+
+    rule, problem = checkout_rule.judging(CHECKOUT)
+    assert rule is not BUILT_IN and not problem
+    assert study.Settings(transformers_tests=CHECKOUT).judging == rule
+    assert study.Settings().judging is BUILT_IN and study.Settings(rule=BUILT_IN, transformers_tests=CHECKOUT).judging \
+        is BUILT_IN
+    seed_1 = _outputs()[lambda t: t.seed == 1]  # only the top-k pick moved
+    assert not verdicts.rule_passes(seed_1) and verdicts.rule_passes(seed_1, rule)
+    both = ["start_logits", "start_top_index"]
+    assert verdicts.verify(_outputs(), both).passes == 0 and verdicts.verify(_outputs(), both, rule).passes == 1
+    # a checkout whose rule cannot be read is judged by the built-in replica, and the line says why
+    rule, problem = checkout_rule.judging("/nonexistent/checkout")
+    assert rule is BUILT_IN and problem

@@ -14,7 +14,6 @@ import onnx
 import torch
 
 from exactness.compare import export_rule
-from exactness.compare.export_rule import export_test_rule
 from exactness.compare.scale import float32_ulp
 from exactness.models import sources
 from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph, weight_swap, worker_state
@@ -383,8 +382,10 @@ def compare_output(row: OutputRow, produced: np.ndarray, eager: torch.Tensor, re
 
 
 def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, cache: ExportCache,
-               atol: float, rtol: float, phase: str, fast: bool = True) -> SeedCheck:
-    """Eager (recorded), ORT and the float64 reference on one seed: its margin, output and seed rows."""
+               atol: float, rtol: float, phase: str, fast: bool = True,
+               judging: export_rule.Rule = export_rule.BUILT_IN) -> SeedCheck:
+    """Eager (recorded), ORT and the float64 reference on one seed: its margin, output and seed rows; the seed's
+    pass/fail by `judging` (the built-in replica of the export test's check, or a checkout's own)."""
     began = time.monotonic()
     raw, records = discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED)
     eager = flatten_outputs(raw)
@@ -493,8 +494,8 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
             bound = row.noise_bound if row.noise_bound == row.noise_bound else NOISE_FACTOR * max(row.scale_ulp, 0.0)
             row.explained_by_flip = bool(nonfinite_mismatch(got, after) == 0 and (
                 row.forced_max_abs_diff <= bound if row.floating else row.forced_max_abs_diff == 0))
-    rule = export_test_rule({g: torch.from_numpy(np.asarray(produced[g])).to(eager[m].dtype) for g, m in pairs},
-                            {g: eager[m] for g, m in pairs}, atol=atol, rtol=rtol) if pairs else None
+    rule = judging.applied({g: torch.from_numpy(np.asarray(produced[g])).to(eager[m].dtype) for g, m in pairs},
+                           {g: eager[m] for g, m in pairs}, atol=atol, rtol=rtol) if pairs else None
     seed_row = SeedRow(task.model, task.shape_mode, seed, phase,
                        "fresh export" if fresh else ("swapped weights" if initializers else "template"),
                        flipped_counted, stray, bool(rule) if rule is not None else True,

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from exactness.compare.export_rule import BUILT_IN, OutputCount, Rule
-from exactness.models import checkout_index, checkout_rule, real_test, sources
+from exactness.models import checkout_rule, real_test, sources
 from exactness.studies.discrete_ops.sections import Section, plural
 
 
@@ -22,13 +22,7 @@ class Judged:
 
 
 def rule_of(checkout: str | sources.Checkout = "") -> Judged:
-    root = str(checkout) if checkout else ""
-    if not root:
-        return Judged(BUILT_IN)
-    try:
-        return Judged(checkout_rule.read(checkout_index.root_of(root)).rule)
-    except checkout_index.CheckoutError as error:
-        return Judged(BUILT_IN, str(error))
+    return Judged(*checkout_rule.judging(str(checkout) if checkout else ""))
 
 
 def _counts(rows: pd.DataFrame) -> list[OutputCount]:
@@ -63,8 +57,8 @@ def section(outputs: pd.DataFrame, checkout: str | sources.Checkout = "") -> Sec
         sentence = f"No checkout given: every class is judged by {BUILT_IN.name}."
     else:
         moved = sum(bool(r["seeds judged differently"]) for r in rows)
-        sentence = (f"Every checked seed judged by {judged.rule.name}; the built-in replica, which the rates above "
-                    "use, judges "
+        sentence = (f"Every checked seed, and so every rate and verification above, judged by {judged.rule.name}; "
+                    "the built-in replica judges "
                     + (f"{plural(moved, 'class', 'classes')} differently on some seed (named in the table)."
                        if moved else "every checked seed the same.")
                     + (" The half-precision floor is not applied to these counts (taken at the test's own "

@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from exactness.models import class_registry, model_names, sources, subject_rebuild
+from exactness.compare.export_rule import Rule
+from exactness.models import checkout_rule, class_registry, model_names, sources, subject_rebuild
 from exactness.runtimes import discrete_recorder, discrete_taps, worker_state
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.export_cache import ExportCache
@@ -90,6 +91,13 @@ class Settings:
     cache: str = ""  # the export cache's folder
     policy: verdicts_of.RatePolicy = field(default_factory=verdicts_of.RatePolicy)
     transformers_tests: str = ""  # a transformers checkout's root: its testers build the classes it has
+    # the export test's check every seed is judged by; None: the checkout's own where it can be read
+    # (`models.checkout_rule.judging`), else the built-in replica
+    rule: Rule | None = None
+
+    @property
+    def judging(self) -> Rule:
+        return self.rule if self.rule is not None else checkout_rule.judging(str(self.transformers_tests))[0]
 
 
 @dataclass
@@ -311,7 +319,7 @@ class _Check:
             make = _fresh(task.model, checkout) if fresh_build else _builder(task.model, True, checkout)[0]
             made = make(int(seed))
             result = check.check_seed(self.cg, int(seed), made.model, made.inputs, cache, self.settings.atol,
-                                      self.settings.rtol, self.phase, self.settings.fast_paths)
+                                      self.settings.rtol, self.phase, self.settings.fast_paths, self.settings.judging)
             margins += result.margins
             outputs += result.outputs
             rows.append(result.seed)
@@ -533,6 +541,7 @@ def _failures(done: list[_Done], graphs: dict, graph_rows: list, tasks: list) ->
 def run(models, seed_start: int, n_seeds: int, shape_modes, workers: int = 1, scheduler: str = "", shards=None,
         settings: Settings | None = None, progress_every: float = 10.0) -> Result:
     settings = settings or Settings()
+    settings = dataclasses.replace(settings, rule=settings.judging)  # read once, then carried to every worker
     seeds = list(range(seed_start, seed_start + n_seeds))
     models = classes(models, settings.transformers_tests)
     tasks = [ClassTask(model, mode) for model in models for mode in shape_modes]
@@ -583,7 +592,7 @@ def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graph
                                        _of(tables["margins"], task), _of(tables["outputs"], task),
                                        _of(tables["seeds"], task))
         reach = reaches.get(task, math.nan)
-        first = verdicts_of.verdict(mine, settings.policy, reach)
+        first = verdicts_of.verdict(mine, settings.policy, reach, rule=settings.judging)
         if first.cause is verdicts_of.Cause.DEFECT and task in graphs:
             seed = first.defect_seed
             made = _fresh(task.model, settings.transformers_tests)(seed)
@@ -595,7 +604,7 @@ def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graph
                                              detail=f"{type(error).__name__}: {' '.join(str(error).split())[:300]}")
             localizations.append(spot)
             first = verdicts_of.verdict(mine, settings.policy, reach, spot.where, spot.remedy, spot.stage,
-                                        spot.pass_name)
+                                        spot.pass_name, rule=settings.judging)
         found.append(_as_stated(first, mine, settings.transformers_tests))
     return found, pd.DataFrame([vars(s) for s in localizations])
 

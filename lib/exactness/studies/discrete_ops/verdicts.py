@@ -42,20 +42,21 @@ from exactness.studies.discrete_ops.evidence import (
 )
 
 
-def rule_passes(rows: pd.DataFrame) -> bool:
-    """The export test's rule (`compare.export_rule.judge`) over these output rows' counts."""
-    return export_rule.judge(export_rule.OutputCount(
+def rule_passes(rows: pd.DataFrame, rule: export_rule.Rule = export_rule.BUILT_IN) -> bool:
+    """The export test's rule (`rule`: the built-in replica, or a checkout's) over these output rows' counts."""
+    return rule.judge(export_rule.OutputCount(
         row.output, int(row.numel), int(row.rule_mismatched), bool(row.zero_dim),
         bool(row.same_shape and getattr(row, "same_dtype", True))) for row in rows.itertuples()).passed
 
 
-def planted_defect_caught(rows: pd.DataFrame, output: str, column: str = "") -> bool:
+def planted_defect_caught(rows: pd.DataFrame, output: str, column: str = "",
+                          rule: export_rule.Rule = export_rule.BUILT_IN) -> bool:
     """Whether the rule over `rows` fails with a defect planted in `output`: the rule's count of not-close elements
     there with the defect in it (`column`, one of `check.PLANTS`), or, without one, every element wrong."""
     planted = rows.copy()
     mine = planted.output == output
     planted.loc[mine, "rule_mismatched"] = planted.loc[mine, column] if column else planted.loc[mine, "numel"]
-    return not rule_passes(planted)
+    return not rule_passes(planted, rule)
 
 
 @dataclass
@@ -263,7 +264,7 @@ def refuted(claim: reference.Claim | None, cause: Cause, ops: pd.DataFrame, flip
 
 
 def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", remedy: str = "",
-            stage: str = "", pass_name: str = "") -> ClassVerdict:
+            stage: str = "", pass_name: str = "", rule: export_rule.Rule = export_rule.BUILT_IN) -> ClassVerdict:
     """The class's cause, decided from its rows into typed evidence (`evidence`), then put into words by
     `verdict_words`. `where`, `remedy`, `stage`, `pass_name`: a defect's localization (`localize.Localization`)."""
     model, mode = t.graph.model, t.graph.shape_mode
@@ -365,11 +366,11 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
         result.stage, result.pass_name = stage, pass_name
     result.refutation = words.refutation(refuted(claim, cause, ops, flipped_types), claim, cause, len(ops),
                                          result.pass_name)
-    result.verification = verify(t.outputs, result.compare)
+    result.verification = verify(t.outputs, result.compare, rule)
     return result
 
 
-def verify(outputs: pd.DataFrame, compare: list[str]) -> Verification:
+def verify(outputs: pd.DataFrame, compare: list[str], rule: export_rule.Rule = export_rule.BUILT_IN) -> Verification:
     """The rule over the compared outputs on every checked seed, and planted defects in each of them."""
     check = Verification()
     if not len(outputs) or not compare:
@@ -377,13 +378,13 @@ def verify(outputs: pd.DataFrame, compare: list[str]) -> Verification:
     check.caught = {plant.column: 0 for plant in PLANTS}
     for _, rows in outputs[outputs.output.isin(compare)].groupby("seed"):
         check.seeds += 1
-        check.passes += rule_passes(rows)
+        check.passes += rule_passes(rows, rule)
         for row in rows.itertuples():
             if getattr(row, PLANTS[0].column, -1) < 0:  # nothing planted (an integer output, another shape)
                 continue
             check.planted += 1
             for plant in PLANTS:
-                check.caught[plant.column] += planted_defect_caught(rows, row.output, plant.column)
+                check.caught[plant.column] += planted_defect_caught(rows, row.output, plant.column, rule)
     return check
 
 
