@@ -208,3 +208,22 @@ def test_every_source_is_named_in_words():
     assert sources.source_of("UniSpeechForPreTraining").startswith(
         "the built-in registry, huggingface/transformers tests/models/unispeech/test_modeling_unispeech.py@")
     assert sources.source_of("my_package.models:build") == "your builder my_package.models:build"
+
+
+def test_a_checkout_subject_still_seeds_its_own_tester_after_another_checkout_was_served(tmp_path):
+    """Serving a second checkout drops the first one's `tests` modules from sys.modules; a subject of the first,
+    resolved before, must still seed the generator its tester draws from (not fail, not seed a fresh copy)."""
+    import shutil
+
+    import torch
+
+    first = sources.resolve("BertModel", CHECKOUT)
+    before = first.make(3)
+    other = tmp_path / "other"
+    shutil.copytree(CHECKOUT, other)
+    sources.resolve("BertModel", str(other)).make(0)  # the other checkout's tests package is served now
+    after = first.make(3)
+    assert set(after.inputs) == set(before.inputs)
+    assert all(torch.equal(after.inputs[k], before.inputs[k]) for k in before.inputs)
+    changed = first.make(4)
+    assert any(not torch.equal(changed.inputs[k], before.inputs[k]) for k in before.inputs)

@@ -321,6 +321,18 @@ def stated_in_checkout(root: Path, model: str) -> Stated:
     return Stated(skip.reason, skip.scope, reference.skip_claim(model))
 
 
+def _tester_global_rng(test_case):
+    """The `global_rng` the tester's draws use: the one of the `tests.test_modeling_common` it was imported with,
+    found through its classes' functions (a later checkout's activation drops that module from sys.modules, and
+    importing it again would make a second generator the tester never reads); else the module's, if imported."""
+    for klass in getattr(test_case, "__mro__", ()):
+        for value in vars(klass).values():
+            namespace = getattr(value, "__globals__", None)
+            if namespace is not None and "global_rng" in namespace:
+                return namespace["global_rng"]
+    return getattr(sys.modules.get("tests.test_modeling_common"), "global_rng", None)
+
+
 @dataclass(frozen=True)
 class CheckoutSubject(Subject):
     root: Path = Path()
@@ -329,8 +341,7 @@ class CheckoutSubject(Subject):
 
     def make(self, seed: int) -> Made:
         _activate(self.root)
-        common = sys.modules.get("tests.test_modeling_common")
-        global_rng = getattr(common, "global_rng", None)
+        global_rng = _tester_global_rng(self.test_case)
         if global_rng is None:
             raise SubjectError(f"{self.name}: the checkout's tests/test_modeling_common.py has no global_rng; this "
                                "workbook seeds the testers' draws through it")

@@ -60,7 +60,7 @@ def test_the_plain_path_checks_every_seed_and_gives_the_same_verdict(tmp_path):
     assert a.verdicts[0].cause == b.verdicts[0].cause and a.verdicts[0].compare == b.verdicts[0].compare
     # XLM's top-k ties on every seed: screened all the same, its rate from every seed, the ties a sample
     assert a.verdicts[0].screened == seeds and a.verdicts[0].ties == seeds
-    assert set(a.screen.recorder) == {"tapped"} and "by taps" in a.graphs.screen.iloc[0]
+    assert set(a.screen.recorder) == {"tapped"} and "only the counted ops' calls recorded" in a.graphs.screen.iloc[0]
     assert len(b.seeds) == seeds and set(a.seeds.seed) <= set(b.seeds.seed)
     shared = a.margins.merge(b.margins, on=["seed", "node"], suffixes=("", "_plain"))
     assert len(shared) and np.array_equal(shared.min_margin, shared.min_margin_plain, equal_nan=True)
