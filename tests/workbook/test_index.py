@@ -216,9 +216,15 @@ def test_the_index_opens_with_every_class_sorted_by_cause_defects_first_each_lin
     table = page[page.index('<table class="classes">'):page.index("</table>", page.index('<table class="classes">'))]
     assert page.index('<table class="classes">') < page.index('class="card"')  # answers before the studies' cards
     order = re.findall(r'#answer-([\w-]+)"', table)
-    # defects first; a class of two studies together, its more urgent line first; the other sides stay in the report
+    # defects first; a class of two studies together; the other sides stay in the report
     assert order == ["Tapas", "UniSpeech", "UniSpeech", "Conformer", "BertModel"], order
     assert 'href="near_tie/r2/report.html#answer-UniSpeech"' in table
+    # one answer per class: near_tie could not decide UniSpeech, discrete_ops did; the decided line comes first and
+    # ranks the class, the undecided one is said to be settled by it
+    lines = index.class_lines(index.collect(project), project.outputs)
+    unispeech = [(x.study, x.answer.cause, x.settled_by) for x in lines if x.answer.subject == "UniSpeech"]
+    assert unispeech == [("discrete_ops", "near-tie", ""), ("near_tie", "undecided", "discrete_ops")]
+    assert "(its seeds too few; discrete_ops decides)" in table
     assert "alone against padded" not in table and "1 with a defect" in page
     assert index.render(project) == index.render(project)  # a stable order
 

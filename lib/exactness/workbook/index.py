@@ -5,6 +5,7 @@ first. No scripts, no network: it opens straight from disk."""
 
 from __future__ import annotations
 
+import dataclasses
 import html
 import os
 import urllib.parse
@@ -260,6 +261,10 @@ class ClassLine:
     study: str
     report: str  # the report's path relative to outputs/
     answer: answers.Answer
+    settled_by: str = ""  # an undecided line another study's decided answer settles: that study
+
+
+UNDECIDED = "undecided"
 
 
 def in_class_table(entry: RunEntry, answer: answers.Answer) -> bool:
@@ -276,12 +281,21 @@ def class_lines(cards: list[RunEntry], outputs: Path) -> list[ClassLine]:
         report = f"{os.path.relpath(entry.folder, outputs)}/report.html"
         found += [ClassLine(entry.manifest.study, report, a) for a in answers.from_summary(entry.summary)
                   if in_class_table(entry, a)]
+    # one answer per class: where one study could not decide (too few seeds) and another did, the decided line is
+    # the class's answer and ranks it; the undecided one stays, below it, said to be settled by the other study
+    decided = {}
+    for line in found:
+        if line.answer.cause != UNDECIDED:
+            decided.setdefault(line.answer.subject, line.study)
+    found = [dataclasses.replace(line, settled_by=decided[line.answer.subject])
+             if line.answer.cause == UNDECIDED and line.answer.subject in decided else line for line in found]
     urgent = {}
     for line in found:
-        urgent[line.answer.subject] = min(urgent.get(line.answer.subject, len(answers.CAUSE_ORDER)),
-                                          cause_rank(line.answer.cause))
-    return sorted(found, key=lambda x: (urgent[x.answer.subject], x.answer.subject, cause_rank(x.answer.cause),
-                                        x.study))
+        if not line.settled_by:
+            urgent[line.answer.subject] = min(urgent.get(line.answer.subject, len(answers.CAUSE_ORDER)),
+                                              cause_rank(line.answer.cause))
+    return sorted(found, key=lambda x: (urgent[x.answer.subject], x.answer.subject, bool(x.settled_by),
+                                        cause_rank(x.answer.cause), x.study))
 
 
 def _classes_table(lines: list[ClassLine]) -> str:
@@ -298,12 +312,15 @@ def _classes_table(lines: list[ClassLine]) -> str:
                     f'<a href="{href}">{html.escape(a.subject)}</a></td><td>{answers.cause_badge(a.cause)}</td>'
                     f"<td>{inline_markdown(a.action)}</td><td>{html.escape(a.rate)}</td>"
                     f"<td>{html.escape(a.flips)}</td><td><a href=\"{html.escape(line.report)}\">"
-                    f"{html.escape(line.study)}</a></td></tr>")
+                    f"{html.escape(line.study)}</a>"
+                    + (f" (its seeds too few; {html.escape(line.settled_by)} decides)" if line.settled_by else "")
+                    + "</td></tr>")
     defects = len({x.answer.subject for x in lines if x.answer.cause == "defect"})
     classes = len({x.answer.subject for x in lines})
     return (f"<h2 id=\"classes\">Every class judged</h2><p class=\"intro\">{classes} class"
             f"{'es' if classes != 1 else ''}, {defects} with a defect; sorted by cause, defects first; a class judged "
-            "by two studies has a line from each, together. The class links to its answer and proof in the report."
+            "by two studies has a line from each, together, the decided one first where the other's seeds were too "
+            "few to decide. The class links to its answer and proof in the report."
             "</p><table class=\"classes\"><thead><tr><th>class</th><th>cause</th><th>what to do</th>"
             "<th>export test fails</th><th>a discrete choice flips</th><th>study</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")
