@@ -14,7 +14,7 @@ from pathlib import Path
 from conftest import REPO
 
 LIB = REPO / "lib"
-SHARED = ("exactness.models", "exactness.runtimes", "exactness.compare", "exactness.reference", "exactness.compat")
+SHARED = ("exactness.models", "exactness.runtimes", "exactness.compare", "exactness.published", "exactness.compat")
 
 
 def _modules() -> dict[str, Path]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from exactness import reference
+from exactness import published
 
 
 class Cause(Enum):
@@ -24,6 +24,6 @@ class Cause(Enum):
     NO_EXPORT = "not run"  # the class did not build or did not export
 
 
-# The cause a skip reason's labelled claim names (exactness.reference), by measured cause.
-CLAIMED = {Cause.EXACT_TIE: reference.EXACT_TIE, Cause.NEAR_TIE: reference.NEAR_TIE,
-           Cause.RANDOM_DRAW: reference.RANDOM_DRAW, Cause.FLOAT_NOISE: reference.FLOAT_NOISE}
+# The cause a skip reason's labelled claim names (exactness.published), by measured cause.
+CLAIMED = {Cause.EXACT_TIE: published.EXACT_TIE, Cause.NEAR_TIE: published.NEAR_TIE,
+           Cause.RANDOM_DRAW: published.RANDOM_DRAW, Cause.FLOAT_NOISE: published.FLOAT_NOISE}

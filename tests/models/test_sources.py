@@ -114,7 +114,7 @@ def test_the_registry_is_a_source_like_the_others():
     assert subject.source is sources.Source.REGISTRY and subject.rebuildable
     made = subject.make(1)
     assert all(torch.equal(made.inputs[k], class_registry.inputs("BertModel", 1)[k]) for k in made.inputs)
-    assert sources.resolve("BitModel").stated.claim is not None  # the registry quotes exactness.reference
+    assert sources.resolve("BitModel").stated.claim is not None  # the registry quotes exactness.published
 
 
 def test_with_a_checkout_its_reason_is_quoted_whichever_source_builds_the_class(tmp_path):
@@ -127,7 +127,7 @@ def test_with_a_checkout_its_reason_is_quoted_whichever_source_builds_the_class(
         '"onnx.exactness": {', '"onnx.exactness": {\n        "BitModel": "Drifts in this checkout.",'))
     stated = sources.stated("BitModel", str(copy))  # built by the registry: this checkout has no Bit tester
     assert stated.reason == "Drifts in this checkout." and stated.scope == "onnx.exactness"
-    assert str(stated.claim) == "float noise"  # labelled once for the class in exactness.reference
+    assert str(stated.claim) == "float noise"  # labelled once for the class in exactness.published
     assert sources.stated("BitModel").reason != stated.reason  # without a checkout: the registry's quote
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from exactness import reference
+from exactness import published
 
 
 def wilson_interval(k: int, n: int) -> tuple[float, float]:
@@ -35,7 +35,7 @@ class RatePolicy:
     """When "never flips" may be said: after no event, the one-sided 95% upper bound on the rate must lie below
     `rate` (both studies decide by this, and say how many seeds it takes)."""
 
-    rate: float = reference.value("failure_rate")  # transformers #50575's: about 1 in 2,700
+    rate: float = published.value("failure_rate")  # transformers #50575's: about 1 in 2,700
     level: float = 0.05
 
     def upper_bound(self, seeds: int) -> float:

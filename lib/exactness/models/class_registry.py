@@ -69,8 +69,8 @@ class Subject:
     draws: tuple[Draw, ...] = ()
     source: str = ""  # the tester file and commit the values were read from
     family: str = ""  # "wav2vec2": built by exactness.models.wav2vec2_family (the near-tie study's builders)
-    skip_reason: str | None = None  # None: the export test's own reason (exactness.reference.skip_reason)
-    # what that reason claims, (cause, op) as in exactness.reference.Claim; None: reference.skip_claim's
+    skip_reason: str | None = None  # None: the export test's own reason (exactness.published.skip_reason)
+    # what that reason claims, (cause, op) as in exactness.published.Claim; None: published.skip_claim's
     skip_claim: tuple[str, str] | None = None
     # attributes the tester sets on the built config; a dotted key sets one of a nested config
     after_config: dict = field(default_factory=dict)

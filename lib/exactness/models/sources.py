@@ -52,7 +52,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from exactness import reference
+from exactness import published
 from exactness.models import checkout_index, class_registry, model_names
 from exactness.models.model_names import Kind
 
@@ -105,11 +105,11 @@ class Made:
 @dataclass(frozen=True)
 class Stated:
     """The export test's skip of a class: its reason as quoted, the scope it sits in, and what it claims (labelled
-    by hand in `exactness.reference` for the classes this workbook has studied; None elsewhere)."""
+    by hand in `exactness.published` for the classes this workbook has studied; None elsewhere)."""
 
     reason: str = ""
     scope: str = ""
-    claim: reference.Claim | None = None
+    claim: published.Claim | None = None
 
 
 @dataclass(frozen=True)
@@ -318,7 +318,7 @@ def stated_in_checkout(root: Path, model: str) -> Stated:
     skip = checkout_index.skip_of(root, model)
     if skip is None:
         return Stated()
-    return Stated(skip.reason, skip.scope, reference.skip_claim(model))
+    return Stated(skip.reason, skip.scope, published.skip_claim(model))
 
 
 def _tester_global_rng(test_case):
@@ -444,10 +444,10 @@ def from_builder(name: str) -> BuilderSubject:
 
 def from_registry(name: str) -> RegistrySubject:
     entry = class_registry.subject(name)
-    reason = entry.skip_reason if entry.skip_reason is not None else reference.skip_reason(name)
-    claim = reference.Claim(*entry.skip_claim) if entry.skip_claim else reference.skip_claim(name)
+    reason = entry.skip_reason if entry.skip_reason is not None else published.skip_reason(name)
+    claim = published.Claim(*entry.skip_claim) if entry.skip_claim else published.skip_claim(name)
     return RegistrySubject(name, Source.REGISTRY, entry.source or "the near-tie study's builders",
-                           Stated(reason, reference.SKIP_SCOPE if reason else "", claim), rebuildable=True)
+                           Stated(reason, published.SKIP_SCOPE if reason else "", claim), rebuildable=True)
 
 
 @functools.cache

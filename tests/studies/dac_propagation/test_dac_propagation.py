@@ -228,7 +228,7 @@ def test_encoder_growth_and_the_seed_table(propagated):
 # ---------------------------------------------------------------------------------------------------------
 # Findings: fed tables that contradict each claim, the verdict and the wording follow the data
 
-from exactness import reference  # noqa: E402
+from exactness import published  # noqa: E402
 from exactness.studies.dac_propagation import findings as found  # noqa: E402
 
 
@@ -240,7 +240,7 @@ def _chain(errors: dict[str, float], init: str = "trained", rms: float = 1.0) ->
     return propagation._with_growth(pd.DataFrame(rows)).assign(init=init)
 
 
-SEED_ERRORS = {k: reference.value(k) for k in ("encoder.Conv1", "encoder.Block0", "encoder.Block1", "encoder.Block2",
+SEED_ERRORS = {k: published.value(k) for k in ("encoder.Conv1", "encoder.Block0", "encoder.Block1", "encoder.Block2",
                                               "encoder.Block3", "encoder.Snake1", "encoder.Conv2")}
 
 

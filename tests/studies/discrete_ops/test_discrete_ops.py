@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 import torch
 
-from exactness import reference
+from exactness import published
 from exactness.models import class_registry
 from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph
 from exactness.runtimes.export_cache import ExportCache
@@ -188,22 +188,22 @@ def test_an_unknown_class_names_the_registered_ones_and_says_how_to_add_one():
 
 def test_a_reason_holds_only_when_its_labelled_claim_is_the_measured_cause_at_the_named_op():
     holds, cause = verdicts.reason_holds, verdicts.Cause
-    tied_topk = reference.skip_claim("XLMForQuestionAnswering")
-    near_topk = reference.skip_claim("LwDetrForObjectDetection")
+    tied_topk = published.skip_claim("XLMForQuestionAnswering")
+    near_topk = published.skip_claim("LwDetrForObjectDetection")
     assert holds(tied_topk, cause.EXACT_TIE, {"TopK"})
     # LwDetr's reason claims distinct scores ~1e-4 apart: exact ties measured do not bear it out
     assert holds(near_topk, cause.EXACT_TIE, {"TopK"}) is False
     assert holds(near_topk, cause.NEAR_TIE, {"TopK"})
     assert holds(tied_topk, cause.EXACT_TIE, {"ArgMax"}) is False  # a tie, at another op
-    assert holds(reference.skip_claim("BitModel"), cause.DEFECT, set()) is False
-    assert holds(reference.skip_claim("Wav2Vec2ForPreTraining"), cause.NEVER_FLIPS, set()) is False
+    assert holds(published.skip_claim("BitModel"), cause.DEFECT, set()) is False
+    assert holds(published.skip_claim("Wav2Vec2ForPreTraining"), cause.NEVER_FLIPS, set()) is False
     assert holds(tied_topk, cause.UNDECIDED, {"TopK"}) is None and holds(None, cause.DEFECT, set()) is None
 
 
 def test_every_skip_reason_has_one_labelled_claim():
-    assert set(reference.SKIP_CLAIMS) == set(reference.SKIP_REASONS)
-    assert {claim.cause for claim in reference.SKIP_CLAIMS.values()} <= set(reference.CLAIM_CAUSES)
-    assert all(claim.op in ("", "TopK", "ArgMax") for claim in reference.SKIP_CLAIMS.values())
+    assert set(published.SKIP_CLAIMS) == set(published.SKIP_REASONS)
+    assert {claim.cause for claim in published.SKIP_CLAIMS.values()} <= set(published.CLAIM_CAUSES)
+    assert all(claim.op in ("", "TopK", "ArgMax") for claim in published.SKIP_CLAIMS.values())
 
 
 def test_stacked_token_types_and_an_undrawn_pixel_mask_follow_the_testers():
@@ -298,9 +298,9 @@ def test_a_registry_entry_can_state_its_own_reason_and_claim(monkeypatch):
     entry = class_registry.Subject("MyModel", skip_reason="ties in my argmax", skip_claim=("exact tie", "ArgMax"))
     monkeypatch.setitem(class_registry.SUBJECTS, "MyModel", entry)
     reason, claim = verdicts.stated_reason("MyModel")
-    assert reason == "ties in my argmax" and claim == reference.Claim("exact tie", "ArgMax")
-    assert verdicts.stated_reason("BitModel") == (reference.SKIP_REASONS["BitModel"],
-                                                               reference.Claim("float noise"))
+    assert reason == "ties in my argmax" and claim == published.Claim("exact tie", "ArgMax")
+    assert verdicts.stated_reason("BitModel") == (published.SKIP_REASONS["BitModel"],
+                                                               published.Claim("float noise"))
     assert verdicts.stated_reason("BertModel") == ("", None)
 
 

@@ -366,11 +366,11 @@ def test_an_integer_output_gets_no_planted_defect():
 
 
 def test_a_skip_reason_is_refuted_from_the_runs_own_rows():
-    from exactness import reference
+    from exactness import published
     from exactness.studies.discrete_ops import verdict_words
     from exactness.studies.discrete_ops.evidence import Refuted
 
-    random, tie = reference.Claim(reference.RANDOM_DRAW), reference.Claim(reference.EXACT_TIE, "ArgMax")
+    random, tie = published.Claim(published.RANDOM_DRAW), published.Claim(published.EXACT_TIE, "ArgMax")
     no_random = pd.DataFrame({"category": ["argmax"], "node": ["n"]})
     drawn = pd.DataFrame({"category": ["random"], "node": ["r"]})
     assert verdicts.refuted(random, verdicts.Cause.NEAR_TIE, no_random, {"ArgMax"}) is Refuted.NO_RANDOM_OP

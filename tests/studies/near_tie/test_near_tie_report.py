@@ -3,7 +3,7 @@
 import pandas as pd
 import pytest
 
-from exactness import reference
+from exactness import published
 from exactness.studies.near_tie import sentences as near_tie_report
 from exactness.studies.near_tie import study as near_tie
 from exactness.workbook.parameter_rules import StudyParameterError
@@ -30,9 +30,9 @@ def test_the_checks_sentence_counts_flips_failures_and_ties():
 def test_the_seeds_candidates_are_quoted_only_at_its_threshold_and_class():
     screen = pd.DataFrame({"model": [SEED_MODEL] * 4, "seed": range(4)})
     gaps = pd.DataFrame({"model": [SEED_MODEL], "candidates": [1], "seeds": [4]})
-    at_seed = near_tie_report.candidates_sentence(screen, gaps, reference.value("threshold"), 0.0, "gap < x")
+    at_seed = near_tie_report.candidates_sentence(screen, gaps, published.value("threshold"), 0.0, "gap < x")
     assert at_seed.startswith(f"4 seeds screened; candidates (gap < x): {SEED_MODEL} 1 (25.00%).")
-    assert f"{reference.value('candidates'):,.0f} of 40,000" in at_seed
+    assert f"{published.value('candidates'):,.0f} of 40,000" in at_seed
     elsewhere = near_tie_report.candidates_sentence(screen, gaps, 1e-4, 0.0, "gap < x")
     assert "The seed found" not in elsewhere
 
@@ -63,7 +63,7 @@ def test_the_summary_counts_and_sets_the_seeds_rate_beside_ours():
     defects = pd.DataFrame({"caught_by_tie_aware": [True, False, True]})
     summary = near_tie_report.summary(screen, _checks(), rates, defects, 1e-5, ["UniSpeechSatForPreTraining"])
     assert summary == {"seeds_screened": 3, "candidates": 2, "checks": 4, "flips": 3, "failures": 2,
-                       "failure_rate": {SEED_MODEL: {"ours": 0.5, "seed": reference.value("failure_rate")}},
+                       "failure_rate": {SEED_MODEL: {"ours": 0.5, "seed": published.value("failure_rate")}},
                        "tie_aware_passes": 3, "defects_caught": 2, "defects_required": 3,
                        "never_argmax": ["UniSpeechSatForPreTraining"]}
     # candidates chosen in ulps are counted in ulps, as the run chose them

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from exactness import reference
+from exactness import published
 from exactness.studies.dac_propagation.figures import run_name
 from exactness.studies.dac_propagation.study import ENCODER_OUTPUT, FIRST_LAYER, seed_chain
 from exactness.workbook.findings import Finding, count, significant, span
@@ -83,7 +83,7 @@ def rounding_finding(weights: pd.DataFrame, variant: str) -> Finding:
     """A fold that rounds differently (float64, as another device or kernel would) against the investigation's weight
     differences."""
     fp64 = weights[weights.variant == "folded_fp64"].groupby("init").max_abs_diff.max()
-    low, high = reference.value("weight_diff_min"), reference.value("weight_diff_max")
+    low, high = published.value("weight_diff_min"), published.value("weight_diff_max")
     parts = ", ".join(f"{init} {significant(v)}" for init, v in fp64.items())
     claim = (f"Error appears only when the fold rounds differently: folding in float64 and casting moves the weights "
              f"by up to {parts}.")
@@ -110,7 +110,7 @@ def growth_finding(growth: pd.DataFrame, variant: str) -> Finding:
              for init, g in growth.iterrows()]
     claim = ("The raw growth of the error from Conv1 to the encoder output is activation growth times relative-error "
              "growth: " + "; ".join(parts) + ".")
-    seed_total, seed_out = reference.value("total_amplification"), reference.value("encoder.Conv2")
+    seed_total, seed_out = published.value("total_amplification"), published.value("encoder.Conv2")
     seed = _seed(f"encoder output error {significant(seed_out)}, x{count(seed_total)} from Conv1",
                  "error propagation table")
     ours = "; ".join(f"{init} {_x(g.amplification)}" for init, g in growth.iterrows())
@@ -136,7 +136,7 @@ def block_table(propagated: pd.DataFrame, variant: str) -> pd.DataFrame:
     chain = chain[chain.layer.isin(SEED_BLOCKS)]
     present = [b for b in SEED_BLOCKS if b in set(chain.layer)]  # the tiny model has two blocks
     table = chain.pivot_table(index="layer", columns="init", values="growth", sort=False).reindex(present)
-    printed = pd.Series({b: reference.value(f"growth.{b}") for b in SEED_BLOCKS})  # as the investigation printed it
+    printed = pd.Series({b: published.value(f"growth.{b}") for b in SEED_BLOCKS})  # as the investigation printed it
     table["seed_002"] = printed.reindex(table.index) if variant == SEED_VARIANT else float("nan")
     return table.reset_index()
 
@@ -149,8 +149,8 @@ def amplifier_finding(propagated: pd.DataFrame, variant: str) -> Finding:
     parts = "; ".join(f"{init}: {layer.split('.')[-1]} {_x(g)}" for init, (layer, g) in tops.items())
     claim = (f"The encoder block that multiplies the error most: {parts} (the error after the block over the error "
              "at its input; below x1 it shrinks).")
-    seed_growth = reference.value("growth.encoder.Block0")
-    seed_text = ", ".join(f"{b.split('.')[-1]} x{reference.value(f'growth.{b}'):g}" for b in SEED_BLOCKS)  # as printed
+    seed_growth = published.value("growth.encoder.Block0")
+    seed_text = ", ".join(f"{b.split('.')[-1]} x{published.value(f'growth.{b}'):g}" for b in SEED_BLOCKS)  # as printed
     seed = _seed(seed_text, "error propagation table")
     if variant != SEED_VARIANT:
         return Finding(claim=claim, ours=parts, verdict="not comparable", source=seed,
@@ -342,9 +342,9 @@ def codec_sentence(codec: pd.DataFrame) -> str:
 
 def summary_values(growth: pd.DataFrame, weights: pd.DataFrame) -> dict:
     """summary.json's figures: ours beside the investigation's where the investigation measured the same quantity."""
-    values = {f"{init}_encoder_error": {"ours": g.encoder_error, "seed": reference.value("encoder.Conv2")}
+    values = {f"{init}_encoder_error": {"ours": g.encoder_error, "seed": published.value("encoder.Conv2")}
               for init, g in growth.iterrows()}
-    values.update({f"{init}_amplification": {"ours": g.amplification, "seed": reference.value("total_amplification")}
+    values.update({f"{init}_amplification": {"ours": g.amplification, "seed": published.value("total_amplification")}
                    for init, g in growth.iterrows()})
     values["fold_fp32_bit_identical"] = bool(weights[weights.variant == "folded_fp32"].max_abs_diff.max() == 0)
     return values

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pandas as pd
 import torch
 
-from exactness import reference
+from exactness import published
 from exactness.models import dac, dac_chunks
 from exactness.runtimes.sides import Device, Side
 
@@ -71,7 +71,7 @@ def patterns(chain: pd.DataFrame) -> list[Pattern]:
     for side, group in chain.groupby("side", sort=False):
         by_layer = group.set_index("layer").max_abs_diff
         found.append(Pattern(side, float(by_layer.get(FIRST, float("nan"))), float(by_layer.get(JUMP, float("nan"))),
-                             reference.value(FIRST), reference.value(JUMP)))
+                             published.value(FIRST), published.value(JUMP)))
     return found
 
 
@@ -87,7 +87,7 @@ def beside_investigation(chain: pd.DataFrame) -> pd.DataFrame:
     """Each side's largest difference per main encoder layer, in columns, beside the investigation's figure."""
     wide = chain.pivot_table(index="layer", columns="side", values="max_abs_diff", sort=False)
     wide = wide.loc[sorted(wide.index, key=_encoder_order)]
-    theirs = reference.table(reference.DAC_PR).set_index("key").value
+    theirs = published.table(published.DAC_PR).set_index("key").value
     wide["investigation"] = [float(theirs.get(layer, float("nan"))) for layer in wide.index]
     return wide.reset_index()
 

@@ -203,9 +203,9 @@ def encoder_growth(propagation: pd.DataFrame) -> pd.DataFrame:
 
 def beside_seed(propagation: pd.DataFrame) -> pd.DataFrame:
     """Max error per encoder layer under each init, with the DAC fix's figure for the same layer."""
-    from exactness import reference
+    from exactness import published
 
-    seed = reference.table(reference.SEED_002)
+    seed = published.table(published.SEED_002)
     seed_layers = seed[seed.section == "propagation"].set_index("key").value
     chain = seed_chain(propagation)
     table = chain[chain.layer.isin(seed_layers.index)].pivot_table(index="layer", columns="init",

@@ -9,7 +9,7 @@ its rate; with fewer, agreement says nothing ("not comparable"). Everything else
 
 from __future__ import annotations
 
-from exactness import reference
+from exactness import published
 from exactness.studies.discrete_ops import verdicts as v
 from exactness.studies.discrete_ops.check import PLANTS
 from exactness.studies.discrete_ops.sections import catch_words, made_by, plural
@@ -83,8 +83,8 @@ def seed_class_rate(result: Result) -> Finding | None:
     verdict = mine[0]
     ops = result.ops[(result.ops.model == SEED_MODEL) & (result.ops.category == SEED_OP[0])
                      & result.ops.scope.str.endswith(SEED_OP[1])]
-    seed_k, seed_n = int(reference.value("flips")), int(reference.value("seeds_screened"))
-    seed_text = (f"{reference.NEAR_TIE_PR}, section 5, {SEED_MODEL}: {seed_k} seeds with a flipped quantizer row in "
+    seed_k, seed_n = int(published.value("flips")), int(published.value("seeds_screened"))
+    seed_text = (f"{published.NEAR_TIE_PR}, section 5, {SEED_MODEL}: {seed_k} seeds with a flipped quantizer row in "
                  f"{seed_n:,}")
     rows = result.margins[(result.margins.model == SEED_MODEL) & result.margins.node.isin(set(ops.node))]
     if not len(ops) or rows.flipped.isna().all():

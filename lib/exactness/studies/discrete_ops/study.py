@@ -612,7 +612,7 @@ def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graph
 def _as_stated(found: verdicts_of.ClassVerdict, tables: verdicts_of.ClassTables,
                checkout: str) -> verdicts_of.ClassVerdict:
     """The verdict beside the skip as the checkout states it: with a checkout, every class is judged against that
-    checkout's EXPORT_SKIPS reason (and the claim `exactness.reference` labels for the class, where it has one);
+    checkout's EXPORT_SKIPS reason (and the claim `exactness.published` labels for the class, where it has one);
     without one, a registry class keeps the reason the verdict quoted."""
     if not checkout and found.model in class_registry.SUBJECTS:
         return found

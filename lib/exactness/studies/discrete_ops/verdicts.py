@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from exactness import reference
+from exactness import published
 from exactness.causes import CLAIMED, Cause
 from exactness.compare import export_rule
 from exactness.compare.rates import PER, Estimate, RatePolicy, estimate
@@ -116,23 +116,23 @@ class ClassVerdict:
     evidence: Evidence = field(default_factory=Evidence)  # what the proof and action say, as numbers
 
 
-def stated_reason(model: str) -> tuple[str, reference.Claim | None]:
+def stated_reason(model: str) -> tuple[str, published.Claim | None]:
     """The skip's reason and its labelled claim: the class's registry entry where it overrides them, else the
-    export test's own (exactness.reference)."""
+    export test's own (exactness.published)."""
     entry = class_registry.SUBJECTS.get(model) or class_registry.Subject(model)
-    reason = entry.skip_reason if entry.skip_reason is not None else reference.skip_reason(model)
-    claim = reference.Claim(*entry.skip_claim) if entry.skip_claim else reference.skip_claim(model)
+    reason = entry.skip_reason if entry.skip_reason is not None else published.skip_reason(model)
+    claim = published.Claim(*entry.skip_claim) if entry.skip_claim else published.skip_claim(model)
     return reason, claim
 
 
-def no_random_op(claim: reference.Claim | None, ops: pd.DataFrame | None) -> bool:
+def no_random_op(claim: published.Claim | None, ops: pd.DataFrame | None) -> bool:
     """A random-draw claim against a graph the scan found no random op in: refuted by the ops table alone,
     whatever the flips decide."""
-    return (claim is not None and claim.cause == reference.RANDOM_DRAW and ops is not None
+    return (claim is not None and claim.cause == published.RANDOM_DRAW and ops is not None
             and not (len(ops) and (ops.category == "random").any()))
 
 
-def reason_holds(claim: reference.Claim | None, cause: Cause, flipped_ops: set[str],
+def reason_holds(claim: published.Claim | None, cause: Cause, flipped_ops: set[str],
                  ops: pd.DataFrame | None = None) -> bool | None:
     """Whether the measured cause bears out the reason's claim; None when the class is not skipped or the
     cause is undecided (a random draw claimed where `ops`, the class's scanned graph, has none: False)."""
@@ -252,13 +252,13 @@ def changed_by_flips(outputs: pd.DataFrame) -> list[str]:
     return sorted(set(moved.output)) if len(moved) else []
 
 
-def refuted(claim: reference.Claim | None, cause: Cause, ops: pd.DataFrame, flipped_types: set[str]) -> Refuted | None:
+def refuted(claim: published.Claim | None, cause: Cause, ops: pd.DataFrame, flipped_types: set[str]) -> Refuted | None:
     """Why the skip's claim does not hold, from the run's own rows (None when it holds or nothing was claimed)."""
     if claim is None or reason_holds(claim, cause, flipped_types, ops) is not False:
         return None
     if no_random_op(claim, ops):
         return Refuted.NO_RANDOM_OP
-    if claim.cause in (reference.EXACT_TIE, reference.NEAR_TIE) and cause is Cause.DEFECT:
+    if claim.cause in (published.EXACT_TIE, published.NEAR_TIE) and cause is Cause.DEFECT:
         return Refuted.DEFECT_NOT_TIE
     return Refuted.OTHER_CAUSE
 

@@ -11,7 +11,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from exactness import reference
+from exactness import published
 from exactness.workbook import machine
 from exactness.workbook.answers import Answer, Columns
 from exactness.workbook.findings import Finding, count, significant
@@ -173,7 +173,7 @@ def spacing_finding(checked: pd.DataFrame) -> Finding:
             return Finding(f"Float spacing: {ieee_words}.", ieee_words, "new", evidence="float spacing table")
         return Finding(f"Float spacing (a fact of IEEE 754 arithmetic, checked here): {ieee_words}.", ieee_words,
                        "fact", evidence="float spacing table")
-    ours_ulp, seed_ulp = float(at_seed.measured_ulp.iloc[0]), reference.value("ulp_at_logit_10")
+    ours_ulp, seed_ulp = float(at_seed.measured_ulp.iloc[0]), published.value("ulp_at_logit_10")
     same = significant(ours_ulp) == significant(seed_ulp)  # the investigation quotes two significant digits
     if not same:
         verdict, why = "differs", "unexplained: IEEE 754 fixes this spacing"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from exactness import reference
+from exactness import published
 from exactness.causes import Cause
 from exactness.compare.rates import PER, Estimate, RatePolicy, estimate
 from exactness.studies.near_tie import findings as near_tie_findings
@@ -99,7 +99,7 @@ def _flips(c: ClassCounts) -> str:
 
 def _remove_skip(model: str) -> str:
     """' (remove the skip)' for a class the export test skips; nothing to remove for one it compares already."""
-    return " (remove the skip)" if reference.skip_reason(model) else ""
+    return " (remove the skip)" if published.skip_reason(model) else ""
 
 
 def _tie_aware(checks: pd.DataFrame, defects: pd.DataFrame) -> tuple[bool, str]:
@@ -147,7 +147,7 @@ def _tie_action(outputs: tuple[list[str], list[str]], keeps: bool, bound: float,
 def _answer(c: ClassCounts, tie_aware: tuple[bool, str], changed: tuple[list[str], list[str]],
             bound: float) -> Answer:
     per, low, high = c.per_40000
-    seed_k, seed_n = int(reference.value("failures")), int(reference.value("seeds_screened"))
+    seed_k, seed_n = int(published.value("failures")), int(published.value("seeds_screened"))
     t = c.tally
     keeps, tie_words = tie_aware
     exact = t.failed and t.exact_ties_failed == t.failed
@@ -184,7 +184,7 @@ def _no_argmax_proof(model: str) -> str:
     """A class that never runs its argmax, and #50575's reason for skipping it where it gave one."""
     proof = "its quantizer is not called in eval forward: no code to flip"
     if model == "UniSpeechSatForPreTraining":
-        proof += (f"; #50575 (section 5) skipped it because \"{reference.UNISPEECHSAT_REASON}\": its forward never "
+        proof += (f"; #50575 (section 5) skipped it because \"{published.UNISPEECHSAT_REASON}\": its forward never "
                   "runs that argmax, so the reason does not hold")
     return proof
 

@@ -12,7 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from exactness import reference
+from exactness import published
 from exactness.studies.near_tie import cpu_kernel_sets as near_tie_kernels
 from exactness.studies.near_tie import prediction as near_tie_prediction
 from exactness.studies.near_tie import scale as near_tie_scale
@@ -89,7 +89,7 @@ def class_finding(model: str, checks: pd.DataFrame, rates: pd.DataFrame) -> Find
     unexplained = cause.failures - cause.flipped_near_tie
     if model != SEED_MODEL:
         return Finding(claim, ours, "new", evidence="failure causes and rates tables")
-    seed_k, seed_n = int(reference.value("failures")), int(reference.value("seeds_screened"))
+    seed_k, seed_n = int(published.value("failures")), int(published.value("seeds_screened"))
     seed = (f"{count(seed_k)} failures in {count(seed_n)} seeds, {one_in(seed_k / seed_n)}, every one a flipped "
             f"near-tie ({_seed_label('5')})")
     verdict, expected = rate_verdict(failed, screened, seed_k, seed_n)
@@ -143,8 +143,8 @@ def candidates_finding(screen: pd.DataFrame, checks: pd.DataFrame, threshold: fl
     ours = per_class + (f" ({why_rates.strip()})" if why_rates else "")
     if SEED_MODEL not in below.index:
         return Finding(claim, ours, "new", evidence="screen per class table")
-    seed_k, seed_n = int(reference.value("candidates")), int(reference.value("seeds_screened"))
-    seed_threshold = reference.value("threshold")
+    seed_k, seed_n = int(published.value("candidates")), int(published.value("seeds_screened"))
+    seed_threshold = published.value("threshold")
     seed = f"{count(seed_k)} candidates in {count(seed_n)} seeds below {seed_threshold:g} ({_seed_label('5')})"
     if threshold_ulps > 0:
         return Finding(claim, ours, "not comparable", source=seed, evidence="screen per class table",
@@ -202,12 +202,12 @@ def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = 
     claim = _prediction_claim(prediction, table)
     evidence = "prediction table and predicted-against-measured figure"
     conformer = prediction[prediction.model == SEED_MODEL]
-    if not len(conformer) or int(conformer.scale.iloc[0]) != int(reference.value("seeds_screened")):
+    if not len(conformer) or int(conformer.scale.iloc[0]) != int(published.value("seeds_screened")):
         return Finding(claim, ours, "new", why=why, evidence=evidence)
     # the investigation measured the conformer at exactly this scale (its own 40,000 draws of the same recipe): its
     # count
     # is a measurement the prediction per 40,000 must cover
-    row, seed_k = conformer.iloc[0], int(reference.value("failures"))
+    row, seed_k = conformer.iloc[0], int(published.value("failures"))
     seed = f"{count(seed_k)} failures in {count(int(row.scale))} seeds ({_seed_label('5')})"
     thin = near_tie_prediction.too_thin(row)
     if thin:
@@ -221,7 +221,7 @@ def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = 
         return Finding(claim, ours, "reproduced", source=seed, why=why, evidence=evidence)  # why: a missed target
     side = "above" if seed_k > row.failures_per_scale_high else "below"
     measured_verdict, measured_why = rate_verdict(int(row.measured_failures), int(row.screened), seed_k,
-                                                  int(reference.value("seeds_screened")))
+                                                  int(published.value("seeds_screened")))
     if measured_verdict != "differs":
         # the prediction is a model learnt from the checks' noise; where this run's own count cannot tell the two
         # rates apart, a prediction outside the investigation's count is no evidence that they differ
@@ -253,7 +253,7 @@ def noise_finding(noise: pd.DataFrame, shape_modes: set[str] | None = None) -> F
         return None
     sides = [c for c in ("passing", "failing") if c in ours_rows]
     medians = {r.label: float(np.nanmedian([getattr(r, c) for c in sides])) for r in ours_rows.itertuples()}
-    seed_values = {label: reference.value(key) for label, key in _NOISE_KEYS.items() if label in medians}
+    seed_values = {label: published.value(key) for label, key in _NOISE_KEYS.items() if label in medians}
     ratios = {label: medians[label] / seed_values[label] for label in seed_values}
     within = all(1 / NOISE_FACTOR <= x <= NOISE_FACTOR for x in ratios.values())
     ours = ", ".join(f"{label} {significant(medians[label])}" for label in seed_values)
@@ -289,8 +289,8 @@ def tolerance_sentence(tolerance: pd.DataFrame) -> str:
         return "No flip was simulated: no tolerance measured."
     return ("Simulated on eager, one flip of the smallest-gap row needs on the perplexity an rtol of: "
             + "; ".join(tolerance_words(r) for r in measured.itertuples())
-            + f". The investigation says about {reference.value('rtol_observed'):.0e} observed and "
-            f"{reference.value('rtol_worst'):.0e} worst on {SEED_MODEL}. A flipped code moves its row of "
+            + f". The investigation says about {published.value('rtol_observed'):.0e} observed and "
+            f"{published.value('rtol_worst'):.0e} worst on {SEED_MODEL}. A flipped code moves its row of "
             "projected_quantized_states entirely, and such an rtol would apply to every output of every class: a "
             "tie is not a precision problem.")
 
@@ -299,7 +299,7 @@ def replays_example(replayed: pd.DataFrame) -> bool:
     """Did this run replay the investigation's captured failing seed on the conformer (so a sentence may say so)?"""
     if not len(replayed):
         return False
-    example = int(reference.value("example_seed"))
+    example = int(published.value("example_seed"))
     return bool(((replayed.seed == example) & (replayed.model == SEED_MODEL)).any())
 
 
@@ -316,7 +316,7 @@ def tolerance_finding(tolerance: pd.DataFrame) -> Finding | None:
     if not len(conformer):
         return Finding(claim, per_class, "new", evidence="tolerance table")
     row = conformer.iloc[0]
-    seed_obs, seed_worst = reference.value("rtol_observed"), reference.value("rtol_worst")
+    seed_obs, seed_worst = published.value("rtol_observed"), published.value("rtol_worst")
     seed = f"about {seed_obs:.0e} observed, {seed_worst:.0e} worst ({_seed_label('6')})"
     # the investigation's figures are orders of magnitude: the same order means the median within a factor 10 of
     # the observed one and the worst case not above ten times the investigation's worst

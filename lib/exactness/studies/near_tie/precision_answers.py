@@ -218,19 +218,19 @@ def probe_sentence(probe) -> str:
 
 def prototype_sentence(summaries: Sequence[PairSummary]) -> str:
     """The GPU run's CUDA pairs beside the prototype's figures for the same comparison (labelled reference data)."""
-    from exactness import reference
+    from exactness import published
 
-    ref_seeds = int(reference.value("gpu_seeds"))
+    ref_seeds = int(published.value("gpu_seeds"))
     parts = []
     for s in summaries:
         other = Pair.parse(s.pair).other
         key = {"tf32-conv": "gpu_tf32_conv_failures", "fp32": "gpu_fp32_failures"}.get(other.precision.value)
         if other.device.value != "cuda" or key is None or Pair.parse(s.pair).reference.device.value != "cpu":
             continue
-        parts.append(beside_reference_sentence(s.failures.events, s.failures.seeds, int(reference.value(key)),
+        parts.append(beside_reference_sentence(s.failures.events, s.failures.seeds, int(published.value(key)),
                                                ref_seeds, f"{other.label}: {count(s.failures.events)} failures in "
-                                               f"{count(s.failures.seeds)} seeds against {reference.GPU_PROTOTYPE}'s "
-                                               f"{count(reference.value(key))} in {count(ref_seeds)}", "the prototype"))
+                                               f"{count(s.failures.seeds)} seeds against {published.GPU_PROTOTYPE}'s "
+                                               f"{count(published.value(key))} in {count(ref_seeds)}", "the prototype"))
     return " ".join(parts)
 
 

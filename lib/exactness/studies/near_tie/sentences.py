@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from exactness import reference
+from exactness import published
 from exactness.studies.near_tie import cpu_kernel_sets as near_tie_kernels
 from exactness.studies.near_tie import findings as near_tie_findings
 from exactness.studies.near_tie import prediction as near_tie_prediction
@@ -37,10 +37,10 @@ def candidates_sentence(screen: pd.DataFrame, gaps: pd.DataFrame, threshold: flo
     """Candidates per class; the investigation's count beside them only at the investigation's own threshold and
     class."""
     seed_model = near_tie_findings.SEED_MODEL
-    same_threshold = threshold == reference.value("threshold") and not threshold_ulps > 0
-    seed_words = (f" The investigation found {reference.value('candidates'):,.0f} of "
-                  f"{reference.value('seeds_screened'):,.0f} "
-                  f"({reference.value('candidates') / reference.value('seeds_screened'):.2%}) for {seed_model} at the "
+    same_threshold = threshold == published.value("threshold") and not threshold_ulps > 0
+    seed_words = (f" The investigation found {published.value('candidates'):,.0f} of "
+                  f"{published.value('seeds_screened'):,.0f} "
+                  f"({published.value('candidates') / published.value('seeds_screened'):.2%}) for {seed_model} at the "
                   "same threshold." if same_threshold and seed_model in set(screen.model) else "")
     per_class = ", ".join(f"{r.model} {r.candidates:,} ({r.candidates / r.seeds:.2%})" for r in gaps.itertuples())
     return f"{len(screen):,} seeds screened; candidates ({candidate_rule}): {per_class}.{seed_words}"
@@ -98,9 +98,9 @@ def rate_sentence(rates: pd.DataFrame, replays_example: bool, seed_start: int, n
                      for r in rates.itertuples())
     recipe = "(the same recipe as ours: the replay above rebuilds its example seed), " if replays_example else ""
     last = seed_start + n_seeds - 1
-    return (f"{ours}. The investigation measured {findings.one_in(reference.value('failure_rate'))} on "
+    return (f"{ours}. The investigation measured {findings.one_in(published.value('failure_rate'))} on "
             f"{near_tie_findings.SEED_MODEL} with its own seeding {recipe}but over its own "
-            f"{reference.value('seeds_screened'):,.0f} draws, not our seeds {seed_start} to {last}, "
+            f"{published.value('seeds_screened'):,.0f} draws, not our seeds {seed_start} to {last}, "
             "so the rates are samples of the same rate, not the same seeds.")
 
 
@@ -157,7 +157,7 @@ def summary(screen: pd.DataFrame, checks: pd.DataFrame, rates: pd.DataFrame, def
     return dict(
         seeds_screened=int(len(screen)), candidates=int(is_candidate(screen, threshold, threshold_ulps).sum()),
         checks=tally.checks, flips=tally.flipped, failures=tally.failed,
-        failure_rate={r.model: {"ours": r.failure_rate, "seed": reference.value("failure_rate")}
+        failure_rate={r.model: {"ours": r.failure_rate, "seed": published.value("failure_rate")}
                       for r in rates.itertuples()} if len(rates) else {},
         tie_aware_passes=int(checks.tie_aware_passed.sum()) if checked else 0,
         defects_caught=DefectTally.of(defects).tie_aware if checked else 0,

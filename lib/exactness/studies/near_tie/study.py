@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from exactness import reference
+from exactness import published
 from exactness.models import wav2vec2_family as family
 from exactness.models.names import ClassTask
 from exactness.models.seed_rebuild import Rebuilder
@@ -249,7 +249,7 @@ def noise_in_context(tensors: pd.DataFrame, checks: pd.DataFrame) -> pd.DataFram
     table = named.pivot_table(index=["model", "label"], columns="seeds", values="max_abs_diff", aggfunc="median")
     seed_key = {"conv_features": "noise_conv_features", "extract_features": "noise_extract_features",
                 "logits": "noise_logits"}
-    table["seed_000_median"] = [reference.value(seed_key[label]) for _, label in table.index]
+    table["seed_000_median"] = [published.value(seed_key[label]) for _, label in table.index]
     return table.reset_index()
 
 
@@ -367,12 +367,12 @@ def _confident_flip(model: str, seed: int, bound: float) -> dict:
 def seed_example(replayed: pd.DataFrame) -> pd.DataFrame:
     """The seed's captured failing seed (transformers #50575, section 7: a conformer test run), if it was replayed: its
     perplexities beside ours."""
-    example = int(reference.value("example_seed"))
+    example = int(published.value("example_seed"))
     ours = replayed[(replayed.seed == example) & (replayed.model == "Wav2Vec2ConformerForPreTraining")]
     return pd.DataFrame([{
         "model": r.model, "seed": example, "shape_mode": r.shape_mode,
-        "perplexity_eager": r.perplexity_eager, "seed_000_eager": reference.value("example_perplexity_eager"),
-        "perplexity_ort": r.perplexity_ort, "seed_000_ort": reference.value("example_perplexity_ort"),
+        "perplexity_eager": r.perplexity_eager, "seed_000_eager": published.value("example_perplexity_eager"),
+        "perplexity_ort": r.perplexity_ort, "seed_000_ort": published.value("example_perplexity_ort"),
         "test_rule_passed": r.test_rule_passed,
     } for r in ours.itertuples()])
 

@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from exactness import reference
+from exactness import published
 from exactness.compare.scale import rms_ulps
 from exactness.studies.ulp_noise import depth as ulp_noise_depth
 from exactness.workbook.findings import Finding, count, significant, span
@@ -86,9 +86,9 @@ def medians_finding(noise: pd.DataFrame, model: str, shape_mode: str) -> Finding
         parts.append(f"{label} {significant(ours)} ({spread} {significant(low)} to {significant(high)})")
         brief.append(f"{label} {significant(ours)}")
         if ours > 0:
-            ratios[label] = ours / reference.value(SEED_TENSORS[label])
+            ratios[label] = ours / published.value(SEED_TENSORS[label])
     ours_text = "; ".join(parts) + f"; median over {count(draws)} draws"
-    seed_text = ", ".join(f"{label} {significant(reference.value(key))}" for label, key in SEED_TENSORS.items())
+    seed_text = ", ".join(f"{label} {significant(published.value(key))}" for label, key in SEED_TENSORS.items())
     comparable = model == SEED_MODEL and shape_mode == SEED_SHAPE_MODE
     if not comparable:
         why = (f"the investigation measured {SEED_MODEL}, not {model}" if model != SEED_MODEL

@@ -119,14 +119,14 @@ def noise_draws(pool: GraphPool, seeds, workers: int = 1, progress_every: float 
 
 
 def seed_medians(noise: pd.DataFrame) -> pd.DataFrame:
-    from exactness import reference
+    from exactness import published
 
     keys = {"conv_features": "noise_conv_features", "extract_features": "noise_extract_features",
             "logits": "noise_logits"}
     named = noise[noise.label.isin(keys)]
     ours = named.groupby("label").max_abs_diff.median()
     return pd.DataFrame({"tensor": list(keys), "ours_median_max_abs_diff": [ours.get(k, float("nan")) for k in keys],
-                         "seed_000_median": [reference.value(v) for v in keys.values()],
+                         "seed_000_median": [published.value(v) for v in keys.values()],
                          "ours_median_ulp": [named[named.label == k].median_ulp.median() for k in keys]})
 
 
