@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from exactness.studies.discrete_ops import sections, study
+from exactness.studies.discrete_ops import sentences, study
 from exactness.studies.discrete_ops.verdicts import Cause
 
 CHECKOUT = str(Path(__file__).resolve().parents[2] / "fixtures" / "transformers_checkout")
@@ -55,7 +55,7 @@ def test_the_skip_audit_and_your_builder_run_in_one_command_every_class_answered
     assert "no module 'a_package_nobody_installed'" in graphs.error["BertForTokenClassification"]
     assert "skipped here: test requires CUDA" in graphs.error["BertForSequenceClassification"]
     assert "no tester of the checkout lists it" in graphs.error["GhostModel"]
-    built_by = sections.registered(result.graphs.model, settings.transformers_tests,
+    built_by = sentences.registered(result.graphs.model, settings.transformers_tests,
                                    result.graphs).frame.set_index("class")["built by"]
     assert built_by["BertModel"] == "the checkout's tester tests/models/tiny/test_modeling_tiny.py"
     assert built_by["GhostModel"].startswith("not built: could not build: GhostModel: no tester of the checkout")
@@ -67,7 +67,7 @@ def test_the_skip_audit_and_your_builder_run_in_one_command_every_class_answered
     assert verdicts["BertModel"].claim == "(scope onnx.exactness)"  # no claim labelled for this reason
     assert verdicts["GhostModel"].cause is Cause.NO_EXPORT and verdicts["GhostModel"].skip_reason.startswith("A class")
     assert verdicts[mine].skip_reason == ""
-    assert [a.subject for a in sections.answers(result)] == audited + [mine]  # the answers cover every class
+    assert [a.subject for a in sentences.answers(result)] == audited + [mine]  # the answers cover every class
 
 
 @pytest.mark.slow
@@ -105,7 +105,7 @@ def test_fallback_registry_needs_a_checkout_and_names_the_registry_as_the_source
         study_rules.check("discrete_ops", {"models": ["BitModel"], "fallback": "registry"})
     with pytest.raises(StudyParameterError, match="choose one of none, registry"):
         study_rules.check("discrete_ops", {"models": ["BitModel"], "fallback": "yes"})
-    frame = sections.registered(["BitModel"], sources.Checkout(CHECKOUT, "registry")).frame.set_index("class")
+    frame = sentences.registered(["BitModel"], sources.Checkout(CHECKOUT, "registry")).frame.set_index("class")
     assert frame.loc["BitModel", "built by"].startswith(
         "the built-in registry, huggingface/transformers tests/models/bit")
     assert "fallback: no tester of the checkout lists it" in frame.loc["BitModel", "built by"]

@@ -11,7 +11,7 @@ import torch
 
 from exactness.compare.export_rule import export_test_rule
 from exactness.compare.rates import wilson_interval
-from exactness.studies.discrete_ops import check, figures, findings, sections, study, verdicts
+from exactness.studies.discrete_ops import check, figures, findings, sentences, study, verdicts
 from exactness.studies.discrete_ops.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
 from exactness.studies.discrete_ops.study import Result
 
@@ -123,8 +123,8 @@ def test_the_rate_is_wilsons_when_every_candidate_is_checked_and_bounded_by_the_
     assert capped.per == pytest.approx(8 / 2000 * 40000)
     # its upper end counts every unchecked candidate as failing: said to be a worst case, never "95%"
     assert capped.worst_case and not whole.worst_case
-    assert "worst case" in sections.rate_words(capped) and "95%" not in sections.rate_words(capped)
-    assert "95%" in sections.rate_words(whole) and "worst case" not in sections.rate_words(whole)
+    assert "worst case" in sentences.rate_words(capped) and "95%" not in sentences.rate_words(capped)
+    assert "95%" in sentences.rate_words(whole) and "worst case" not in sentences.rate_words(whole)
     # failures beyond reach only from their own sample (calibration seeds there)
     beyond = verdicts.estimate(0, 10, 10, 2000, outside=(1, 8), size_out=1990)
     assert beyond.per == pytest.approx(1990 / 8 / 2000 * 40000) and beyond.high > beyond.per > beyond.low > 0
@@ -215,7 +215,7 @@ def test_answers_and_findings_read_the_verdicts():
     tie = verdicts.verdict(_tables([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True,
                                             within_noise=None, rule_mismatched=1)], [_seed(0, flipped=True)],
                                    [_margin(0, 1, 0.0)]), verdicts.RatePolicy(), 16.0)
-    (answer,) = sections.answers(_result([tie]))
+    (answer,) = sentences.answers(_result([tie]))
     assert answer.cause == "exact tie" and answer.exclude == ["idx"]
     assert answer.rate.startswith("none in 1 seed: at most 1 in ") and answer.rate.endswith("(95% bound)")
     assert answer.flips == "1 in 1 (95% 1 in 4.8 to 1 in 1; 1 of 1 seed)"  # flips apart from failures
@@ -229,23 +229,23 @@ def test_a_screen_with_no_seed_in_reach_states_its_rate_over_every_screened_seed
     # 2,000 seeds screened, none within reach of a tie: no candidate checked, only the calibration seed beyond reach
     quiet = verdicts.verdict(_tables([_output(0, output="idx")], [_seed(0)], [_margin(0)], screened=2000),
                              verdicts.RatePolicy(), 16.0)
-    (answer,) = sections.answers(_result([quiet]))
+    (answer,) = sentences.answers(_result([quiet]))
     assert quiet.failures.checked == 0 and quiet.failures.seeds == 2000
     assert answer.rate == "none in 2,000 seeds: at most 1 in 670 (95% bound)", answer.rate
     shown = figures.failure_rates([quiet])
     assert [t.get_text() for t in shown.axes[0].get_yticklabels()] == [MODEL]
     plt.close(shown)
-    assert sections.rate_words(verdicts.estimate(0, 0, 0, 0)) == "not measured"
+    assert sentences.rate_words(verdicts.estimate(0, 0, 0, 0)) == "not measured"
 
 
 def test_none_is_said_of_the_checked_seeds_alone_where_seeds_that_could_fail_were_left_unchecked():
     capped = verdicts.estimate(0, 45, 100, 2000)  # 100 within reach, 45 checked (the cap)
-    assert sections.rate_words(capped) == "none in 45 checked of 2,000 seeds: at most 1 in 36 (worst-case bound)"
+    assert sentences.rate_words(capped) == "none in 45 checked of 2,000 seeds: at most 1 in 36 (worst-case bound)"
     sampled = verdicts.estimate(0, 0, 0, 2000, sampled=(0, 40, 248))  # 40 of 248 exact ties checked
-    assert sections.rate_words(sampled).startswith("none in 40 checked of 2,000 seeds: at most 1 in ")
+    assert sentences.rate_words(sampled).startswith("none in 40 checked of 2,000 seeds: at most 1 in ")
     whole = verdicts.estimate(0, 100, 100, 2000)  # every seed within reach checked
     # the one bound the verdict itself uses (one-sided exact), not a second method for the same 0 of 2,000
-    assert sections.rate_words(whole) == "none in 2,000 seeds: at most 1 in 670 (95% bound)"
+    assert sentences.rate_words(whole) == "none in 2,000 seeds: at most 1 in 670 (95% bound)"
 
 
 def test_a_run_of_two_shape_modes_names_each_line_by_its_mode():
@@ -253,9 +253,9 @@ def test_a_run_of_two_shape_modes_names_each_line_by_its_mode():
 
     tie = verdicts.verdict(_tables([_output(0, output="idx")], [_seed(0)], [_margin(0)]), verdicts.RatePolicy(), 16.0)
     both = [tie, dataclasses.replace(tie, shape_mode="dynamic")]
-    assert [a.subject for a in sections.answers(_result(both))] == [f"{tie.model} ({tie.shape_mode})",
+    assert [a.subject for a in sentences.answers(_result(both))] == [f"{tie.model} ({tie.shape_mode})",
                                                                     f"{tie.model} (dynamic)"]
-    assert [a.subject for a in sections.answers(_result([tie]))] == [tie.model]
+    assert [a.subject for a in sentences.answers(_result([tie]))] == [tie.model]
     claim = findings.findings(_result(both))[0].claim
     assert claim.startswith(f"2 exports (1 class in {tie.shape_mode} and dynamic), each with its cause"), claim
 
@@ -312,7 +312,7 @@ def test_the_float64_reference_draws_what_eager_drew_and_chooses_what_it_chose()
 
 def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
     def stated(**fields):
-        return sections.flip_words(verdicts.ClassVerdict("M", "static", verdicts.Cause.EXACT_TIE, "p", "a", **fields))
+        return sentences.flip_words(verdicts.ClassVerdict("M", "static", verdicts.Cause.EXACT_TIE, "p", "a", **fields))
 
     ties = stated(counted=1, screened=2000, candidates=2000, checked_candidates=40, ties=2000,
                   flips=verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000)))
@@ -320,14 +320,14 @@ def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
                     "of a tie checked.")
     tied = verdicts.ClassVerdict("M", "static", verdicts.Cause.EXACT_TIE, "p", "a", counted=1, screened=2000,
                                  flips=verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000)))
-    assert sections.flip_rate(tied) == "1 in 1.7 (95% 1 in 2.2 to 1 in 1.4; 24 in 40 checked of 2,000 seeds)"
+    assert sentences.flip_rate(tied) == "1 in 1.7 (95% 1 in 2.2 to 1 in 1.4; 24 in 40 checked of 2,000 seeds)"
     none = stated(counted=1, screened=2000, flips=verdicts.estimate(0, 0, 0, 2000))
     assert none == "No flip in 2,000 seeds screened; none within reach of a tie."
     assert stated(counted=0, checked=8) == ""  # the flips column says never, with why
     unflippable = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, "p", "a", checked=8)
-    assert sections.flip_rate(unflippable) == "never (no discrete op can flip)"
+    assert sentences.flip_rate(unflippable) == "never (no discrete op can flip)"
     nothing = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, "no discrete op ...", "a")
-    assert sections.flip_words(nothing) == ""  # its proof opens with it: said once
+    assert sentences.flip_words(nothing) == ""  # its proof opens with it: said once
 
 
 def _planted_counts(ort: torch.Tensor, eager: torch.Tensor) -> OutputRow:
@@ -355,7 +355,7 @@ def test_graded_planted_defects_are_measured_against_the_tests_own_rule():
     assert verdicts.planted_defect_caught(small, "y", "planted_few_1x") == (edge / 20 >= 0.05)
     found = verdicts.verify(pd.concat([rows, small.assign(output="z")]), ["y", "z"])
     assert found.planted == 2 and found.caught["planted_few_100x"] == 1 and found.smallest == ""
-    assert "3 elements off by 100x the tolerance on 1 of 2" in sections.catch_words(found)
+    assert "3 elements off by 100x the tolerance on 1 of 2" in sentences.catch_words(found)
 
 
 def test_an_integer_output_gets_no_planted_defect():
@@ -396,10 +396,10 @@ def test_the_summary_carries_each_defects_stage_pass_and_errors():
                         error_with=1.4e-3, error_without=1.1e-7, reproduces=True)
     result = _result([])
     result.localizations = pd.DataFrame([vars(spot)])
-    (defect,) = sections.summary(result, 3)["defects"].values()
+    (defect,) = sentences.summary(result, 3)["defects"].values()
     assert defect == {"seed": 1, "stage": "ORT", "pass": "Pad_Fusion", "error_with": 1.4e-3, "error_without": 1.1e-7,
                       "reproduces": True}
-    shown = sections.defects(result)
+    shown = sentences.defects(result)
     assert "made by ONNX Runtime pass Pad_Fusion (error from float64 0.0014 with it, 1.1e-07 without)" in shown.sentence
 
 
@@ -421,7 +421,7 @@ def test_the_float64_table_and_its_sentence_judge_the_same_outputs():
         dict(model="Drifted", seed=0, output="y", within_noise=False, ort_f64_err=1e-3)]
     outputs = pd.DataFrame([{**r, "floating": True, "noise_bound": 1.6e-6, "eager_f64_err": 1e-7, "scale_ulp": 1e-7}
                             for r in rows])
-    section = sections.noise(SimpleNamespace(outputs=outputs))
+    section = sentences.noise(SimpleNamespace(outputs=outputs))
     table = section.frame.set_index("model")
     assert table.loc["Tied", "worst_over_bound"] < 1 and table.loc["Tied", "flipped"] == 1
     assert table.loc["Drifted", "worst_over_bound"] > 16 and table.loc["Drifted", "beyond"] == 1

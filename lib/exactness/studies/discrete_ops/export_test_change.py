@@ -12,7 +12,7 @@ import pandas as pd
 
 from exactness.models import checkout_index, export_test_patch, real_test, sources
 from exactness.models.export_test_patch import Change, Edit
-from exactness.studies.discrete_ops.sections import Section, plural
+from exactness.studies.discrete_ops.sentences import Section, plural
 from exactness.studies.discrete_ops.verdicts import Cause
 
 PLANT_FACTOR = 100.0  # the defects planted in the replay, in tolerances at each moved element

@@ -10,7 +10,7 @@ import pandas as pd
 
 from exactness.compare.export_rule import BUILT_IN, OutputCount, Rule
 from exactness.models import checkout_rule, real_test, sources
-from exactness.studies.discrete_ops.sections import Section, plural
+from exactness.studies.discrete_ops.sentences import Section, plural
 
 
 @dataclass(frozen=True)
