@@ -40,16 +40,11 @@ class ClassCounts:
     def unexplained(self) -> int:
         return self.no_flip + self.flip_apart
 
-    @property
-    def failures(self) -> Estimate:
-        """The failure rate as every study estimates it (`compare.rates.estimate`): the candidates are the seeds
-        within reach of a flip, checked smallest gaps first; beyond them no seed fails (the screen's premise)."""
-        return estimate(self.tally.failed, self.tally.checks, self.candidates, self.screened)
-
-    @property
-    def per_40000(self) -> tuple[float, float, float]:
-        e = self.failures
-        return e.per, e.low, e.high
+    def estimated(self, events: int) -> Estimate:
+        """A count over the screened seeds as every study estimates it (`compare.rates.estimate`): the candidates
+        are the seeds within reach of a flip, checked smallest gaps first; beyond them none has the event (the
+        screen's premise)."""
+        return estimate(events, self.tally.checks, self.candidates, self.screened)
 
 
 def class_counts(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float,
@@ -78,23 +73,13 @@ def _partial(c: ClassCounts) -> str:
         if c.tally.checks < c.candidates else ""
 
 
-def _estimated(events: int, c: ClassCounts) -> str:
-    """A count over the screened seeds as every study estimates it (`compare.rates.estimate`): Wilson's interval
-    where every candidate was checked, else a range whose upper end counts every unchecked candidate."""
-    e = estimate(events, c.tally.checks, c.candidates, c.screened)
+def _words(e: Estimate, c: ClassCounts) -> str:
+    """An estimate in the one rate shape: Wilson's interval where every candidate was checked, else a range whose
+    upper end counts every unchecked candidate."""
     if e.exact:
-        return rate_words(events, c.screened)
-    return wording.rate(events, c.screened, low=e.low / PER, high=e.high / PER, point=e.per / PER,
+        return rate_words(e.observed, c.screened)
+    return wording.rate(e.observed, c.screened, low=e.low / PER, high=e.high / PER, point=e.per / PER,
                         worst_case=e.worst_case) + _partial(c)
-
-
-def _rate(c: ClassCounts) -> str:
-    return _estimated(c.tally.failed, c)
-
-
-def _flips(c: ClassCounts) -> str:
-    """How often a code row flips, over the screened seeds (a seed beyond the threshold is not a candidate)."""
-    return _estimated(c.tally.flipped, c)
 
 
 def _remove_skip(model: str) -> str:
@@ -146,7 +131,7 @@ def _tie_action(outputs: tuple[list[str], list[str]], keeps: bool, bound: float,
 
 def _answer(c: ClassCounts, tie_aware: tuple[bool, str], changed: tuple[list[str], list[str]],
             bound: float) -> Answer:
-    per, low, high = c.per_40000
+    failures = c.estimated(c.tally.failed)
     seed_k, seed_n = int(published.value("failures")), int(published.value("seeds_screened"))
     t = c.tally
     keeps, tie_words = tie_aware
@@ -176,8 +161,9 @@ def _answer(c: ClassCounts, tie_aware: tuple[bool, str], changed: tuple[list[str
         proof = (f"{plural(t.flipped, 'flip')} and no failure in {plural(t.checks, 'check')} of "
                  f"{plural(c.screened, 'screened seed')}: too few to tell the rate from the investigation's "
                  f"{count(seed_k)} in {count(seed_n)}" + (f"; {tie_words}" if tie_words else ""))
-    return Answer(c.model, cause, action, _rate(c), proof, failures_per_40000=per, failures_low=low,
-                  failures_high=high, verified=keeps if t.checks else None, flips=_flips(c))
+    return Answer(c.model, cause, action, _words(failures, c), proof, failures_per_40000=failures.per,
+                  failures_low=failures.low, failures_high=failures.high, verified=keeps if t.checks else None,
+                  flips=_words(c.estimated(t.flipped), c))
 
 
 def _no_argmax_proof(model: str) -> str:
