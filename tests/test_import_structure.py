@@ -1,7 +1,7 @@
 """The library's shape, checked on its source: no import circle, and every import points down the layers.
 
 Layers, top to bottom: `bench` (measures studies), `studies.<study>` (one package each, never importing another
-study), the workbook machinery (`workbook`: it finds a study's rules by name and imports none of it), and the
+study), `engine` (the one discrete-choice engine every model study calls: it imports no study), the workbook machinery (`workbook`: it finds a study's rules by name and imports none of it), and the
 science every study shares (`models`, `runtimes`, `compare`, `reference`, `compat`), which imports neither the
 studies nor the machinery. Imports inside functions count: a lazy import is still an arrow.
 """
@@ -91,8 +91,12 @@ def wrong_way(edges: dict[str, set[str]]) -> list[str]:
         for target in targets:
             if source.startswith("exactness.workbook") and target.startswith(("exactness.studies", "exactness.bench")):
                 arrows.append(f"the machinery imports up: {source} -> {target}")
+            if source.startswith("exactness.engine") and target.startswith(("exactness.studies", "exactness.bench")):
+                arrows.append(f"the engine imports up: {source} -> {target}")
+            if source.startswith("exactness.workbook") and target.startswith("exactness.engine"):
+                arrows.append(f"the machinery imports up: {source} -> {target}")
             if source.startswith(SHARED) and target.startswith(
-                    ("exactness.studies", "exactness.bench", "exactness.workbook")):
+                    ("exactness.studies", "exactness.bench", "exactness.workbook", "exactness.engine")):
                 arrows.append(f"shared science imports up: {source} -> {target}")
             if _study(source) and _study(target) and _study(source) != _study(target):
                 arrows.append(f"one study imports another: {source} -> {target}")

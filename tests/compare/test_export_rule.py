@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from exactness.compare.export_rule import OutputCount, count, export_test_rule, judge, names_match
-from exactness.studies.discrete_ops import verdicts
+from exactness.engine import verdicts
 from planted_outputs import planted_case
 
 

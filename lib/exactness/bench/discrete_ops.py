@@ -47,9 +47,9 @@ def screen_against_checks(classes=CLASSES, screened: int = 40, checked: int = 6)
     seeds and cores, are what its screen phase alone takes: a row against the warm run's whole target."""
     import torch
 
+    from exactness.engine.rows import ClassTask
     from exactness.runtimes.export_cache import ExportCache
     from exactness.studies.discrete_ops import study
-    from exactness.studies.discrete_ops.rows import ClassTask
     from exactness.workbook.project import Project
 
     torch.set_num_threads(1)
@@ -97,9 +97,9 @@ def shape_modes_shared(classes=SHARED_CLASSES, screened: int = 40) -> list[dict]
     ratio is what sharing saves its screen. The two give the same rows (checked here and in tests)."""
     import torch
 
+    from exactness.engine.rows import ClassTask
     from exactness.runtimes.export_cache import ExportCache
     from exactness.studies.discrete_ops import study
-    from exactness.studies.discrete_ops.rows import ClassTask
     from exactness.workbook.project import Project
 
     torch.set_num_threads(1)

@@ -8,12 +8,14 @@ import pytest
 import torch
 
 from exactness import published
+from exactness.engine import margins, verdicts
+from exactness.engine import outputs as engine_outputs
+from exactness.engine.rows import ClassTask
 from exactness.models import class_registry
 from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph
 from exactness.runtimes.export_cache import ExportCache
-from exactness.studies.discrete_ops import check, margins, verdicts
+from exactness.studies.discrete_ops import check
 from exactness.studies.discrete_ops import study as discrete_ops
-from exactness.studies.discrete_ops.rows import ClassTask
 from exactness.workbook.parameter_rules import StudyParameterError
 
 
@@ -96,7 +98,7 @@ def _planted(bug: bool = False, nan: bool = False, drift: float = 0.0):
 
 def _tables(results, cg):
     """The class's rows as the verdict reads them, from checked seeds."""
-    from exactness.studies.discrete_ops.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
+    from exactness.engine.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
 
     margins = frame([r for x in results for r in x.margins], MarginRow)
     outputs = frame([r for x in results for r in x.outputs], OutputRow)
@@ -146,7 +148,7 @@ def test_a_difference_far_beyond_rounding_is_a_defect_shown_against_float64():
     result, cg = _planted(drift=1e-4)
     scaled = {r.output: r for r in result.outputs}["scaled"]
     assert scaled.eager_f64_err < 1e-5 < scaled.ort_f64_err and scaled.within_noise is False
-    assert scaled.noise_bound == check.NOISE_FACTOR * max(scaled.eager_f64_err, scaled.scale_ulp)
+    assert scaled.noise_bound == engine_outputs.NOISE_FACTOR * max(scaled.eager_f64_err, scaled.scale_ulp)
     found = verdicts.verdict(_tables([result], cg), verdicts.RatePolicy(), reach=16.0)
     assert found.cause is verdicts.Cause.DEFECT and found.defect_output == "scaled"
 

@@ -72,7 +72,7 @@ def test_replayed_seeds_are_set_beside_the_workbooks_and_a_disagreement_is_named
 def _tie_result(seeds):
     from types import SimpleNamespace
 
-    from exactness.studies.discrete_ops.verdicts import Cause
+    from exactness.engine.verdicts import Cause
 
     verdict = SimpleNamespace(model="BertModel", cause=Cause.EXACT_TIE, exclude=["pooler_output"],
                               compare=["last_hidden_state"], proof="the pooler's scores tie on every seed",
@@ -109,8 +109,9 @@ def test_the_patch_is_written_to_the_run_and_the_patched_real_test_passes_and_ca
 
 
 def test_with_a_checkout_its_rule_decides_the_rate_and_the_verification_not_only_the_side_table():
+    from exactness.engine import verdicts
     from exactness.models import checkout_rule
-    from exactness.studies.discrete_ops import study, verdicts
+    from exactness.studies.discrete_ops import study
 
     rule, problem = checkout_rule.judging(CHECKOUT)
     assert rule is not BUILT_IN and not problem

@@ -8,11 +8,11 @@ import numpy as np
 import pytest
 import torch
 
+from exactness.engine.rows import ClassTask
 from exactness.runtimes import discrete_recorder, onnx_graph, worker_state
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.export_cache import ExportCache
 from exactness.studies.discrete_ops import check, study
-from exactness.studies.discrete_ops.rows import ClassTask
 
 
 class EveryKind(torch.nn.Module):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from exactness.engine.verdicts import Cause
 from exactness.studies.discrete_ops import sentences, study
-from exactness.studies.discrete_ops.verdicts import Cause
 
 CHECKOUT = str(Path(__file__).resolve().parents[2] / "fixtures" / "transformers_checkout")
 

@@ -11,8 +11,10 @@ import torch
 
 from exactness.compare.export_rule import export_test_rule
 from exactness.compare.rates import wilson_interval
-from exactness.studies.discrete_ops import check, figures, findings, sentences, study, verdicts
-from exactness.studies.discrete_ops.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
+from exactness.engine import outputs as engine_outputs
+from exactness.engine import verdicts
+from exactness.engine.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
+from exactness.studies.discrete_ops import check, figures, findings, sentences, study
 from exactness.studies.discrete_ops.study import Result
 
 MODEL = "XLMForQuestionAnswering"
@@ -194,7 +196,7 @@ def test_the_rule_from_counts_is_the_export_tests_rule(actual, expected):
     rows = []
     for name in expected:
         row = OutputRow(MODEL, "static", 0, name, expected[name].is_floating_point(), True)
-        check.compare_output(row, actual[name].numpy(), expected[name], None, 1e-3, 1e-3)
+        engine_outputs.compare_output(row, actual[name].numpy(), expected[name], None, 1e-3, 1e-3)
         rows.append(row)
     assert verdicts.rule_passes(frame(rows, OutputRow)) == bool(export_test_rule(actual, expected))
 
@@ -279,7 +281,7 @@ def test_a_defect_says_whether_the_export_tests_rule_passes_it_all_the_same():
 
 
 def test_a_nonzero_flips_where_the_two_sides_select_other_elements():
-    from exactness.studies.discrete_ops import margins
+    from exactness.engine import margins
 
     eager = np.array([[0, 1], [1, 0]])  # torch: one row per selected element
     ort = np.array([[0, 1], [0, 1]])  # ONNX: one row per dimension, (0, 0) and (1, 1)
@@ -332,7 +334,7 @@ def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
 
 def _planted_counts(ort: torch.Tensor, eager: torch.Tensor) -> OutputRow:
     row = OutputRow(MODEL, "static", 0, "y", True, True)
-    check.compare_output(row, ort.numpy(), eager, None, 1e-3, 1e-3)
+    engine_outputs.compare_output(row, ort.numpy(), eager, None, 1e-3, 1e-3)
     return row
 
 
@@ -360,15 +362,15 @@ def test_graded_planted_defects_are_measured_against_the_tests_own_rule():
 
 def test_an_integer_output_gets_no_planted_defect():
     row = OutputRow(MODEL, "static", 0, "ids", False, True)
-    check.compare_output(row, np.array([1, 2, 3]), torch.tensor([1, 2, 3]), None, 1e-3, 1e-3)
+    engine_outputs.compare_output(row, np.array([1, 2, 3]), torch.tensor([1, 2, 3]), None, 1e-3, 1e-3)
     assert row.planted_few_1x == row.planted_shift == -1
     assert verdicts.verify(frame([row], OutputRow), ["ids"]).planted == 0
 
 
 def test_a_skip_reason_is_refuted_from_the_runs_own_rows():
     from exactness import published
-    from exactness.studies.discrete_ops import verdict_words
-    from exactness.studies.discrete_ops.evidence import Refuted
+    from exactness.engine import verdict_words
+    from exactness.engine.evidence import Refuted
 
     random, tie = published.Claim(published.RANDOM_DRAW), published.Claim(published.EXACT_TIE, "ArgMax")
     no_random = pd.DataFrame({"category": ["argmax"], "node": ["n"]})

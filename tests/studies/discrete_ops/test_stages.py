@@ -133,8 +133,8 @@ def registry_cache(tmp_path_factory):
 
 
 def _localized(model: str, seed: int, output: str, cache_folder):
+    from exactness.engine.rows import ClassTask
     from exactness.studies.discrete_ops import localize, study
-    from exactness.studies.discrete_ops.rows import ClassTask
 
     cg = study.prepare(ClassTask(model, "static"), [0, 1], study.Settings(cache=str(cache_folder)))
     made = study._fresh(model, "")(seed)

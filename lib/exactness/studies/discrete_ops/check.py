@@ -14,19 +14,13 @@ import onnx
 import torch
 
 from exactness.compare import export_rule
-from exactness.compare.scale import float32_ulp
+from exactness.engine import margins as margins_of
+from exactness.engine.outputs import compare_forced, compare_output
+from exactness.engine.rows import ClassTask, GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow
 from exactness.models import sources
 from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph, weight_swap, worker_state
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.export_cache import ExportCache
-from exactness.studies.discrete_ops import margins as margins_of
-from exactness.studies.discrete_ops.rows import ClassTask, GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow
-
-# ORT agrees with the float64 reference "within float noise" when its error is at most this many times eager
-# float32's own error there (or one ulp of the output's scale, where eager's is smaller): two runtimes summing
-# in another order err by amounts of the same size, while a different computation errs by orders of magnitude
-# more (the study's proof states the bound beside every output).
-NOISE_FACTOR = 16.0
 
 
 @dataclass
@@ -280,107 +274,6 @@ def _float64_reference(built: torch.nn.Module, inputs: dict, records, fast: bool
     return flatten_outputs(raw), ("float64, eager's choices forced" if force else "float64")
 
 
-def _scale_ulp(reference: np.ndarray) -> float:
-    finite = reference[np.isfinite(reference)]
-    rms = float(np.sqrt(np.mean(np.square(finite)))) if finite.size else 0.0
-    return float(float32_ulp(rms))
-
-
-def _max_abs(a: np.ndarray, b: np.ndarray) -> float:
-    both = np.isfinite(a) & np.isfinite(b)
-    return float(np.max(np.abs(a[both] - b[both]), initial=0.0))
-
-
-def nonfinite_mismatch(a: np.ndarray, b: np.ndarray) -> int:
-    """Elements finite on one side only, or NaN on one side and an infinity on the other, or infinities of
-    opposite sign."""
-    if a.dtype.kind != "f" and b.dtype.kind != "f":
-        return 0
-    a, b = a.astype(np.float64), b.astype(np.float64)
-    differ = (np.isfinite(a) != np.isfinite(b)) | (np.isnan(a) != np.isnan(b)) | (np.isinf(a) & np.isinf(b) & (a != b))
-    return int(differ.sum())
-
-
-@dataclass(frozen=True)
-class Plant:
-    """A defect planted in ORT's values of one output, to measure what a comparison still catches."""
-
-    column: str  # the OutputRow field holding the rule's count of not-close elements with it planted
-    words: str
-    factor: float = 0.0  # for a few elements moved: by this many times the test's tolerance at each
-
-
-FEW = 3  # elements moved by a "few elements" defect, spread evenly over the flattened output
-# smallest first: a comparison's "smallest defect caught" is the first of these it catches on every checked pair
-PLANTS = (Plant("planted_few_1x", f"{FEW} elements off by 1x the tolerance", 1.0),
-          Plant("planted_few_10x", f"{FEW} elements off by 10x the tolerance", 10.0),
-          Plant("planted_few_100x", f"{FEW} elements off by 100x the tolerance", 100.0),
-          Plant("planted_nan", "one element NaN"),
-          Plant("planted_shift", "every element shifted by one index along the last axis"))
-
-
-def planted(plant: Plant, got: np.ndarray, wanted: np.ndarray, atol: float, rtol: float) -> np.ndarray:
-    """ORT's values (float64) with `plant` in them. A moved element goes away from eager's value by `factor`
-    times the tolerance there (atol + rtol * |eager|), beyond the distance it already has."""
-    values = np.array(got, dtype=np.float64, copy=True).reshape(wanted.shape)
-    flat, reference = values.reshape(-1), wanted.reshape(-1)
-    if not flat.size:
-        return values
-    if plant.factor:
-        at = np.unique(np.linspace(0, flat.size - 1, min(FEW, flat.size)).astype(int))
-        away = np.where(flat[at] >= reference[at], 1.0, -1.0)
-        flat[at] = flat[at] + away * plant.factor * (atol + rtol * np.abs(reference[at]))
-    elif plant.column == "planted_nan":
-        flat[0] = np.nan
-    else:
-        values = np.roll(values, 1, axis=-1) if values.ndim else values
-    return values
-
-
-def compare_output(row: OutputRow, produced: np.ndarray, eager: torch.Tensor, reference: torch.Tensor | None,
-                   atol: float, rtol: float) -> None:
-    """Fill `row`: eager against ORT, and both against the float64 reference with the noise bound."""
-    wanted = eager.detach().double().numpy()
-    got = np.asarray(produced)
-    row.numel, row.zero_dim = int(wanted.size), eager.dim() == 0
-    row.same_shape = got.size == wanted.size and tuple(got.shape) == tuple(wanted.shape)
-    if not row.same_shape:
-        row.max_abs_diff, row.mismatched, row.rule_mismatched = float("inf"), int(wanted.size), int(wanted.size)
-        return
-    row.same_dtype = str(got.dtype) == str(eager.detach().numpy().dtype) if eager.dtype != torch.bfloat16 else True
-    actual = torch.from_numpy(np.array(got)).to(torch.float64)
-    native = torch.from_numpy(np.array(got)).reshape(eager.shape)
-    # the export test's element count, in the outputs' own dtype as `assert_close` computes it (a bfloat16
-    # output, which numpy cannot hold, in float64)
-    row.rule_mismatched = (int(wanted.size) if not row.same_dtype else
-                           export_rule.not_close(native, eager.detach(), atol, rtol) if native.dtype == eager.dtype
-                           else export_rule.not_close(actual, eager.detach().double(), atol, rtol))
-    if row.same_dtype and row.floating:
-        expected = eager.detach().to(torch.float64)
-        for plant in PLANTS:
-            moved = torch.from_numpy(planted(plant, actual.numpy(), wanted, atol, rtol))
-            setattr(row, plant.column, int((~torch.isclose(moved, expected, rtol=rtol, atol=atol,
-                                                           equal_nan=False)).sum()))
-    got = got.astype(np.float64)
-    row.nonfinite_mismatch = nonfinite_mismatch(got, wanted)
-    diff = np.abs(got - wanted)
-    diff = np.where(np.isnan(got) & np.isnan(wanted), 0.0, diff)
-    row.max_abs_diff = float(np.nanmax(diff)) if diff.size else 0.0
-    row.mismatched = int((~(diff <= atol + rtol * np.abs(wanted))).sum())
-    if not row.floating:
-        return
-    row.scale_ulp = _scale_ulp(wanted)
-    row.max_ulps_of_scale = 0.0 if row.max_abs_diff == 0 else row.max_abs_diff / row.scale_ulp
-    if reference is None:
-        return
-    wide = reference.detach().double().numpy()
-    row.scale_ulp = _scale_ulp(wide)
-    row.eager_f64_err, row.ort_f64_err = _max_abs(wanted, wide), _max_abs(got, wide)
-    row.noise_bound = NOISE_FACTOR * max(row.eager_f64_err, row.scale_ulp)
-    if not (row.reached_by_flip or row.reached_by_draw):
-        row.within_noise = bool(row.nonfinite_mismatch == 0 and row.ort_f64_err <= row.noise_bound)
-
-
 def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, cache: ExportCache,
                atol: float, rtol: float, phase: str, fast: bool = True,
                judging: export_rule.Rule = export_rule.BUILT_IN) -> SeedCheck:
@@ -486,14 +379,7 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
         for row, (graph_output, mine) in zip(out_rows, pairs, strict=True):
             if not row.reached_by_flip or mine not in forced or not row.same_shape:
                 continue
-            after = np.asarray(forced[mine].detach().double().numpy())
-            got = np.asarray(produced[graph_output], dtype=np.float64).reshape(after.shape)
-            diff = np.where(np.isnan(got) & np.isnan(after), 0.0, np.abs(got - after))
-            row.forced_max_abs_diff = float(np.nanmax(diff)) if diff.size else 0.0
-            row.forced_mismatched = int((~(diff <= atol + rtol * np.abs(after))).sum())
-            bound = row.noise_bound if row.noise_bound == row.noise_bound else NOISE_FACTOR * max(row.scale_ulp, 0.0)
-            row.explained_by_flip = bool(nonfinite_mismatch(got, after) == 0 and (
-                row.forced_max_abs_diff <= bound if row.floating else row.forced_max_abs_diff == 0))
+            compare_forced(row, produced[graph_output], forced[mine], atol, rtol)
     rule = judging.applied({g: torch.from_numpy(np.asarray(produced[g])).to(eager[m].dtype) for g, m in pairs},
                            {g: eager[m] for g, m in pairs}, atol=atol, rtol=rtol) if pairs else None
     seed_row = SeedRow(task.model, task.shape_mode, seed, phase,

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from exactness.engine.verdicts import Cause
 from exactness.models import checkout_index, export_test_patch, real_test, sources
 from exactness.models.export_test_patch import Change, Edit
 from exactness.studies.discrete_ops.sentences import Section, plural
-from exactness.studies.discrete_ops.verdicts import Cause
 
 PLANT_FACTOR = 100.0  # the defects planted in the replay, in tolerances at each moved element
 # (column, elements moved; 0: every element): a few elements, which the test's 5% allowance may forgive in a large

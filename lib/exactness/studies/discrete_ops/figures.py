@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from exactness.studies.discrete_ops import verdicts as v
+from exactness.engine import verdicts as v
 
 TIE_POSITION = 0.1  # where an exact tie (0 ulps) is drawn on the log axis, below a one-ulp margin
 

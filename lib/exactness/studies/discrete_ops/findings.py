@@ -10,8 +10,8 @@ its rate; with fewer, agreement says nothing ("not comparable"). Everything else
 from __future__ import annotations
 
 from exactness import published
-from exactness.studies.discrete_ops import verdicts as v
-from exactness.studies.discrete_ops.check import PLANTS
+from exactness.engine import verdicts as v
+from exactness.engine.outputs import PLANTS
 from exactness.studies.discrete_ops.sentences import catch_words, made_by, plural
 from exactness.studies.discrete_ops.study import Result
 from exactness.workbook.findings import Finding, count, rate_text, rate_verdict

@@ -3,7 +3,7 @@
 Both sides run with every module's output exposed (ORT: the graph exporting every module scope's last value,
 `onnx_graph.expose_intermediates`; eager: forward hooks), and eager runs again in float64 with its own float32
 choices forced. Walking the modules in the graph's order, the first one where ORT's output holds a non-finite
-value that eager's does not, or errs from the float64 reference by more than `check.NOISE_FACTOR` times eager's
+value that eager's does not, or errs from the float64 reference by more than `engine.outputs.NOISE_FACTOR` times eager's
 own error there, is where the defect starts. For a non-finite value, the graph is run once more exposing every
 node's output, and the first node that makes one from finite inputs is named with its inputs' ranges; where
 that node's traced call (its metadata) reads a value the graph no longer computes, the missing value is named
@@ -22,6 +22,7 @@ import numpy as np
 import onnx
 import torch
 
+from exactness.engine.outputs import NOISE_FACTOR, max_abs, scale_ulp
 from exactness.runtimes import discrete_recorder, onnx_graph
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED, _tensors
 from exactness.runtimes.export_cache import ExportCache
@@ -204,12 +205,12 @@ def place(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: dict,
             return Localization(task.model, task.shape_mode, seed, label, "non-finite", node, op_type,
                                 f"ORT's output is non-finite in {broken} of {mine.size} values where eager's is "
                                 f"finite; the node makes {detail}")
-        eager_err, ort_err = check._max_abs(mine, reference), check._max_abs(theirs, reference)
-        bound = check.NOISE_FACTOR * max(eager_err, check._scale_ulp(reference))
+        eager_err, ort_err = max_abs(mine, reference), max_abs(theirs, reference)
+        bound = NOISE_FACTOR * max(eager_err, scale_ulp(reference))
         if ort_err > bound:
             return Localization(task.model, task.shape_mode, seed, label, "beyond rounding",
                                 detail=f"ORT errs {ort_err:.3g} from float64, eager {eager_err:.3g}: "
-                                       f"{ort_err / max(eager_err, check._scale_ulp(reference)):.3g} times eager's",
+                                       f"{ort_err / max(eager_err, scale_ulp(reference)):.3g} times eager's",
                                 eager_err=eager_err, ort_err=ort_err, bound=bound)
     node, op_type, detail = first_nonfinite_node(bare, initializers, inputs, "")
     if node:
@@ -238,14 +239,14 @@ def by_optimization(graph: onnx_graph.ExportedGraph, bare: onnx.ModelProto, init
     if reference is None or mine is None or mine not in reference:
         return None
     wide, narrow = reference[mine].detach().double().numpy(), eager[mine].detach().double().numpy()
-    eager_err = check._max_abs(narrow, wide)
-    bound = check.NOISE_FACTOR * max(eager_err, check._scale_ulp(wide))
+    eager_err = max_abs(narrow, wide)
+    bound = NOISE_FACTOR * max(eager_err, scale_ulp(wide))
 
     def error(model: onnx.ModelProto, level: str) -> float:
         runner = onnx_graph.OrtRunner(onnx_graph.ExportedGraph(model, [o.name for o in model.graph.output]),
                                       initializers, optimization=level, intra_op_threads=1)
         got = runner.run(check.graph_named(model, inputs))[output]
-        return check._max_abs(np.asarray(got, np.float64).reshape(wide.shape), wide)
+        return max_abs(np.asarray(got, np.float64).reshape(wide.shape), wide)
 
     errors = {level: error(bare, level) for level in LEVELS}
     failing = [level for level in LEVELS if errors[level] > bound]

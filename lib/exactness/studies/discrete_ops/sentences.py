@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from exactness.engine import verdicts as v
+from exactness.engine.outputs import NOISE_FACTOR, PLANTS
 from exactness.models import class_registry, sources
 from exactness.models.names import ClassTask
-from exactness.studies.discrete_ops import verdicts as v
-from exactness.studies.discrete_ops.check import NOISE_FACTOR, PLANTS
 from exactness.studies.discrete_ops.study import Result
 from exactness.workbook import wording
 from exactness.workbook.answers import Answer
@@ -66,7 +66,7 @@ def flip_words(verdict: v.ClassVerdict) -> str:
 
 
 def catch_words(verification: v.Verification) -> str:
-    """What the compared outputs' rule still catches, measured with each defect of `check.PLANTS` planted in one
+    """What the compared outputs' rule still catches, measured with each defect of `outputs.PLANTS` planted in one
     compared output at a time on every checked seed ("" when nothing was planted)."""
     n = verification.planted
     if not n:

@@ -8,7 +8,7 @@ graph: a second implementation of the same graph, which tells the graph's own co
 ONNX Runtime's kernels.
 
 A symptom is measured on one seed for each pipeline configuration: every output's error from the float64
-reference against its noise bound (`check.NOISE_FACTOR` times eager float32's own error), and the values ORT
+reference against its noise bound (`engine.outputs.NOISE_FACTOR` times eager float32's own error), and the values ORT
 makes non-finite where the reference is finite. The first stage whose removal removes the symptom is the
 stage; within it the rules (or passes) are bisected, and a rule is named only where leaving it out alone is
 measured to remove the symptom: the proof is that measurement, with the error from float64 with and without it.
@@ -25,6 +25,7 @@ import numpy as np
 import onnx
 import torch
 
+from exactness.engine.outputs import NOISE_FACTOR, max_abs, scale_ulp
 from exactness.runtimes import onnx_graph
 from exactness.runtimes.export_cache import ExportCache
 from exactness.studies.discrete_ops import check
@@ -185,7 +186,7 @@ class Measure:
                  eager: dict[str, np.ndarray], reference: dict[str, np.ndarray]):
         self.built, self.inputs, self.dynamic, self.cache = built, inputs, dynamic, cache
         self.eager, self.reference = eager, reference
-        self.bounds = {name: check.NOISE_FACTOR * max(check._max_abs(eager[name], wide), check._scale_ulp(wide))
+        self.bounds = {name: NOISE_FACTOR * max(max_abs(eager[name], wide), scale_ulp(wide))
                        for name, wide in reference.items() if name in eager}
         self._graphs: dict[onnx_graph.ExportOptions, onnx.ModelProto] = {}
         self.trials: list[Trial] = []
@@ -220,7 +221,7 @@ class Measure:
                 return self._keep(config, Symptom(float("inf"), float("inf"), int(wide.size), graph_name), what)
             bad = int((np.isfinite(wide) & ~np.isfinite(value)).sum())
             nonfinite += bad
-            error = check._max_abs(value, wide)
+            error = max_abs(value, wide)
             over = error / self.bounds[mine] if self.bounds[mine] else (float("inf") if error > 0 else 0.0)
             errors.append((graph_name, error, over))
             if (bad, over) > (worst[2], worst[1]) or not worst[3]:

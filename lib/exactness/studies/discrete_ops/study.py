@@ -36,14 +36,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from exactness.compare.export_rule import Rule
-from exactness.models import checkout_rule, class_registry, model_names, sources, subject_rebuild
-from exactness.runtimes import discrete_recorder, discrete_taps, worker_state
-from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
-from exactness.runtimes.export_cache import ExportCache
-from exactness.runtimes.speedup_paths import ScreenRecorder
-from exactness.studies.discrete_ops import check, localize
-from exactness.studies.discrete_ops import verdicts as verdicts_of
-from exactness.studies.discrete_ops.rows import (
+from exactness.engine import verdicts as verdicts_of
+from exactness.engine.rows import (
     ClassTask,
     GraphRow,
     MarginRow,
@@ -53,6 +47,12 @@ from exactness.studies.discrete_ops.rows import (
     SeedRow,
     frame,
 )
+from exactness.models import checkout_rule, class_registry, model_names, sources, subject_rebuild
+from exactness.runtimes import discrete_recorder, discrete_taps, worker_state
+from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
+from exactness.runtimes.export_cache import ExportCache
+from exactness.runtimes.speedup_paths import ScreenRecorder
+from exactness.studies.discrete_ops import check, localize
 from exactness.workbook import study_rules, sweep
 
 STUDY = "discrete_ops"

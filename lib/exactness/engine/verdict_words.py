@@ -4,8 +4,7 @@ discrete-ops engine's decisions become words. Nothing here decides; each functio
 from __future__ import annotations
 
 from exactness.causes import Cause
-from exactness.studies.discrete_ops.check import NOISE_FACTOR
-from exactness.studies.discrete_ops.evidence import (
+from exactness.engine.evidence import (
     Defect,
     DefectSign,
     Evidence,
@@ -15,6 +14,7 @@ from exactness.studies.discrete_ops.evidence import (
     Values,
     ValueState,
 )
+from exactness.engine.outputs import NOISE_FACTOR
 from exactness.workbook.wording import one_in, plural
 
 

@@ -4,7 +4,7 @@ and the test change that keeps value checks: each computed from the run's own ro
 A cause is named only with its proof, in this order:
 - *defect*: a value one side produces and the other does not (NaN or inf on one side, another shape), a
   discrete op whose input is non-finite on one side, an output further from the float64 reference than
-  `check.NOISE_FACTOR` times eager's own error, or a flip forcing ORT's choices does not explain;
+  `outputs.NOISE_FACTOR` times eager's own error, or a flip forcing ORT's choices does not explain;
 - *random draw*: a random op on an output path;
 - *exact tie* / *near-tie*: ORT chose differently at a counted op whose input is finite on both sides and whose
   top values are equal (exact tie) or within the class's measured noise, and forcing ORT's choices on eager
@@ -27,10 +27,8 @@ from exactness import published
 from exactness.causes import CLAIMED, Cause
 from exactness.compare import export_rule
 from exactness.compare.rates import PER, Estimate, RatePolicy, estimate
-from exactness.models import class_registry
-from exactness.studies.discrete_ops import verdict_words as words
-from exactness.studies.discrete_ops.check import PLANTS
-from exactness.studies.discrete_ops.evidence import (
+from exactness.engine import verdict_words as words
+from exactness.engine.evidence import (
     Defect,
     DefectSign,
     Evidence,
@@ -40,6 +38,8 @@ from exactness.studies.discrete_ops.evidence import (
     Values,
     ValueState,
 )
+from exactness.engine.outputs import PLANTS
+from exactness.models import class_registry
 
 
 def rule_passes(rows: pd.DataFrame, rule: export_rule.Rule = export_rule.BUILT_IN) -> bool:
@@ -52,7 +52,7 @@ def rule_passes(rows: pd.DataFrame, rule: export_rule.Rule = export_rule.BUILT_I
 def planted_defect_caught(rows: pd.DataFrame, output: str, column: str = "",
                           rule: export_rule.Rule = export_rule.BUILT_IN) -> bool:
     """Whether the rule over `rows` fails with a defect planted in `output`: the rule's count of not-close elements
-    there with the defect in it (`column`, one of `check.PLANTS`), or, without one, every element wrong."""
+    there with the defect in it (`column`, one of `outputs.PLANTS`), or, without one, every element wrong."""
     planted = rows.copy()
     mine = planted.output == output
     planted.loc[mine, "rule_mismatched"] = planted.loc[mine, column] if column else planted.loc[mine, "numel"]
@@ -62,7 +62,7 @@ def planted_defect_caught(rows: pd.DataFrame, output: str, column: str = "",
 @dataclass
 class Verification:
     """The recommended test change, run on this run's own checked seeds: whether the rule passes over the compared
-    outputs, and which planted defects (`check.PLANTS`, one output at a time) it still catches."""
+    outputs, and which planted defects (`outputs.PLANTS`, one output at a time) it still catches."""
 
     seeds: int = 0
     passes: int = 0  # seeds on which the rule passes over the compared outputs

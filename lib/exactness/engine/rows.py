@@ -123,7 +123,7 @@ class OutputRow:
     forced_max_abs_diff: float = float("nan")
     forced_mismatched: int = 0
     explained_by_flip: bool | None = None  # forced eager within the bound of ORT (None: nothing flipped)
-    # elements the export test's rule counts as not close with a defect planted in ORT's values (`check.PLANTS`);
+    # elements the export test's rule counts as not close with a defect planted in ORT's values (`outputs.PLANTS`);
     # -1 where none is planted (an integer output, another shape)
     planted_few_1x: int = -1
     planted_few_10x: int = -1
