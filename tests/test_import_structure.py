@@ -1,7 +1,8 @@
 """The library's shape, checked on its source: no import circle, and every import points down the layers.
 
 Layers, top to bottom: `bench` (measures studies), `studies.<study>` (one package each, never importing another
-study), `engine` (the one discrete-choice engine every model study calls: it imports no study), the workbook machinery (`workbook`: it finds a study's rules by name and imports none of it), and the
+study), `engine` (the one discrete-choice engine every model study calls: it imports no study), the workbook
+machinery (`workbook`: it finds a study's rules by name and imports none of it), and the
 science every study shares (`models`, `runtimes`, `compare`, `reference`, `compat`), which imports neither the
 studies nor the machinery. Imports inside functions count: a lazy import is still an arrow.
 """

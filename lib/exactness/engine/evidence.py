@@ -109,5 +109,6 @@ class Evidence:
     rate_asked: float = float("nan")
     seeds_needed: int = 0
     skipped: bool = False  # the export test skips the class (it has a skip to remove)
+    never_runs: str = ""  # what shows that the class's forward never calls its discrete op
     remedy: str = ""  # a defect's localization's words (`localize`)
     where: str = ""

@@ -177,3 +177,52 @@ def read_noise_ulps(category: str, eager_read: list, ort_read: list, selection: 
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         ulps = np.where(diff[keep] == 0, 0.0, diff[keep] / float32_ulp(scale[keep]))
     return float(np.max(ulps))
+
+
+def fill_ort(row, category: str, op_type: str, ort_read: list, ort_sel: Selection | None) -> dict:
+    """Fill a margin row's ORT side (its margins and non-finite decisions); returns the margins' summary."""
+    summary = margins(category, op_type, ort_read, ort_sel).summary()
+    row.ort_min_margin, row.ort_min_margin_ulps = summary["min_margin"], summary["min_margin_ulps"]
+    row.ort_exact_ties = summary["exact_ties"]
+    row.reads_nonfinite_ort = int((~finite_decisions(category, ort_read, ort_sel)).sum())
+    return summary
+
+
+def fill_reads(row, category: str, op_type: str, eager_read: list, ort_read: list, eager_sel: Selection | None,
+               ort_sel: Selection | None, atol: float, rtol: float) -> tuple[Margins, np.ndarray]:
+    """Fill a margin row (`engine.rows.MarginRow`) from what both sides read at one call: each side's margins,
+    their non-finite decisions, how far apart the reads are (and whether that is within the test's tolerance,
+    `match_verified`), and the read noise in ulps. Returns eager's margins and which of its decisions are finite."""
+    fill_ort(row, category, op_type, ort_read, ort_sel)
+    eager_margins = margins(category, op_type, eager_read, eager_sel)
+    summary = eager_margins.summary()
+    row.decisions, row.min_margin, row.min_margin_ulps = (summary["decisions"], summary["min_margin"],
+                                                          summary["min_margin_ulps"])
+    row.exact_ties = summary["exact_ties"]
+    eager_finite = finite_decisions(category, eager_read, eager_sel)
+    row.reads_nonfinite_eager = int((~eager_finite).sum())
+    first_eager, first_ort = eager_read[0], np.asarray(ort_read[0])
+    same_size = np.size(first_eager) == first_ort.size
+    if same_size and first_ort.size:
+        with np.errstate(invalid="ignore"):
+            row.read_max_diff = float(np.nanmax(np.abs(np.asarray(first_eager, np.float64).reshape(-1)
+                                                       - first_ort.reshape(-1).astype(np.float64)), initial=0.0))
+    largest = float(np.nanmax(np.abs(first_eager), initial=0)) if np.size(first_eager) else 0.0
+    row.match_verified = bool(same_size and row.read_max_diff <= atol + rtol * largest)
+    if same_size:
+        row.read_noise_ulps = read_noise_ulps(category, eager_read, ort_read, eager_sel)
+    return eager_margins, eager_finite
+
+
+def fill_flips(row, category: str, changed: np.ndarray, eager_margins: Margins, eager_finite: np.ndarray,
+               ort_read: list, ort_sel: Selection | None) -> None:
+    """Fill a margin row's flips from `changed` (`flipped_decisions`): how many, eager's smallest margin among
+    them, and how many weighed a value that is not finite on one side or both."""
+    row.flipped = float(changed.sum())
+    if not changed.any():
+        return
+    at = changed if changed.size == eager_margins.margin.size else np.ones_like(eager_margins.margin, dtype=bool)
+    row.flipped_margin_ulps = float(np.min(eager_margins.ulps[at]))
+    ort_finite = finite_decisions(category, ort_read, ort_sel)
+    both = eager_finite & ort_finite if ort_finite.size == eager_finite.size else eager_finite
+    row.flipped_nonfinite = int((at & ~both).sum()) if both.size == at.size else int(at.sum())

@@ -79,6 +79,8 @@ def proof(cause: Cause, e: Evidence, error: str = "") -> str:
         return "an op left out as unable to flip on its own flipped on a seed where no counted op did"
     if e.undecided is Undecided.NO_REFERENCE:
         return values(e.values)
+    if e.never_runs:
+        return e.never_runs
     if cause in (Cause.FLOAT_NOISE, Cause.NOTHING_REACHES):
         return (f"no flip in {e.total:,} seeds; " if e.counted else
                 "no discrete op that can flip reaches an output; ") + values(e.values)
@@ -124,6 +126,8 @@ def action(cause: Cause, e: Evidence, compare: list[str], exclude: list[str], er
         return "undecided: the scan's exclusion of an op is contradicted; look at the margins table"
     if e.undecided is Undecided.NO_REFERENCE:
         return "undecided: the values could not be checked against float64"
+    if e.never_runs:
+        return "compare every output at the test's tolerance" + _remove_skip(e) + ": no seed can flip"
     if cause in (Cause.FLOAT_NOISE, Cause.NOTHING_REACHES):
         words = "compare every output" + (f" at a tolerance the noise needs: the export test's fails on "
                                           f"{e.failing} of {e.checked} seeds" if e.failing else

@@ -388,10 +388,32 @@ def verify(outputs: pd.DataFrame, compare: list[str], rule: export_rule.Rule = e
     return check
 
 
-def reach_ulps(noise: float, floor: float, factor: float, unmeasured: float) -> float:
+REACH_FLOOR_ULPS = 16.0  # a margin this close to a tie is a candidate whatever the measured noise
+REACH_FACTOR = 4.0  # times the largest eager-ORT difference of what the class's counted ops read
+UNMEASURED_REACH_ULPS = 1024.0  # where no counted call was verified on values, the screen reaches this far
+
+
+def reach_ulps(noise: float, floor: float = REACH_FLOOR_ULPS, factor: float = REACH_FACTOR,
+               unmeasured: float = UNMEASURED_REACH_ULPS) -> float:
     """How close to a tie (in ulps) a margin must come for rounding noise to flip it: `factor` times the class's
     measured read noise, at least `floor`; `unmeasured` when no counted call was verified on values."""
     return unmeasured if math.isnan(noise) else max(floor, factor * noise)
+
+
+def never_runs(model: str, shape_mode: str, why: str) -> ClassVerdict:
+    """A class whose forward never calls the family's discrete op (`why`: the measurement that shows it): nothing
+    can flip on any seed, so nothing reaches an output and no seed needs a check."""
+    reason, claim = stated_reason(model)
+    evidence = Evidence(skipped=bool(reason), never_runs=why)
+    cause = Cause.NOTHING_REACHES
+    outputs: list[str] = []
+    result = ClassVerdict(model, shape_mode, cause, words.proof(cause, evidence), words.action(cause, evidence, outputs,
+                                                                                               []),
+                          flips=Estimate(0.0, 0.0, 0.0, 0, 0, 0, True), failures=Estimate(0.0, 0.0, 0.0, 0, 0, 0, True),
+                          evidence=evidence, skip_reason=reason, claim=str(claim or ""))
+    result.reason_holds = reason_holds(claim, cause, set())
+    result.refutation = words.refutation(refuted(claim, cause, pd.DataFrame(), set()), claim, cause, 0)
+    return result
 
 
 def table(verdicts: list[ClassVerdict]) -> pd.DataFrame:

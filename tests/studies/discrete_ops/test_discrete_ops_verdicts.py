@@ -11,6 +11,7 @@ import torch
 
 from exactness.compare.export_rule import export_test_rule
 from exactness.compare.rates import wilson_interval
+from exactness.engine import answers as engine_answers
 from exactness.engine import outputs as engine_outputs
 from exactness.engine import verdicts
 from exactness.engine.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
@@ -125,8 +126,8 @@ def test_the_rate_is_wilsons_when_every_candidate_is_checked_and_bounded_by_the_
     assert capped.per == pytest.approx(8 / 2000 * 40000)
     # its upper end counts every unchecked candidate as failing: said to be a worst case, never "95%"
     assert capped.worst_case and not whole.worst_case
-    assert "worst case" in sentences.rate_words(capped) and "95%" not in sentences.rate_words(capped)
-    assert "95%" in sentences.rate_words(whole) and "worst case" not in sentences.rate_words(whole)
+    assert "worst case" in engine_answers.rate_words(capped) and "95%" not in engine_answers.rate_words(capped)
+    assert "95%" in engine_answers.rate_words(whole) and "worst case" not in engine_answers.rate_words(whole)
     # failures beyond reach only from their own sample (calibration seeds there)
     beyond = verdicts.estimate(0, 10, 10, 2000, outside=(1, 8), size_out=1990)
     assert beyond.per == pytest.approx(1990 / 8 / 2000 * 40000) and beyond.high > beyond.per > beyond.low > 0
@@ -237,17 +238,17 @@ def test_a_screen_with_no_seed_in_reach_states_its_rate_over_every_screened_seed
     shown = figures.failure_rates([quiet])
     assert [t.get_text() for t in shown.axes[0].get_yticklabels()] == [MODEL]
     plt.close(shown)
-    assert sentences.rate_words(verdicts.estimate(0, 0, 0, 0)) == "not measured"
+    assert engine_answers.rate_words(verdicts.estimate(0, 0, 0, 0)) == "not measured"
 
 
 def test_none_is_said_of_the_checked_seeds_alone_where_seeds_that_could_fail_were_left_unchecked():
     capped = verdicts.estimate(0, 45, 100, 2000)  # 100 within reach, 45 checked (the cap)
-    assert sentences.rate_words(capped) == "none in 45 checked of 2,000 seeds: at most 1 in 36 (worst-case bound)"
+    assert engine_answers.rate_words(capped) == "none in 45 checked of 2,000 seeds: at most 1 in 36 (worst-case bound)"
     sampled = verdicts.estimate(0, 0, 0, 2000, sampled=(0, 40, 248))  # 40 of 248 exact ties checked
-    assert sentences.rate_words(sampled).startswith("none in 40 checked of 2,000 seeds: at most 1 in ")
+    assert engine_answers.rate_words(sampled).startswith("none in 40 checked of 2,000 seeds: at most 1 in ")
     whole = verdicts.estimate(0, 100, 100, 2000)  # every seed within reach checked
     # the one bound the verdict itself uses (one-sided exact), not a second method for the same 0 of 2,000
-    assert sentences.rate_words(whole) == "none in 2,000 seeds: at most 1 in 670 (95% bound)"
+    assert engine_answers.rate_words(whole) == "none in 2,000 seeds: at most 1 in 670 (95% bound)"
 
 
 def test_a_run_of_two_shape_modes_names_each_line_by_its_mode():
@@ -314,7 +315,8 @@ def test_the_float64_reference_draws_what_eager_drew_and_chooses_what_it_chose()
 
 def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
     def stated(**fields):
-        return sentences.flip_words(verdicts.ClassVerdict("M", "static", verdicts.Cause.EXACT_TIE, "p", "a", **fields))
+        return engine_answers.flip_words(verdicts.ClassVerdict("M", "static", verdicts.Cause.EXACT_TIE, "p", "a",
+                                                               **fields))
 
     ties = stated(counted=1, screened=2000, candidates=2000, checked_candidates=40, ties=2000,
                   flips=verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000)))
@@ -322,14 +324,14 @@ def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
                     "of a tie checked.")
     tied = verdicts.ClassVerdict("M", "static", verdicts.Cause.EXACT_TIE, "p", "a", counted=1, screened=2000,
                                  flips=verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000)))
-    assert sentences.flip_rate(tied) == "1 in 1.7 (95% 1 in 2.2 to 1 in 1.4; 24 in 40 checked of 2,000 seeds)"
+    assert engine_answers.flip_rate(tied) == "1 in 1.7 (95% 1 in 2.2 to 1 in 1.4; 24 in 40 checked of 2,000 seeds)"
     none = stated(counted=1, screened=2000, flips=verdicts.estimate(0, 0, 0, 2000))
     assert none == "No flip in 2,000 seeds screened; none within reach of a tie."
     assert stated(counted=0, checked=8) == ""  # the flips column says never, with why
     unflippable = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, "p", "a", checked=8)
-    assert sentences.flip_rate(unflippable) == "never (no discrete op can flip)"
+    assert engine_answers.flip_rate(unflippable) == "never (no discrete op can flip)"
     nothing = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, "no discrete op ...", "a")
-    assert sentences.flip_words(nothing) == ""  # its proof opens with it: said once
+    assert engine_answers.flip_words(nothing) == ""  # its proof opens with it: said once
 
 
 def _planted_counts(ort: torch.Tensor, eager: torch.Tensor) -> OutputRow:
@@ -357,7 +359,7 @@ def test_graded_planted_defects_are_measured_against_the_tests_own_rule():
     assert verdicts.planted_defect_caught(small, "y", "planted_few_1x") == (edge / 20 >= 0.05)
     found = verdicts.verify(pd.concat([rows, small.assign(output="z")]), ["y", "z"])
     assert found.planted == 2 and found.caught["planted_few_100x"] == 1 and found.smallest == ""
-    assert "3 elements off by 100x the tolerance on 1 of 2" in sentences.catch_words(found)
+    assert "3 elements off by 100x the tolerance on 1 of 2" in engine_answers.catch_words(found)
 
 
 def test_an_integer_output_gets_no_planted_defect():

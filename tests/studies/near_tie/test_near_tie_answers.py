@@ -1,124 +1,141 @@
-"""The near-tie answer line per class: its cause, what to do and the rate per 40,000 with its interval, each
-read from the checks, the screen and the defects."""
+"""The near-tie answer line per class: the engine's verdict on the quantizer's screen and checks. Tests of the
+science assert on the verdict's evidence (`near_tie.answers.class_verdicts`); a few assert on the words."""
 
 import re
 
 import pandas as pd
 import pytest
 
-from exactness.compare.rates import wilson_interval
+from exactness.causes import Cause
+from exactness.compare.rates import PER, RatePolicy, estimate, wilson_interval
+from exactness.engine.evidence import DefectSign, Undecided
+from exactness.engine.rows import MarginRow, OutputRow, frame
 from exactness.studies.near_tie import answers
 
 SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
+OUTPUTS = ("codevector_perplexity", "projected_quantized_states", "projected_states")
+NUMEL = {"codevector_perplexity": 1, "projected_quantized_states": 7280, "projected_states": 7280}
 
 
-def _screen(model, n, below):
-    return pd.DataFrame({"model": model, "seed": range(n), "min_gap": [1e-6] * below + [1e-2] * (n - below)})
+def _screen(model, n, below, exact=0):
+    gaps = [0.0] * exact + [1e-6] * (below - exact) + [1e-2] * (n - below)
+    return pd.DataFrame({"model": model, "seed": range(n), "min_gap": gaps,
+                         "smallest_gap_ulps": [g / 1.2e-7 for g in gaps]})
 
 
-def _checks(model, flipped, passed, aligned=None, ties=None):
+def _run(model, flipped, passed, margin_ulps=None, moved=None, noise_ulps=20.0, start=0):
+    """(checks, outputs, margins) of checks on seeds start.. : `flipped` rows per seed, the rule's verdict, eager's
+    margin at the flip in ulps, and per output the elements a flip moved beyond the tolerance."""
     n = len(flipped)
-    return pd.DataFrame({"model": model, "seed": range(n), "shape_mode": "static", "n_flipped_rows": flipped,
-                         "test_rule_passed": passed, "aligned_ok": aligned or [True] * n,
-                         "exact_tie": ties or [False] * n, "tie_aware_passed": True})
+    margin_ulps = margin_ulps or [8.0] * n
+    moved = moved or {"codevector_perplexity": 1, "projected_quantized_states": 16}
+    seeds = range(start, start + n)
+    checks = pd.DataFrame({"model": model, "seed": seeds, "shape_mode": "static", "n_flipped_rows": flipped,
+                           "test_rule_passed": passed, "first_failing_output": "", "rule_forgiven": False,
+                           "never_compared": [[] for _ in seeds], "reference": "float64, eager's codes forced",
+                           "weights_path": "swapped"})
+    margins, outputs = [], []
+    for seed, rows, margin in zip(seeds, flipped, margin_ulps, strict=True):
+        margins.append(MarginRow(model, "static", seed, "quantizer.argmax", "ArgMax", "argmax", "by name", 364,
+                                 min_margin_ulps=margin, match_verified=True, match_trusted=True,
+                                 read_noise_ulps=noise_ulps, flipped=float(rows),
+                                 flipped_margin_ulps=margin if rows else float("nan")))
+        for name in OUTPUTS:
+            reached = bool(rows) and name != "projected_states"
+            outputs.append(OutputRow(
+                model, "static", seed, name, True, True, numel=NUMEL[name], zero_dim=name == "codevector_perplexity",
+                rule_mismatched=moved.get(name, 0) if reached else 0, eager_f64_err=1e-7, ort_f64_err=1e-7,
+                scale_ulp=1e-7, noise_bound=1.6e-6, within_noise=None if reached else True, reached_by_flip=reached,
+                forced_max_abs_diff=0.0 if reached else float("nan"), explained_by_flip=True if reached else None,
+                planted_few_1x=3, planted_few_10x=3, planted_few_100x=3, planted_nan=1, planted_shift=NUMEL[name]))
+    return checks, frame(outputs, OutputRow), frame(margins, MarginRow)
 
 
-_DEFECTS = pd.DataFrame({"caught_by_tie_aware": [True, True], "caught_by_test_rule": [True, False]})
+def _verdict(screen, run, **kw):
+    (found,) = answers.class_verdicts(screen, *run, threshold=1e-4, **kw)
+    return found
 
 
-def _numbers(text):
-    """The figures of a sentence, without the interval's level ("95%")."""
-    return [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.?\d*(?:e-?\d+)?", text.replace("95%", ""))]
-
-
-def test_flipped_near_ties_give_the_rate_as_one_in_n_with_its_interval_and_the_tie_aware_action():
-    checks = _checks(SEED_MODEL, [1, 1, 1, 0], [False, False, True, True])
-    (line,) = answers.answers(_screen(SEED_MODEL, 4000, 4), checks, pd.DataFrame(), _DEFECTS, 1e-4, 2e-5)
+def test_flipped_near_ties_are_a_near_tie_with_the_rate_from_the_one_estimate_and_the_moved_outputs_excluded():
+    run = _run(SEED_MODEL, [1, 1, 1, 0], [False, False, True, True])
+    v = _verdict(_screen(SEED_MODEL, 4000, 4), run)
+    assert v.cause is Cause.NEAR_TIE and v.evidence.flips.seeds == 3
+    assert v.exclude == ["codevector_perplexity", "projected_quantized_states"] and v.compare == ["projected_states"]
+    assert v.verification.holds  # projected_states passes on every checked seed
     low, high = wilson_interval(2, 4000)
-    assert line.cause == "near-tie" and line.action.startswith("compare tie-aware") and line.verified
-    assert line.failures_per_40000 == pytest.approx(20) and line.failures_low == pytest.approx(40000 * low)
-    assert line.failures_high == pytest.approx(40000 * high)
-    assert _numbers(line.rate)[:6] == pytest.approx([1, 2000, 1, 1 / low, 1, 1 / high], rel=0.05)
+    assert (v.failures.per, v.failures.low, v.failures.high) == pytest.approx((20, PER * low, PER * high))
+    assert v.failures == estimate(2, 4, 4, 4000)
+    (line,) = answers.answers(_screen(SEED_MODEL, 4000, 4), *run, threshold=1e-4)
     assert line.rate.endswith("; 2 of 4,000 seeds)") and line.flips.endswith("; 3 of 4,000 seeds)")
-
-
-def test_every_failure_an_exact_tie_is_called_so_and_an_unexplained_failure_is_undecided():
-    ties = _checks(SEED_MODEL, [1, 1], [False, False], ties=[True, True])
-    assert answers.answers(_screen(SEED_MODEL, 100, 2), ties, pd.DataFrame(), _DEFECTS, 1e-4, 2e-5)[0].cause == \
-        "exact tie"
-    bug = _checks(SEED_MODEL, [0, 1], [False, False])
-    (line,) = answers.answers(_screen(SEED_MODEL, 100, 2), bug, pd.DataFrame(), _DEFECTS, 1e-4, 2e-5)
-    assert line.cause == "undecided" and "1 of 2 failures" in line.proof and "bug" in line.action
-
-
-def test_no_failure_in_few_seeds_is_undecided_with_the_seeds_that_decide_and_many_seeds_never_flip():
-    few = answers.answers(_screen(SEED_MODEL, 200, 1), _checks(SEED_MODEL, [0], [True]), pd.DataFrame(), _DEFECTS,
-                          1e-4, 2e-5)[0]
-    assert few.cause == "undecided" and re.search(r"-p n_seeds \d+", few.action)
-    assert "a lower bound" not in few.rate and few.rate.startswith("none in 200 seeds")
-    many = answers.answers(_screen(SEED_MODEL, 200_000, 1), _checks(SEED_MODEL, [0], [True]), pd.DataFrame(),
-                           _DEFECTS, 1e-4, 2e-5)[0]
-    assert many.cause == "never flips" and many.failures_high < 15
-    needed = int(re.search(r"-p n_seeds (\d+)", few.action).group(1))  # the count the action names decides
-    enough, short = (answers.answers(_screen(SEED_MODEL, n, 1), _checks(SEED_MODEL, [0], [True]), pd.DataFrame(),
-                                     _DEFECTS, 1e-4, 2e-5)[0] for n in (needed, needed - 1))
-    assert (enough.cause, short.cause) == ("never flips", "undecided")
-
-
-def test_a_capped_check_says_the_rate_is_a_range_up_to_every_unchecked_candidate():
-    checks = _checks(SEED_MODEL, [1], [False])
-    found = answers.answers(_screen(SEED_MODEL, 1000, 5), checks, pd.DataFrame(), _DEFECTS, 1e-4, 2e-5,
-                            immune=["UniSpeechSatForPreTraining"])
-    assert [a.subject for a in found] == [SEED_MODEL, "UniSpeechSatForPreTraining"]
-    # 1 of 5 candidates checked: the four unchecked may all fail, as discrete_ops says of its unchecked candidates
-    assert "only 1 of 5 candidates checked" in found[0].rate and "the upper end a worst case" in found[0].rate
-    assert found[1].cause == "nothing reaches" and found[1].failures_per_40000 == 0
-    assert found[1].rate == "never (no argmax runs)" and found[1].flips == "never (no discrete op can flip)"
-    # UniSpeechSat is not on the export test's skip list: nothing to remove
-    assert "remove the skip" not in found[1].action
-
-
-def test_without_a_verified_tie_aware_comparison_the_action_excludes_what_a_flip_changed():
-    checks = _checks(SEED_MODEL, [1], [False]).assign(tie_aware_passed=False)
-    outputs = pd.DataFrame({"model": SEED_MODEL, "seed": 0, "shape_mode": "static",
-                            "output": ["codevector_perplexity", "projected_quantized_states", "projected_states"],
-                            "passes_alone": [False, True, True], "n_mismatched": [1, 16, 0]})
-    (line,) = answers.answers(_screen(SEED_MODEL, 100, 1), checks, outputs, _DEFECTS, 1e-4, 2e-5)
-    # as the discrete-ops engine says: what a flip moved beyond the tolerance goes, even where the 5% allowance
-    # would forgive it (16 of 7,280 elements)
     assert line.action == ("compare projected_states; exclude codevector_perplexity, projected_quantized_states "
                            "(or compare them tie-aware)")
-    assert line.verified is False
 
 
-def test_unispeechsats_skip_reason_from_50575_is_set_against_its_forward():
-    (line,) = answers.answers(_screen(SEED_MODEL, 10, 0).iloc[:0], pd.DataFrame(), pd.DataFrame(), pd.DataFrame(),
-                              1e-4, 2e-5, immune=["UniSpeechSatForPreTraining"])
-    assert line.cause == "nothing reaches" and "has the same argmax" in line.proof and "does not hold" in line.proof
+def test_every_flip_on_an_exact_tie_is_an_exact_tie_and_a_flip_beyond_the_noise_is_a_defect():
+    ties = _verdict(_screen(SEED_MODEL, 100, 2, exact=2), _run(SEED_MODEL, [1, 1], [False, False], [0.0, 0.0]))
+    assert ties.cause is Cause.EXACT_TIE and ties.evidence.flips.exact
+    far = _verdict(_screen(SEED_MODEL, 100, 2), _run(SEED_MODEL, [0, 1], [True, False], [9.0, 5000.0]))
+    assert far.cause is Cause.DEFECT and far.evidence.defect.sign is DefectSign.FLIP_BEYOND_REACH
+    assert far.evidence.defect.seed == 1 and far.evidence.defect.reach_ulps == pytest.approx(80.0)  # 4 x 20 ulps
 
 
-def test_candidates_left_unchecked_widen_the_rate_to_a_worst_case_as_in_discrete_ops():
-    """One rate estimate for both studies: 4 of 10 candidates checked, one failing; the six unchecked may all fail."""
-    from exactness.compare.rates import PER, estimate
+def test_a_flip_forcing_does_not_explain_is_a_defect():
+    checks, outputs, margins = _run(SEED_MODEL, [1], [False])
+    outputs.loc[outputs.output == "projected_quantized_states", ["explained_by_flip", "forced_max_abs_diff"]] = \
+        [False, 0.5]
+    v = _verdict(_screen(SEED_MODEL, 100, 1), (checks, outputs, margins))
+    assert v.cause is Cause.DEFECT and v.evidence.defect.sign is DefectSign.NOT_EXPLAINED
 
-    checks = _checks(SEED_MODEL, [1, 0, 0, 0], [False, True, True, True])
-    (line,) = answers.answers(_screen(SEED_MODEL, 2000, 10), checks, pd.DataFrame(), _DEFECTS, 1e-4, 2e-5)
+
+def test_no_flip_in_few_seeds_is_undecided_with_the_seeds_that_decide_and_enough_seeds_never_flip():
+    run = _run(SEED_MODEL, [0], [True])
+    few = _verdict(_screen(SEED_MODEL, 200, 1), run)
+    assert few.cause is Cause.UNDECIDED and few.evidence.undecided is Undecided.TOO_FEW_SEEDS
+    needed = RatePolicy().seeds_needed()
+    assert few.seeds_needed == needed and f"-p n_seeds {needed}" in few.action
+    enough, short = (_verdict(_screen(SEED_MODEL, n, 1), run) for n in (needed, needed - 1))
+    assert (enough.cause, short.cause) == (Cause.NEVER_FLIPS, Cause.UNDECIDED)
+
+
+def test_values_beyond_float64s_noise_without_a_flip_are_a_defect_not_a_tie():
+    checks, outputs, margins = _run(SEED_MODEL, [0], [False])
+    wrong = outputs.output == "projected_states"
+    outputs.loc[wrong, ["ort_f64_err", "within_noise"]] = [1e-3, False]
+    v = _verdict(_screen(SEED_MODEL, 100, 1), (checks, outputs, margins))
+    assert v.cause is Cause.DEFECT and v.evidence.defect.sign is DefectSign.BEYOND_NOISE
+    assert v.evidence.defect.output == "projected_states"
+
+
+def test_a_capped_check_gives_a_range_up_to_every_unchecked_candidate():
+    v = _verdict(_screen(SEED_MODEL, 2000, 10), _run(SEED_MODEL, [1, 0, 0, 0], [False, True, True, True]))
     expected = estimate(1, 4, 10, 2000)
-    assert expected.worst_case and not expected.exact
-    assert (line.failures_per_40000, line.failures_low, line.failures_high) == (expected.per, expected.low,
-                                                                                 expected.high)
-    assert line.failures_high == pytest.approx(PER * 7 / 2000) and line.failures_low == pytest.approx(PER / 2000)
+    assert expected.worst_case and v.failures == expected
+    assert v.failures.high == pytest.approx(PER * 7 / 2000) and v.failures.low == pytest.approx(PER / 2000)
+
+
+def test_a_class_that_never_calls_its_quantizer_is_nothing_reaches_and_its_skip_reason_is_set_against_it():
+    screen = _screen(SEED_MODEL, 10, 0).iloc[:0]
+    (line,) = answers.answers(screen, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), 1e-4,
+                              immune=["UniSpeechSatForPreTraining"])
+    assert line.cause == "nothing reaches" and line.failures_per_40000 == 0 and line.flips.startswith("never")
+    assert "has the same argmax" in line.proof and "does not hold" in line.proof
+    assert "remove the skip" not in line.action  # the export test does not skip it: nothing to remove
 
 
 def test_each_class_excludes_only_what_its_own_flips_moved():
     other = "Wav2Vec2ForPreTraining"
-    checks = pd.concat([_checks(SEED_MODEL, [1], [False]), _checks(other, [1], [False])]).assign(
-        tie_aware_passed=False)
-    outputs = pd.DataFrame({"model": [SEED_MODEL] * 3 + [other] * 3, "seed": 0, "shape_mode": "static",
-                            "output": ["codevector_perplexity", "projected_quantized_states", "projected_states"] * 2,
-                            "passes_alone": [False, True, True] * 2, "n_mismatched": [1, 16, 0, 1, 0, 0]})
+    mine, theirs = _run(SEED_MODEL, [1], [False]), _run(other, [1], [False], moved={"codevector_perplexity": 1})
+    run = tuple(pd.concat([a, b], ignore_index=True) for a, b in zip(mine, theirs, strict=True))
     screen = pd.concat([_screen(SEED_MODEL, 100, 1), _screen(other, 100, 1)])
-    found = {a.subject: a for a in answers.answers(screen, checks, outputs, _DEFECTS, 1e-4, 2e-5)}
-    assert "exclude codevector_perplexity, projected_quantized_states" in found[SEED_MODEL].action
-    assert found[other].action.startswith("compare projected_quantized_states, projected_states; exclude "
-                                          "codevector_perplexity")
+    found = {v.model: v for v in answers.class_verdicts(screen, *run, threshold=1e-4)}
+    assert found[SEED_MODEL].exclude == ["codevector_perplexity", "projected_quantized_states"]
+    assert found[other].exclude == ["codevector_perplexity"]
+    assert found[other].compare == ["projected_quantized_states", "projected_states"]
+
+
+def test_the_rate_words_have_the_one_shape():
+    run = _run(SEED_MODEL, [1, 1, 1, 0], [False, False, True, True])
+    (line,) = answers.answers(_screen(SEED_MODEL, 4000, 4), *run, threshold=1e-4)
+    numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.?\d*", line.rate.replace("95%", ""))]
+    low, high = wilson_interval(2, 4000)
+    assert numbers[:6] == pytest.approx([1, 2000, 1, 1 / low, 1, 1 / high], rel=0.05)

@@ -22,6 +22,7 @@ from exactness.models.wav2vec2_family.inputs import (
 )
 from exactness.models.wav2vec2_family.recipe import plain_recipe, plain_recipe_matches
 from exactness.models.wav2vec2_family.specs import (
+    CODE_OUTPUTS,
     MODELS,
     NAMED_TENSORS,
     SPECS,
@@ -38,7 +39,8 @@ from exactness.models.wav2vec2_family.specs import (
     tester_config,
 )
 
-__all__ = ["MODELS", "NAMED_TENSORS", "SPECS", "TesterSpec", "UnknownModelError", "argmax_inputs", "argmax_rows",
+__all__ = ["CODE_OUTPUTS", "MODELS", "NAMED_TENSORS",
+           "SPECS", "TesterSpec", "UnknownModelError", "argmax_inputs", "argmax_rows",
            "base_model", "build_model", "check_exposed", "construct", "named_tensors", "plain_recipe",
            "plain_recipe_matches", "quantizer_is_called", "spec", "tester_config", "tester_input_values",
            "tester_inputs", "tester_inputs_plain"]

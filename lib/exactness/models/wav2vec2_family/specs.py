@@ -100,6 +100,11 @@ def base_model(model: torch.nn.Module) -> torch.nn.Module:
 
 
 # The three tensors seed 000 (section 3) names, by module path ({base}: the encoder body's attribute).
+# The outputs the quantizer's argmax reaches: the codevectors chosen feed project_q, and the perplexity counts the
+# chosen codes. projected_states never reads a code. (The discrete-ops scan of an exported graph finds the same:
+# tests/models/test_wav2vec2_family_reach.py.)
+CODE_OUTPUTS = ("projected_quantized_states", "codevector_perplexity")
+
 NAMED_TENSORS = {"conv_features": "{base}.feature_extractor",
                  "extract_features": "{base}.feature_projection.layer_norm",
                  "logits": "quantizer.weight_proj"}

@@ -308,35 +308,17 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
             continue
         ort_read = _read_ort(op, values)
         ort_sel = _selection_onnx(op, nodes[op.node], values)
-        ort_margins = margins_of.margins(op.category, op.op_type, ort_read, ort_sel).summary()
-        row.ort_min_margin, row.ort_min_margin_ulps = ort_margins["min_margin"], ort_margins["min_margin_ulps"]
-        row.ort_exact_ties = ort_margins["exact_ties"]
-        row.reads_nonfinite_ort = int((~margins_of.finite_decisions(op.category, ort_read, ort_sel)).sum())
-        if rec is None:
+        if rec is None:  # no eager call matched: ORT's margins stand for the op's
+            ort_margins = margins_of.fill_ort(row, op.category, op.op_type, ort_read, ort_sel)
             row.decisions, row.min_margin, row.min_margin_ulps = (ort_margins["decisions"], row.ort_min_margin,
                                                                   row.ort_min_margin_ulps)
             row.exact_ties = row.ort_exact_ties
             margin_rows.append(row)
             continue
         eager_read, sel = _read_eager(rec), selection_eager(rec)
-        eager_margins = margins_of.margins(op.category, op.op_type, eager_read, sel)
-        summary = eager_margins.summary()
-        row.decisions, row.min_margin, row.min_margin_ulps = (summary["decisions"], summary["min_margin"],
-                                                              summary["min_margin_ulps"])
-        row.exact_ties = summary["exact_ties"]
-        eager_finite = margins_of.finite_decisions(op.category, eager_read, sel)
-        row.reads_nonfinite_eager = int((~eager_finite).sum())
-        first_eager, first_ort = eager_read[0], np.asarray(ort_read[0])
-        same_size = np.size(first_eager) == first_ort.size
-        if same_size and first_ort.size:
-            with np.errstate(invalid="ignore"):
-                row.read_max_diff = float(np.nanmax(np.abs(np.asarray(first_eager, np.float64).reshape(-1)
-                                                           - first_ort.reshape(-1).astype(np.float64)),
-                                                    initial=0.0))
-        largest = float(np.nanmax(np.abs(first_eager), initial=0)) if np.size(first_eager) else 0.0
-        row.match_verified = bool(same_size and row.read_max_diff <= atol + rtol * largest)
-        if same_size:
-            row.read_noise_ulps = margins_of.read_noise_ulps(op.category, eager_read, ort_read, sel)
+        eager_margins, eager_finite = margins_of.fill_reads(row, op.category, op.op_type, eager_read, ort_read, sel,
+                                                            ort_sel, atol, rtol)
+        same_size = np.size(eager_read[0]) == np.asarray(ort_read[0]).size
         # a choice is compared (and forced) only where the match is trusted: what both sides read agrees, or
         # the exporter's own name for the call found it (its reads may differ after an upstream flip); a match
         # by scope and order alone that the values do not confirm may be another call altogether
@@ -345,16 +327,10 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
             ort = ort_choice(op, values, rec)
             changed = margins_of.flipped_decisions(op.category, eager_choice(rec), ort, sel,
                                                    shape=np.shape(eager_read[0]))
-            row.flipped = float(changed.sum())
+            margins_of.fill_flips(row, op.category, changed, eager_margins, eager_finite, ort_read, ort_sel)
             if changed.any():
                 force[(rec.op, rec.call)] = forcing(rec, ort)
                 flipped_outputs |= set(op.reaches_outputs)
-                at = changed if changed.size == eager_margins.margin.size else np.ones_like(eager_margins.margin,
-                                                                                             dtype=bool)
-                row.flipped_margin_ulps = float(np.min(eager_margins.ulps[at]))
-                ort_finite = margins_of.finite_decisions(op.category, ort_read, ort_sel)
-                both = eager_finite & ort_finite if ort_finite.size == eager_finite.size else eager_finite
-                row.flipped_nonfinite = int((at & ~both).sum()) if both.size == at.size else int(at.sum())
         margin_rows.append(row)
     counted_nodes = {op.node for op in cg.ops if counted(op)}
     drawn_outputs = {name for op in cg.ops if op.category == "random" for name in op.reaches_outputs}

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from exactness import published
 from exactness.engine import verdicts as v
+from exactness.engine.answers import catch_words
 from exactness.engine.outputs import PLANTS
-from exactness.studies.discrete_ops.sentences import catch_words, made_by, plural
+from exactness.studies.discrete_ops.sentences import made_by, plural
 from exactness.studies.discrete_ops.study import Result
 from exactness.workbook.findings import Finding, count, rate_text, rate_verdict
 

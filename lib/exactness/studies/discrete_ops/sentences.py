@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from exactness.engine import answers as engine_answers
 from exactness.engine import verdicts as v
-from exactness.engine.outputs import NOISE_FACTOR, PLANTS
+from exactness.engine.answers import rate_words
+from exactness.engine.outputs import NOISE_FACTOR
 from exactness.models import class_registry, sources
 from exactness.models.names import ClassTask
 from exactness.studies.discrete_ops.study import Result
-from exactness.workbook import wording
 from exactness.workbook.answers import Answer
 from exactness.workbook.findings import significant
 from exactness.workbook.wording import count, plural
@@ -29,61 +30,6 @@ class Section:
     extra: dict = field(default_factory=dict)  # what a figure of the section needs
 
 
-def rate_words(estimate: v.Estimate | None) -> str:
-    """`wording.rate` of a class's estimate: over every seed it counts, the screened ones where a screen ran; a
-    count of none is a bound as the rate verdicts bound it (`RatePolicy`), so one 0 of N has one bound; where
-    seeds that could fail were left unchecked, the count is of the checked ones and the upper end a worst case."""
-    if estimate is None or not estimate.seeds:
-        return "not measured"
-    if estimate.per == 0 and estimate.exact:
-        return wording.bound(v.RatePolicy().upper_bound(estimate.seeds), estimate.seeds)
-    return wording.rate(estimate.observed, estimate.seeds, low=estimate.low / v.PER, high=estimate.high / v.PER,
-                        point=estimate.per / v.PER, worst_case=estimate.worst_case,
-                        checked=None if estimate.exact else estimate.checked)
-
-
-def flip_rate(verdict: v.ClassVerdict) -> str:
-    """The flips column: how often a discrete choice flips, "never" with why where no op can flip."""
-    if verdict.cause is v.Cause.NO_EXPORT:
-        return ""
-    if not verdict.counted:
-        return wording.NEVER_FLIPS
-    return rate_words(verdict.flips)
-
-
-def flip_words(verdict: v.ClassVerdict) -> str:
-    """Where the flip rate comes from, in a sentence (the rate is its own column; "" where no op can flip)."""
-    if verdict.cause is v.Cause.NO_EXPORT or not verdict.counted:
-        return ""
-    seen = f"{count(verdict.screened)} seeds screened" if verdict.screened else \
-        f"{plural(verdict.checked, 'seed')} checked, none screened"
-    ties = f", {count(verdict.ties)} of them exact ties" if verdict.ties else ""
-    checked = "" if not verdict.screened else "; none within reach of a tie" if not verdict.candidates else (
-        f"; {count(verdict.checked_candidates)} of the {count(verdict.candidates)} within reach of a tie checked")
-    if verdict.flips is None or verdict.flips.observed == 0:
-        return f"No flip in {seen}{ties}{checked}."
-    return f"Flips counted over {seen}{ties}{checked}."
-
-
-def catch_words(verification: v.Verification) -> str:
-    """What the compared outputs' rule still catches, measured with each defect of `outputs.PLANTS` planted in one
-    compared output at a time on every checked seed ("" when nothing was planted)."""
-    n = verification.planted
-    if not n:
-        return ""
-    counts = "; ".join(f"{plant.words} on {count(verification.caught.get(plant.column, 0))} of {count(n)}"
-                       for plant in PLANTS)
-    smallest = (f"the smallest few-element defect caught on every pair: {verification.smallest}"
-                if verification.smallest else "no few-element defect is caught on every pair")
-    return (f"Planted in one compared output at a time ({plural(n, 'seed-output pair')}), the export test's rule "
-            f"catches {counts}; {smallest}.")
-
-
-def _sentence(text: str) -> str:
-    text = text.strip()
-    return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".") if text else ""
-
-
 def subject(verdict: v.ClassVerdict, verdicts: list[v.ClassVerdict]) -> str:
     """How a verdict's line names what it answers for: its class, and its shape mode where the run has more."""
     if len({other.shape_mode for other in verdicts}) > 1:
@@ -92,20 +38,7 @@ def subject(verdict: v.ClassVerdict, verdicts: list[v.ClassVerdict]) -> str:
 
 
 def answers(result: Result) -> list[Answer]:
-    found = []
-    for verdict in result.verdicts:
-        failures = verdict.failures
-        found.append(Answer(
-            subject(verdict, result.verdicts), verdict.cause.value, verdict.action, rate_words(failures),
-            " ".join(part for part in (flip_words(verdict), _sentence(verdict.proof),
-                                       catch_words(verdict.verification) if verdict.exclude else "",
-                                       f"Starts at {verdict.where}." if verdict.where else "",
-                                       _sentence(f"the skip's stated reason does not hold: {verdict.refutation}")
-                                       if verdict.refutation else "") if part),
-            verdict.compare,
-            verdict.exclude, verdict.where, failures.per if failures else None, failures.low if failures else None,
-            failures.high if failures else None, verdict.verification.holds, flip_rate(verdict)))
-    return found
+    return [engine_answers.answer(verdict, subject(verdict, result.verdicts)) for verdict in result.verdicts]
 
 
 def registered(models, checkout: str | sources.Checkout = "", graphs: pd.DataFrame | None = None) -> Section:

@@ -11,8 +11,8 @@ run as one sweep, then phase 4 of every class as another, so no core waits for o
 3. **screen**: every seed run in eager alone under the recorder (the model rebuilt in place per seed): each
    counted op's smallest margin. Eager does not depend on the shape mode, so one forward a seed serves every
    shape mode of a class whose calls the first mode's taps include. A seed whose margin comes within `reach` of
-   a tie (the measured noise times `REACH_FACTOR`, at least `REACH_FLOOR_ULPS`), or whose op reads a non-finite
-   value, is a candidate: only a candidate can flip.
+   a tie (the measured noise times `engine.verdicts.REACH_FACTOR`, at least its `REACH_FLOOR_ULPS`), or whose op
+   reads a non-finite value, is a candidate: only a candidate can flip.
 4. **candidates**: checked whole, smallest margins first, at most `max_checks` per class (with `fast_paths`
    false: every seed is a candidate, the plain path the screen is tested against).
 The verdicts (`verdicts.verdict`) then read the rows; a class with a defect is localized (`localize`).
@@ -56,9 +56,6 @@ from exactness.studies.discrete_ops import check, localize
 from exactness.workbook import study_rules, sweep
 
 STUDY = "discrete_ops"
-REACH_FLOOR_ULPS = 16.0  # a margin this close to a tie is a candidate whatever the measured noise
-REACH_FACTOR = 4.0  # times the largest eager-ORT difference of what the class's counted ops read
-UNMEASURED_REACH_ULPS = 1024.0  # where no counted call was verified on values, the screen reaches this far
 SCREEN_CHUNK = 50  # seeds per screen task: progress moves, and each worker builds its template once
 TIE_CHECKS = 40  # checks of a class's exact ties (a sample in seed order): a Wilson interval of +-0.1 on its rate
 
@@ -496,7 +493,7 @@ def _sweep(graphs: dict, graph_rows: list, tasks: list, seeds: list[int], settin
         checks[task] = [d.tables for d in mine if d.phase is Phase.CALIBRATION]
         counted_nodes = _counted_nodes(cg)
         noise = verdicts_of.noise_ulps(_joined(checks[task])["margins"], counted_nodes)
-        reaches[task] = verdicts_of.reach_ulps(noise, REACH_FLOOR_ULPS, REACH_FACTOR, UNMEASURED_REACH_ULPS)
+        reaches[task] = verdicts_of.reach_ulps(noise)
         if not counted_nodes:
             screens[task] = None
             continue

@@ -3,6 +3,7 @@ the export test's rule replicated, and what a tie-aware comparison would say."""
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,8 +14,11 @@ from exactness.compare import export_rule
 from exactness.compare.intermediates import intermediate_table
 from exactness.compare.near_tie import flipped_rows, needed_rtol, tie_aware_compare, top_two
 from exactness.compare.per_output import per_output_report
+from exactness.engine import margins as margins_of
+from exactness.engine.outputs import compare_forced, compare_output
+from exactness.engine.rows import MarginRow, OutputRow, frame
 from exactness.models import wav2vec2_family as family
-from exactness.runtimes import codevector_lookup, eager_capture
+from exactness.runtimes import codevector_lookup, eager_capture, worker_state
 from exactness.runtimes.graph_pool import GraphPool
 from exactness.runtimes.speedup_paths import BuildPath, LookupPath
 from exactness.studies.near_tie.row import (
@@ -33,9 +37,10 @@ from exactness.studies.near_tie.row import (
 @dataclass
 class Check:
     row: CheckRow
-    outputs: pd.DataFrame  # one row per model output
+    outputs: pd.DataFrame  # one row per model output: ours, then the engine's (`engine.rows.OutputRow`) columns
     tensors: pd.DataFrame  # one row per intermediate tensor
     delta: torch.Tensor  # per argmax row, ORT's move of eager's top-1 minus top-2 difference (`_gap_noise`)
+    margin: MarginRow  # the quantizer's argmax as the engine reads a discrete op (`engine.margins`)
 
 
 def _as_torch(arrays: dict[str, np.ndarray], names) -> dict[str, torch.Tensor]:
@@ -76,17 +81,22 @@ def check_seed(pool: GraphPool, seed: int, *, atol: float = 1e-3, rtol: float = 
     rule = export_rule.export_test_rule(ort_outputs, eager.outputs, atol, rtol)
     # with no flip, eager re-run with ORT's choices is eager itself: skip the forward
     aligned = run_eager(built, inputs, capture=False, force_codes=ort_codes).outputs if flips else eager.outputs
+    margin = _margin_row(model, seed, pool.shape_mode, eager_logits, ort_logits, gaps.top1_index, ort_codes, atol,
+                         rtol)
+    reference, reference_note = float64_reference(built, inputs, gaps.top1_index, fast_paths)
     # the noise bound is only known once every check is in: keep the margins, judge later (near_tie.tie_aware)
     tie_aware = tie_aware_compare(eager_logits, ort_codes, aligned, ort_outputs, float("inf"), atol, rtol)
     labels = {"model": model, "seed": seed, "shape_mode": pool.shape_mode}
     outputs = per_output_report(ort_outputs, eager.outputs, atol, rtol, labels)
+    outputs = _with_engine_columns(outputs, engine_outputs(
+        labels, ort_outputs, eager.outputs, aligned if flips else None, reference, atol, rtol))
     delta = _gap_noise(eager_logits, ort_logits, gaps)
     eager_lookup = LookupPath.GATHERED if eager.gathered else LookupPath.PLAIN
     row = CheckRow(
         model=model, seed=seed, shape_mode=pool.shape_mode,
         paths=Paths(BuildPath(build_path).value, ran.weights.value, ran.session.value, ran.lookup.value,
                     eager_lookup.value),
-        defect=getattr(runner, "defect", None),
+        defect=getattr(runner, "defect", None), reference=reference_note,
         gaps=gap_facts(gaps, flips, tie_aware, ort_codes, groups),
         perplexity=perplexity_facts(float(eager.outputs["codevector_perplexity"]),
                                     float(ort_outputs["codevector_perplexity"]), atol, rtol),
@@ -102,7 +112,7 @@ def check_seed(pool: GraphPool, seed: int, *, atol: float = 1e-3, rtol: float = 
         everything, everything_graph = full.run(inputs), full.graph
     tensors = intermediate_table(eager.modules, everything, everything_graph.intermediates, named, all_tensors,
                                  labels)
-    return Check(row, outputs, tensors, delta)
+    return Check(row, outputs, tensors, delta, margin)
 
 
 def _max_abs_diffs(outputs: pd.DataFrame) -> dict[str, float]:
@@ -131,3 +141,67 @@ def _if_min_row_flipped(built, inputs, eager, gaps, atol: float, run_eager) -> W
     p, q = float(eager.outputs["codevector_perplexity"]), float(flipped["codevector_perplexity"])
     return WhatIf(q - p, needed_rtol(flipped["codevector_perplexity"], eager.outputs["codevector_perplexity"], atol),
                   not export_rule.export_test_rule(flipped, eager.outputs).passed)
+
+
+ARGMAX = margins_of.Selection(axis=-1, k=1)  # one decision per code row: its largest logit
+
+
+def _margin_row(model: str, seed: int, shape_mode: str, eager_logits: torch.Tensor, ort_logits: torch.Tensor,
+                eager_codes: torch.Tensor, ort_codes: torch.Tensor, atol: float, rtol: float) -> MarginRow:
+    """The quantizer's argmax as the engine reads any discrete op: both sides' margins in ulps of each row's
+    scale, the read noise, and the rows ORT chose differently, by the engine's own arithmetic."""
+    row = MarginRow(model, shape_mode, seed, QUANTIZER_NODE, "ArgMax", "argmax", "the quantizer's logits by name")
+    eager_read, ort_read = [eager_logits.double().numpy()], [ort_logits.double().numpy()]
+    eager_margins, eager_finite = margins_of.fill_reads(row, "argmax", "ArgMax", eager_read, ort_read, ARGMAX,
+                                                        ARGMAX, atol, rtol)
+    row.match_trusted = True  # the graph's value is the module's output by name, whatever the values show
+    changed = margins_of.flipped_decisions("argmax", eager_codes.numpy(), ort_codes.numpy(), ARGMAX)
+    margins_of.fill_flips(row, "argmax", changed, eager_margins, eager_finite, ort_read, ARGMAX)
+    return row
+
+
+QUANTIZER_NODE = "quantizer.argmax"  # the graph value a check reads ORT's codes from (`GraphPool.exposed`)
+
+
+def float64_reference(built: torch.nn.Module, inputs: dict, codes: torch.Tensor,
+                      fast_paths: bool = True) -> tuple[dict | None, str]:
+    """Eager in float64 with eager's own codes forced: what the float32 arithmetic approximates (the engine's
+    reference), on the process's float64 twin of the model (`float64_twin`; a deep copy without fast paths)."""
+    wide_inputs = {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
+                   for k, v in inputs.items()}
+
+    def run(wide):
+        return eager_capture.run(wide, wide_inputs, capture=False, force_codes=codes).outputs
+
+    try:
+        twins = worker_state.current().twins()
+        return (twins.wide(built, run) if fast_paths else run(copy.deepcopy(built).double()),
+                "float64, eager's codes forced")
+    except Exception as error:  # a model that does not run in float64 has no reference: said, not hidden
+        return None, f"no float64 reference ({type(error).__name__}: {' '.join(str(error).split())[:200]})"
+
+
+def engine_outputs(labels: dict, ort: dict, eager: dict, forced: dict | None, reference: dict | None,
+                   atol: float, rtol: float) -> list[OutputRow]:
+    """Each output as the engine compares it (`engine.outputs`): against eager by the test's count, both against
+    float64, planted defects, and after a flip eager with ORT's codes forced against ORT. A flip reaches the
+    outputs that read a code (`CODE_OUTPUTS`)."""
+    rows = []
+    for name, expected in eager.items():
+        if name not in ort:
+            continue
+        row = OutputRow(labels["model"], labels["shape_mode"], labels["seed"], name, expected.is_floating_point(),
+                        True, reached_by_flip=forced is not None and name in family.CODE_OUTPUTS)
+        compare_output(row, ort[name].numpy(), expected, reference.get(name) if reference is not None else None,
+                       atol, rtol)
+        if row.reached_by_flip and row.same_shape:
+            compare_forced(row, ort[name].numpy(), forced[name], atol, rtol)
+        rows.append(row)
+    return rows
+
+
+def _with_engine_columns(outputs: pd.DataFrame, rows: list[OutputRow]) -> pd.DataFrame:
+    """Our per-output table with the engine's columns it does not already have, joined on the output."""
+    engine = frame(rows, OutputRow)
+    keep = ["output"] + [c for c in engine.columns if c not in outputs.columns]
+    return outputs.merge(engine[keep], on="output", how="left") if len(outputs) else outputs

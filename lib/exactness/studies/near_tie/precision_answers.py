@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from exactness.runtimes.sides import Pair, Precision
-from exactness.studies.near_tie.answers import rate_words
 from exactness.studies.near_tie.precision import PairSummary, Predicted
+from exactness.workbook import wording
 from exactness.workbook.answers import Answer
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
@@ -73,9 +73,9 @@ def answer(s: PairSummary, fp32_rate: str = "") -> Answer:
         proof = (f"{flips}; {noise} (noise); the logits differ by a median of {significant(s.noise_median)}, at most "
                  f"{significant(s.noise_max)}")
     per, low, high = s.failures.per_scale
-    return Answer(f"{s.model} · {pair.label}", what, action, rate_words(s.failures.events, s.failures.seeds), proof,
+    return Answer(f"{s.model} · {pair.label}", what, action, wording.rate(s.failures.events, s.failures.seeds), proof,
                   failures_per_40000=per, failures_low=low, failures_high=high,
-                  flips=rate_words(s.flips.events, s.flips.seeds))
+                  flips=wording.rate(s.flips.events, s.flips.seeds))
 
 
 def _predicted(p: Predicted) -> str:
@@ -118,8 +118,8 @@ def show_rates(rates) -> None:
     from exactness.workbook.presentation import table
 
     shown = rates.assign(pair=[Pair.parse(p).label for p in rates.pair],
-                         flips_rate=[rate_words(int(r.flips), int(r.seeds)) for r in rates.itertuples()],
-                         fails_rate=[rate_words(int(r.failures), int(r.seeds)) for r in rates.itertuples()])
+                         flips_rate=[wording.rate(int(r.flips), int(r.seeds)) for r in rates.itertuples()],
+                         fails_rate=[wording.rate(int(r.failures), int(r.seeds)) for r in rates.itertuples()])
     table(shown, columns=RATE_COLUMNS, caption="Per class and pair: how often a code flips and how often the export "
           "test fails (1 in N with Wilson's 95% interval), and the median over seeds of the largest logit difference.")
 
@@ -244,7 +244,7 @@ def with_pairs(ort_answers: list[Answer], pairs: Sequence[PairSummary], gpu_pair
     ort_label = "eager CPU fp32 vs ORT CPU fp32"
     found = [replace(a, subject=f"{a.subject} · {ort_label}") for a in ort_answers]
     ort_rate = {a.subject: a.rate for a in ort_answers}
-    fp32_gpu = {s.model: rate_words(s.failures.events, s.failures.seeds) for s in gpu_pairs
+    fp32_gpu = {s.model: wording.rate(s.failures.events, s.failures.seeds) for s in gpu_pairs
                 if Pair.parse(s.pair).other.spec == "eager:cuda:fp32"}
     found += [answer(s, ort_rate.get(s.model, "")) for s in pairs]
     where = f" (GPU run: {gpu.facts.get('gpu', 'no GPU')})" if gpu is not None else ""

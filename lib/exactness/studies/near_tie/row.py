@@ -134,6 +134,7 @@ class CheckRow:
     shape_mode: str
     paths: Paths
     defect: str | None  # what an injected defect changed (None: the graph as exported)
+    reference: str  # "float64, eager's codes forced", or why there is no float64 reference
     gaps: GapFacts
     perplexity: PerplexityFacts
     rule: RuleFacts

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from exactness import published
+from exactness.engine.rows import MarginRow, frame
 from exactness.models import wav2vec2_family as family
 from exactness.models.names import ClassTask
 from exactness.models.seed_rebuild import Rebuilder
@@ -37,6 +38,7 @@ class Checks:
     outputs: pd.DataFrame
     tensors: pd.DataFrame
     deltas: dict[str, np.ndarray]
+    margins: pd.DataFrame = field(default_factory=pd.DataFrame)  # per check, the argmax as the engine reads it
     pools: dict = field(default_factory=dict)
     replayed: pd.DataFrame = field(default_factory=pd.DataFrame)  # replays that came with the pools' exports
 
@@ -54,16 +56,17 @@ class _Batch:
     outputs: list[pd.DataFrame]
     tensors: list[pd.DataFrame]
     deltas: list[np.ndarray]
+    margins: list[MarginRow]
 
 
 def _select(batch: _Batch, keep: list[int]) -> _Batch:
     return _Batch(*([items[i] for i in keep] if items else [] for items in (batch.rows, batch.outputs, batch.tensors,
-                                                                              batch.deltas)))
+                                                                              batch.deltas, batch.margins)))
 
 
 def _merge(batches: list[_Batch]) -> _Batch:
     return _Batch(*([item for b in batches for item in getattr(b, name)] for name in ("rows", "outputs", "tensors",
-                                                                                        "deltas")))
+                                                                                        "deltas", "margins")))
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,7 @@ class _CheckChunk:
     def __call__(self, seeds) -> _Batch:
         # a swapped graph keeps no model: the seed's weights can go into one reused template (fast paths)
         rebuild = _rebuilder(self.pool.model) if self.fast_paths and self.pool.plan is not None else None
-        batch = _Batch([], [], [], [])
+        batch = _Batch([], [], [], [], [])
         for seed in seeds:
             built = rebuild(int(seed)) if rebuild else family.build_model(self.pool.model, int(seed))
             self.check(batch, int(seed), built, BuildPath.REBUILD if rebuild else BuildPath.BUILD)
@@ -110,6 +113,7 @@ class _CheckChunk:
         batch.rows.append(result.row)
         batch.outputs.append(result.outputs)
         batch.tensors.append(result.tensors)
+        batch.margins.append(result.margin)
         if self.keep_deltas:
             batch.deltas.append(result.delta.numpy())
 
@@ -157,7 +161,7 @@ class _Warm:
             cases = [_case(key, self.exported[key]) for key in (SeedTask(task.model, task.shape_mode, s)
                                                                  for s in seeds)]
             chunk.pool = check_pool(task.model, task.shape_mode, chunk.fast_paths).prepare(*cases)
-            batch = _Batch([], [], [], [])
+            batch = _Batch([], [], [], [], [])
             for case in cases:
                 chunk.check(batch, case.seed, case.built, BuildPath.BUILD)
             out.append((chunk.pool, batch))
@@ -219,8 +223,8 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
         if chunk.keep_deltas:
             deltas[model] = np.concatenate(batch.deltas)
     joined = _merge(batches)
-    return Checks(check_table(joined.rows), _concat(joined.outputs), _concat(joined.tensors), deltas, pools,
-                  pd.DataFrame(replayed, columns=list(_REPLAY_COLUMNS)))
+    return Checks(check_table(joined.rows), _concat(joined.outputs), _concat(joined.tensors), deltas,
+                  frame(joined.margins, MarginRow), pools, pd.DataFrame(replayed, columns=list(_REPLAY_COLUMNS)))
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:

@@ -1,0 +1,63 @@
+"""The quantizer's screen and checks as the engine's tables (`engine.verdicts.ClassTables`): the wav2vec2 family's
+plug-in. Its screen (the replayed draws) says which seeds are within reach of a flip; its check (the graph pool)
+already writes the engine's margin and output rows; this module only selects a class's rows and names the one
+discrete op they are about, so that the engine decides the cause, the rate and the test change as it does for
+every other class."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from exactness.engine.rows import OpRow, ScreenRow, SeedRow, frame
+from exactness.engine.verdicts import ClassTables
+from exactness.models import wav2vec2_family as family
+from exactness.studies.near_tie.check import QUANTIZER_NODE
+from exactness.studies.near_tie.scale import is_candidate
+
+
+def _mine(table: pd.DataFrame, model: str, shape_mode: str) -> pd.DataFrame:
+    if not len(table) or "model" not in table:
+        return table.iloc[:0] if len(table.columns) else table
+    keep = table.model == model
+    return table[keep & (table.shape_mode == shape_mode)] if "shape_mode" in table else table[keep]
+
+
+def quantizer_op(model: str, shape_mode: str) -> pd.DataFrame:
+    """The family's one counted discrete op: the quantizer's argmax, which reaches the outputs that read a code."""
+    return frame([OpRow(model, shape_mode, QUANTIZER_NODE, "ArgMax", "argmax", "quantizer", "aten::argmax", [],
+                        list(family.CODE_OUTPUTS), True, True, True, "")], OpRow)
+
+
+def screen_rows(screen: pd.DataFrame, model: str, shape_mode: str, threshold: float,
+                threshold_ulps: float = 0.0) -> pd.DataFrame:
+    """Each screened seed's smallest gap as the engine's screen row, `in_reach` where the quantizer's candidate rule
+    (`scale.is_candidate`) takes it. The screen's logits are the replayed draws' forward, finite by construction of
+    the gap (a non-finite row has none); the checks measure each candidate's finiteness again."""
+    mine = screen[screen.model == model] if len(screen) else screen
+    if not len(mine):
+        return frame([], ScreenRow).assign(in_reach=pd.Series(dtype=bool))
+    ulps = mine.smallest_gap_ulps if "smallest_gap_ulps" in mine else mine.min_gap.where(mine.min_gap > 0, 0.0)
+    rows = pd.DataFrame({"model": model, "shape_mode": shape_mode, "seed": mine.seed.astype(int).to_numpy(),
+                         "node": QUANTIZER_NODE, "decisions": 0, "min_margin": mine.min_gap.to_numpy(),
+                         "min_margin_ulps": ulps.where(mine.min_gap > 0, 0.0).to_numpy(),
+                         "exact_ties": (mine.min_gap == 0).astype(int).to_numpy(), "reads_nonfinite": 0,
+                         "recorder": "replayed draws"})
+    return rows.assign(in_reach=is_candidate(mine, threshold, threshold_ulps).to_numpy())
+
+
+def seed_rows(checks: pd.DataFrame) -> pd.DataFrame:
+    """Each check as the engine's seed row: the export test's rule, where it stopped, and the float64 reference."""
+    return frame([SeedRow(r.model, r.shape_mode, int(r.seed), "candidates", r.weights_path, bool(r.n_flipped_rows),
+                          False, bool(r.test_rule_passed), r.first_failing_output or "", bool(r.rule_forgiven),
+                          ", ".join(r.never_compared), r.reference, float("nan"))
+                  for r in checks.itertuples()], SeedRow)
+
+
+def class_tables(model: str, shape_mode: str, screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame,
+                 margins: pd.DataFrame, threshold: float, threshold_ulps: float = 0.0) -> ClassTables:
+    """One class's rows in one shape mode, as the engine's verdict reads them."""
+    return ClassTables(pd.Series({"model": model, "shape_mode": shape_mode, "error": ""}),
+                       quantizer_op(model, shape_mode),
+                       screen_rows(screen, model, shape_mode, threshold, threshold_ulps),
+                       _mine(margins, model, shape_mode), _mine(outputs, model, shape_mode),
+                       seed_rows(_mine(checks, model, shape_mode)))
