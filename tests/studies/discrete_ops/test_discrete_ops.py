@@ -316,3 +316,19 @@ def test_flavas_masked_patches_and_masked_ids_follow_its_tester():
     assert patches.shape == (12, 15, 15) and set(patches.unique().tolist()) == {0, 1}
     assert 0.8 < patches.float().mean() < 0.97  # about the tester's 0.9 of 2,700 patches
     assert ids.max() < 102 and flava["token_type_ids"].max() <= 1
+
+
+def test_the_librarys_settings_default_to_the_main_jobs_parameters():
+    """One set of defaults: a caller of `study.run` without settings gets what `exactness run discrete_ops` runs."""
+    import dataclasses
+    import pathlib
+
+    import yaml
+
+    default = yaml.safe_load((pathlib.Path(__file__).resolve().parents[3] / "params" / "discrete_ops" /
+                              "default.yaml").read_text())
+    settings = discrete_ops.Settings()
+    shared = {f.name for f in dataclasses.fields(settings)} & set(default)
+    assert shared >= {"atol", "rtol", "calibration_seeds", "max_checks", "max_fresh_exports", "fast_paths"}
+    assert {name: getattr(settings, name) for name in shared} == {name: default[name] for name in shared}
+    assert settings.policy.rate == pytest.approx(default["never_flip_rate"], rel=0.01)

@@ -18,7 +18,7 @@ import pandas as pd
 import torch
 
 from exactness.compare.export_rule import export_test_rule
-from exactness.compare.rates import wilson_interval
+from exactness.compare.rates import PER, estimate
 from exactness.models import sources
 from exactness.runtimes import discrete_recorder
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
@@ -26,7 +26,7 @@ from exactness.runtimes.sides import Pair
 from exactness.studies.discrete_ops.check import flatten_outputs, own_choices
 from exactness.workbook import sweep
 
-SCALE = 40_000
+SCALE = PER  # every rate is stated per the investigation's scale (`compare.rates.PER`)
 NOISE_FACTOR = 16  # the other side's error from float64, in its own roundoff, within 16x the reference's: noise
 COLUMNS = ["model", "pair", "seed", "choices", "flipped_choices", "first_flip", "test_rule_passed",
            "first_failing_output", "max_abs_diff", "reference_error_units", "other_error_units", "error"]
@@ -138,8 +138,8 @@ class ClassUnderPair:
         return "never fails here"
 
     def per_scale(self, events: int) -> tuple[float, float, float]:
-        low, high = wilson_interval(events, self.seeds)
-        return SCALE * events / self.seeds, SCALE * low, SCALE * high
+        e = estimate(events, self.seeds, self.seeds, self.seeds)  # every seed checked: Wilson's interval
+        return e.per, e.low, e.high
 
 
 def summarize(table: pd.DataFrame) -> list[ClassUnderPair]:

@@ -82,7 +82,7 @@ class Settings:
     atol: float = 1e-3
     rtol: float = 1e-3
     calibration_seeds: int = 8
-    max_checks: int = 40
+    max_checks: int = 150
     max_fresh_exports: int = 5
     fast_paths: bool = True
     cache: str = ""  # the export cache's folder

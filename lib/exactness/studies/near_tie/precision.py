@@ -25,7 +25,7 @@ import torch
 
 from exactness import compat
 from exactness.compare.near_tie import top_two
-from exactness.compare.rates import wilson_interval
+from exactness.compare.rates import PER, estimate
 from exactness.models import wav2vec2_family as family
 from exactness.models.quantizer_logits import FastLogits, plain_logits
 from exactness.runtimes import worker_state
@@ -36,7 +36,7 @@ FLOAT64_SEEDS = 20  # calibration seeds whose logits are also computed in float6
 SMALLEST_ROWS = 64  # the gaps a seed keeps for the prediction; the table says whether the 64th is out of reach
 BOOTSTRAP = 200
 RANDOM_SEED = 14
-SCALE = 40_000  # the investigation's scale: every rate is stated per this many seeds
+SCALE = PER  # every rate is stated per the investigation's scale (`compare.rates.PER`)
 
 PAIR_COLUMNS = ["model", "pair", "seed", "n_flipped_rows", "flipped_gap_max", "min_gap", "max_logit_diff",
                 "perplexity_reference", "perplexity_other", "perplexity_allowed", "test_rule_passed",
@@ -177,8 +177,8 @@ class Rate:
     def per_scale(self) -> tuple[float, float, float]:
         if not self.seeds:
             return float("nan"), float("nan"), float("nan")
-        low, high = wilson_interval(self.events, self.seeds)
-        return SCALE * self.events / self.seeds, SCALE * low, SCALE * high
+        e = estimate(self.events, self.seeds, self.seeds, self.seeds)  # every seed checked: Wilson's interval
+        return e.per, e.low, e.high
 
 
 @dataclass(frozen=True)

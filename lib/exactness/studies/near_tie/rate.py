@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from exactness.compare.rates import wilson_interval
+from exactness.compare.rates import PER, estimate
 from exactness.studies.near_tie.scale import is_candidate
 
 
@@ -51,16 +51,17 @@ def buckets(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float, thresh
         below = is_candidate(screened, threshold, threshold_ulps)
         tally = Tally.of(group)
         failed = tally.failed
-        low, high = wilson_interval(failed, len(screened))
+        # the one estimate (`compare.rates.estimate`): Wilson's interval when every candidate was checked, a range
+        # up to every unchecked candidate when `max_checks` capped them
+        e = estimate(failed, tally.checks, int(below.sum()), len(screened))
         rows.append({
             "model": model, "shape_mode": mode, "screened": len(screened),
             "below_threshold": int(below.sum()), "checked": tally.checks,
             "flipped": tally.flipped, "failed": failed,
             "flipped_but_passed": tally.flipped_but_passed,
             "exact_ties_failed": tally.exact_ties_failed,
-            "failure_rate": failed / len(screened) if len(screened) else float("nan"),
-            "rate_low": low, "rate_high": high,
-            "one_in": len(screened) / failed if failed else float("inf"),
+            "failure_rate": e.per / PER, "rate_low": e.low / PER, "rate_high": e.high / PER,
+            "one_in": PER / e.per if e.per else float("inf"),
         })
     return pd.DataFrame(rows)
 
