@@ -71,7 +71,8 @@ def test_no_study_decides_a_cause_itself():
 def test_the_checks_find_a_second_verdict_and_a_cause_decided_outside_the_engine():
     planted = {LIB / "studies" / "x" / "answers.py": ast.parse(
         "def verdict(rows):\n    if rows.is_tie:\n        return Cause.NEAR_TIE\n    return v.Cause.DEFECT if rows.bad "
-        "else None\nok = rows.cause is Cause.DEFECT or rows.cause in (Cause.EXACT_TIE,)\nCOLOURS = {Cause.DEFECT: 1}\n")}
+        "else None\nok = rows.cause is Cause.DEFECT or rows.cause in (Cause.EXACT_TIE,)\n"
+        "COLOURS = {Cause.DEFECT: 1}\n")}
     assert definitions(planted) == {"verdict": [LIB / "studies" / "x" / "answers.py"]}
     assert deciding(planted) == ["studies/x/answers.py:3 Cause.NEAR_TIE", "studies/x/answers.py:4 Cause.DEFECT"]
 

@@ -166,6 +166,9 @@ class ClassTables:
     margins: pd.DataFrame
     outputs: pd.DataFrame
     seeds: pd.DataFrame
+    # `ops` is a scan of the class's whole graph (so an op it lacks is absent); False where a study names only
+    # the ops it checks, which can refute no claim about other ops
+    scanned: bool = True
 
 
 def values_evidence(outputs: pd.DataFrame, seeds: pd.DataFrame, failing: bool, checked: int) -> Values:
@@ -361,10 +364,11 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
     result = ClassVerdict(model, mode, cause, words.proof(cause, evidence), words.action(cause, evidence, compare,
                                                                                          exclude),
                           compare, exclude, where if cause is Cause.DEFECT else "", evidence=evidence, **common)
-    result.reason_holds = reason_holds(claim, cause, flipped_types, ops)
+    graph_ops = ops if t.scanned else None
+    result.reason_holds = reason_holds(claim, cause, flipped_types, graph_ops)
     if cause is Cause.DEFECT:
         result.stage, result.pass_name = stage, pass_name
-    result.refutation = words.refutation(refuted(claim, cause, ops, flipped_types), claim, cause, len(ops),
+    result.refutation = words.refutation(refuted(claim, cause, graph_ops, flipped_types), claim, cause, len(ops),
                                          result.pass_name)
     result.verification = verify(t.outputs, result.compare, rule)
     return result

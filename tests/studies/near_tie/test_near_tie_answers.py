@@ -139,3 +139,10 @@ def test_the_rate_words_have_the_one_shape():
     numbers = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*\.?\d*", line.rate.replace("95%", ""))]
     low, high = wilson_interval(2, 4000)
     assert numbers[:6] == pytest.approx([1, 2000, 1, 1 / low, 1, 1 / high], rel=0.05)
+
+
+def test_a_random_draw_claim_is_refuted_by_the_measured_cause_never_by_a_graph_the_study_did_not_scan():
+    model = "Wav2Vec2ForPreTraining"  # its skip claims a Gumbel-softmax draw
+    v = _verdict(_screen(model, 100, 1), _run(model, [1], [False]))
+    assert v.cause is Cause.NEAR_TIE and v.reason_holds is False
+    assert "measured: near-tie" in v.refutation and "no random op" not in v.refutation

@@ -60,4 +60,4 @@ def class_tables(model: str, shape_mode: str, screen: pd.DataFrame, checks: pd.D
                        quantizer_op(model, shape_mode),
                        screen_rows(screen, model, shape_mode, threshold, threshold_ulps),
                        _mine(margins, model, shape_mode), _mine(outputs, model, shape_mode),
-                       seed_rows(_mine(checks, model, shape_mode)))
+                       seed_rows(_mine(checks, model, shape_mode)), scanned=False)
