@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from exactness.runtimes import fed_graph, onnx_graph, weight_swap
+from exactness.runtimes.export_cache import ExportCache
 from exactness.runtimes.speedup_paths import LookupPath, SessionPath, WeightsPath
 
 SHAPE_MODES = ("dynamic", "static")
@@ -54,6 +55,7 @@ class Case:
     built: torch.nn.Module
     inputs: dict
     graph: onnx_graph.ExportedGraph | None = None
+    cached: bool = False  # `graph` was read from the export cache (no export ran for it)
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,15 @@ _SWAPPED = RunPaths(WeightsPath.SWAP, SessionPath.PER_SEED, LookupPath.PLAIN)
 
 def export_fresh(built: torch.nn.Module, inputs: dict, shape_mode: str) -> onnx_graph.ExportedGraph:
     return onnx_graph.export(built, inputs, dynamic=shape_mode == "dynamic")
+
+
+def export_case(case: Case, shape_mode: str, cache: str = "") -> Case:
+    """`case` with its export: from the export cache at `cache` where it holds this model, inputs and weights (the
+    same export every study reads, `runtimes.export_cache`), else exported fresh (and stored there)."""
+    if not cache:
+        return Case(case.seed, case.built, case.inputs, export_fresh(case.built, case.inputs, shape_mode))
+    found = ExportCache(cache).export(case.built, case.inputs, dynamic=shape_mode == "dynamic")
+    return Case(case.seed, case.built, case.inputs, found.graph, found.cached)
 
 
 class GraphPool:
@@ -100,7 +111,7 @@ class GraphPool:
         self.swap_state = Learnt.PENDING if swap else Learnt.OFF
         self.fed_state = Learnt.PENDING if swap else Learnt.OFF
         self.swap_reason, self.fed_reason = "", ""
-        self.exports, self.export_seconds = 0, 0.0
+        self.exports, self.export_seconds, self.cached_exports = 0, 0.0, 0
         self.own: dict[int, onnx_graph.ExportedGraph] = {}  # seeds with their own export in this process
         self._views: dict[int, onnx_graph.ExportedGraph] = {}  # seed of a kept graph -> its plain view, made once
         self._last_fresh: tuple[int, onnx_graph.ExportedGraph] | None = None  # exported in `runner`
@@ -161,7 +172,9 @@ class GraphPool:
         return graph
 
     def _export(self, case: Case) -> onnx_graph.ExportedGraph:
-        if case.graph is not None:
+        if case.graph is not None and case.cached:
+            self.cached_exports += 1
+        elif case.graph is not None:
             self.exports += 1
             self.export_seconds += case.graph.export_seconds
         self.own[case.seed] = case.graph or self.fresh(case.seed, case.built, case.inputs)

@@ -145,3 +145,17 @@ def test_fast_paths_must_be_a_switch():
     validate(["Wav2Vec2ForPreTraining"], 10, 1e-5, ["dynamic"], 0, fast_paths=False)
     with pytest.raises(StudyParameterError, match="fast_paths must be true or false .*got 1"):
         validate(["Wav2Vec2ForPreTraining"], 10, 1e-5, ["dynamic"], 0, fast_paths=1)
+
+
+@pytest.mark.slow
+def test_the_pools_exports_go_through_the_export_cache_and_a_second_run_exports_nothing(tmp_path):
+    """One export path for both studies: the near-tie pools read and store their exports where discrete_ops does,
+    and a cached export gives the same checks, margins and outputs, value for value."""
+    screen = _screen([(3, 4e-6), (8, 1e-6), (20, 2e-6)])
+    cache = str(tmp_path / "exports")
+    first = near_tie.run_checks(screen, 1.5e-5, ["static"], what_if_checks=0, cache=cache)
+    again = near_tie.run_checks(screen, 1.5e-5, ["static"], what_if_checks=0, cache=cache)
+    assert first.graphs()[["exports", "cached_exports"]].values.tolist() == [[2, 0]]
+    assert again.graphs()[["exports", "cached_exports"]].values.tolist() == [[0, 2]]
+    for table in ("checks", "margins", "outputs"):
+        pd.testing.assert_frame_equal(getattr(first, table), getattr(again, table))

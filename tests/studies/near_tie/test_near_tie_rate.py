@@ -2,8 +2,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from exactness.compare.rates import wilson_interval
 from exactness.studies.near_tie import prediction
-from exactness.studies.near_tie.rate import buckets, flip_probability, wilson_interval
+from exactness.studies.near_tie.rate import buckets, flip_probability
 
 
 def test_wilson_interval_known_values():

@@ -16,7 +16,7 @@ from exactness.models import wav2vec2_family as family
 from exactness.models.names import ClassTask
 from exactness.models.seed_rebuild import Rebuilder
 from exactness.runtimes import codevector_lookup, worker_state
-from exactness.runtimes.graph_pool import Case, GraphPool, export_fresh
+from exactness.runtimes.graph_pool import Case, GraphPool, export_case
 from exactness.runtimes.speedup_paths import BuildPath
 from exactness.studies.near_tie import check
 from exactness.studies.near_tie import row as near_tie_row
@@ -43,7 +43,8 @@ class Checks:
     replayed: pd.DataFrame = field(default_factory=pd.DataFrame)  # replays that came with the pools' exports
 
     def graphs(self) -> pd.DataFrame:
-        return pd.DataFrame([{"model": m, "shape_mode": s, "exports": p.exports, "export_seconds": p.export_seconds,
+        return pd.DataFrame([{"model": m, "shape_mode": s, "exports": p.exports, "cached_exports": p.cached_exports,
+                              "export_seconds": p.export_seconds,
                               "weight_swap": p.swap_status, "one_session": p.fed_status}
                              for (m, s), p in self.pools.items()])
 
@@ -130,20 +131,26 @@ def check_pool(model: str, mode: str, fast_paths: bool = True) -> GraphPool:
                      rewrite=codevector_lookup.gathered_graph if fast_paths else None)
 
 
-def _case(task: SeedTask, graph=None) -> Case:
+def _case(task: SeedTask, exported: tuple | None = None) -> Case:
+    """The seed's model and inputs, with `exported` (its graph, whether the export cache held it) where made."""
+    graph, cached = exported or (None, False)
     return Case(task.seed, family.build_model(task.model, task.seed), family.tester_inputs(task.model, task.seed),
-                graph)
+                graph, cached)
 
 
 class _Export:
-    """Picklable `[SeedTask, ...] -> [(task, graph)]`: fresh exports, each a task of its own so that the six
-    exports of three pools share the workers evenly (an export is 15-40 s; a pool needs two)."""
+    """Picklable `[SeedTask, ...] -> [(task, (graph, cached))]`: each seed's export, through the export cache at
+    `cache` (every study's one export path: a second run exports nothing) or fresh without one; each a task of its
+    own so that the six exports of three pools share the workers evenly (an export is 15-40 s; a pool needs two)."""
+
+    def __init__(self, cache: str = ""):
+        self.cache = cache
 
     def __call__(self, tasks) -> list:
         out = []
         for task in tasks:
-            case = _case(task)
-            out.append((task, export_fresh(case.built, case.inputs, task.shape_mode)))
+            case = export_case(_case(task), task.shape_mode, self.cache)
+            out.append((task, (case.graph, case.cached)))
         return out
 
 
@@ -176,7 +183,7 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
                rtol: float = 1e-3, progress_every: float = 10.0, full_tensor_checks: int = 20,
                what_if_checks: int = 300, workers: int = 1, scheduler: str = "", shards=None,
                chunk_size: int = 8, replay_seed: int | None = None, threshold_ulps: float = 0.0,
-               fast_paths: bool = True) -> Checks:
+               fast_paths: bool = True, cache: str = "") -> Checks:
     """Check every seed below `threshold` (the smallest gaps first when `max_checks` caps them). The first
     `full_tensor_checks` seeds of each model and mode compare every intermediate, the rest the named three;
     the `what_if_checks` smallest gaps also measure what flipping their smallest-gap row would do (one more
@@ -187,7 +194,8 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
     verified on) is this seed's, so its replay (`Checks.replayed`) costs no export of its own; it is a check
     only if it is a candidate. `threshold_ulps` > 0: the candidates are the seeds whose smallest gap in ulps of
     its row's top logit is below it instead (`near_tie_scale.is_candidate`), smallest first. `fast_paths=False`:
-    every seed built plainly, exported fresh and run in its own session, both lookups the model's own."""
+    every seed built plainly, exported fresh and run in its own session, both lookups the model's own. `cache`:
+    the export cache's folder the pools' first exports are read from and stored in (fast paths only)."""
     by = "smallest_gap_ulps" if threshold_ulps > 0 else "min_gap"
     candidates = screen[near_tie_scale.is_candidate(screen, threshold, threshold_ulps)].sort_values(["model", by,
                                                                                                    "seed"])
@@ -202,8 +210,8 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
             first = seeds[:2] if replay_seed is None or replay_seed in seeds[:1] else [seeds[0], int(replay_seed)]
             plans[ClassTask(model, mode)] = (seeds, first, chunk)
     tasks = [SeedTask(task.model, task.shape_mode, seed) for task, (_, first, _) in plans.items() for seed in first]
-    exported = dict(sweep.map_chunks(_Export(), tasks, workers, 1, "exports", progress_every, scheduler, shards,
-                                     combine=_flatten, unit="exports"))
+    exported = dict(sweep.map_chunks(_Export(cache if fast_paths else ""), tasks, workers, 1, "exports",
+                                     progress_every, scheduler, shards, combine=_flatten, unit="exports"))
     warm = sweep.map_chunks(_Warm({task: (first, chunk) for task, (_, first, chunk) in plans.items()}, exported),
                             list(plans), workers, 1, "first checks", progress_every, scheduler, shards,
                             combine=_flatten, unit="graphs")
