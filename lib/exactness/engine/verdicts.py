@@ -447,9 +447,3 @@ def tie_seeds(screen: pd.DataFrame) -> set[int]:
         return set()
     per_seed = screen.groupby("seed").agg(margin=("min_margin_ulps", "min"), nonfinite=("reads_nonfinite", "max"))
     return {int(s) for s in per_seed.index[(per_seed.margin == 0) & (per_seed.nonfinite == 0)]}
-
-
-def tie_rows(margins: pd.DataFrame, ops: pd.DataFrame) -> np.ndarray:
-    """Which margin rows are exact ties at counted ops (an Equal that holds is its answer, not a tie)."""
-    counted_nodes = set(ops[ops.on_output_path & ops.can_flip].node) if len(ops) else set()
-    return (margins.node.isin(counted_nodes) & (margins.op_type != "Equal") & (margins.exact_ties > 0)).to_numpy()

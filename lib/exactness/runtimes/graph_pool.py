@@ -28,10 +28,6 @@ class ExposureError(RuntimeError):
     pass
 
 
-class PoolNotPrepared(RuntimeError):
-    pass
-
-
 class Phase(StrEnum):
     EMPTY = "empty"  # nothing exported
     TEMPLATE = "template"  # the template exported and its exposure checked; the swap not learnt yet

@@ -261,9 +261,4 @@ def decoder_windows_differ_from(model, samples: int, padded_samples: int,
     return None  # the same plan: the clip was not padded
 
 
-def changed_frames(curve: torch.Tensor) -> int:
-    """How many positions differ at all (for codes: how many code frames differ, whatever the indices)."""
-    return int((curve > 0).sum())
-
-
 from exactness.studies.dac_batching.findings import findings  # noqa: E402,F401  (the report's claims)

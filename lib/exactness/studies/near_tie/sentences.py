@@ -117,8 +117,8 @@ def noise_sentence(noise: pd.DataFrame) -> str:
 class Prediction:
     """The rate predicted from the gap-noise law, beside what was measured (empty tables without checks)."""
 
-    table: pd.DataFrame = field(default_factory=pd.DataFrame)  # the `prediction` table: point estimates, intervals
-    calibrated: pd.DataFrame = field(default_factory=pd.DataFrame)  # from the first DEFAULT_SEEDS screened seeds
+    # the `prediction` table, from the first DEFAULT_SEEDS screened seeds: point estimates, intervals
+    calibrated: pd.DataFrame = field(default_factory=pd.DataFrame)
     calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
     curve: pd.DataFrame = field(default_factory=pd.DataFrame)  # per checked seed: P(flip) and whether it flipped
     reasons: pd.DataFrame = field(default_factory=pd.DataFrame)  # a larger run: why a class missed
@@ -132,10 +132,9 @@ def predict(screen: pd.DataFrame, first_mode: pd.DataFrame, deltas: dict, thresh
         return Prediction()
     # from the first 2,000 screened seeds: a larger run (the default's 40,000) measures how well that predicts
     calibrated = near_tie_prediction.predict(screen, first_mode, deltas, near_tie_prediction.DEFAULT_SEEDS)
-    table = calibrated
     larger = n_seeds > near_tie_prediction.DEFAULT_SEEDS
     reasons = near_tie_prediction.miss_reasons(screen, first_mode, deltas) if larger else pd.DataFrame()
-    return Prediction(table, calibrated, near_tie_prediction.calibration(calibrated),
+    return Prediction(calibrated, near_tie_prediction.calibration(calibrated),
                       near_tie_rate.flip_curve(first_mode, deltas), reasons, larger)
 
 
