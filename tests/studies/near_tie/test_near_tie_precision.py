@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from conftest import REPO
+from exactness.causes import Cause
 from exactness.runtimes.sides import Pair, SideError
 from exactness.studies.near_tie import gpu_run, precision, precision_answers
 from exactness.studies.near_tie.rules import STUDY
@@ -41,16 +42,16 @@ def test_tf32_flips_codes_and_every_failure_flipped_one(tf32_table):
     assert summary.failures_without_flip == 0 and summary.calibration_seeds == 60 and summary.held_out == 100
     # noise: a few of TF32's own roundoff units from float64, as float32 is a few tens of its own
     assert summary.other_error_units < 30 and summary.reference_error_units < 200
-    assert precision_answers.cause(summary) == "near-tie"
+    assert precision_answers.cause(summary) is Cause.NEAR_TIE
     assert summary.every_row_law.low <= summary.held_out_failures <= summary.every_row_law.high
 
 
 def test_a_defect_is_not_called_noise(tf32_table):
     (summary,) = precision.summarize(tf32_table.assign(other_error_units=1e6))
-    assert precision_answers.cause(summary) == "defect"
+    assert precision_answers.cause(summary) is Cause.DEFECT
     # failures with the codes unchanged and both sides near float64: the precision's noise in the perplexity itself
     (summary,) = precision.summarize(tf32_table.assign(n_flipped_rows=0))
-    assert precision_answers.cause(summary) == "precision noise"
+    assert precision_answers.cause(summary) is Cause.PRECISION_NOISE
     assert "use_tf32=0" in precision_answers.answer(summary).action
     assert "tie-aware" not in precision_answers.answer(summary).action  # no flip to excuse
 
@@ -134,7 +135,7 @@ def test_a_low_precision_sides_perplexity_rounds_in_its_own_dtype():
 def test_missing_float64_errors_are_undecided_never_a_defect(tf32_table):
     (summary,) = precision.summarize(tf32_table.assign(reference_error_units=float("nan"),
                                                        other_error_units=float("nan")))
-    assert precision_answers.cause(summary) == "undecided"
+    assert precision_answers.cause(summary) is Cause.UNDECIDED
 
 
 def test_no_flipped_calibration_seed_predicts_nothing_and_says_so(tf32_table):

@@ -17,8 +17,10 @@ import numpy as np
 import pandas as pd
 import torch
 
+from exactness.causes import Cause
 from exactness.compare.export_rule import export_test_rule
 from exactness.compare.rates import PER, estimate
+from exactness.engine.verdicts import PAIR_NOISE_FACTOR, pair_cause, pair_noise
 from exactness.models import sources
 from exactness.runtimes import discrete_recorder
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
@@ -27,7 +29,6 @@ from exactness.studies.discrete_ops.check import flatten_outputs, own_choices
 from exactness.workbook import sweep
 
 SCALE = PER  # every rate is stated per the investigation's scale (`compare.rates.PER`)
-NOISE_FACTOR = 16  # the other side's error from float64, in its own roundoff, within 16x the reference's: noise
 COLUMNS = ["model", "pair", "seed", "choices", "flipped_choices", "first_flip", "test_rule_passed",
            "first_failing_output", "max_abs_diff", "reference_error_units", "other_error_units", "error"]
 
@@ -122,20 +123,12 @@ class ClassUnderPair:
     error: str
 
     @property
-    def noise(self) -> bool:
-        return self.other_error_units <= NOISE_FACTOR * max(self.reference_error_units, 1.0)
+    def noise(self) -> bool | None:
+        return pair_noise(self.reference_error_units, self.other_error_units)
 
     @property
-    def cause(self) -> str:
-        if self.error:
-            return "not run"
-        if not self.noise:
-            return "defect"
-        if self.failed and self.failed_without_flip == 0:
-            return "near-tie"
-        if self.failed:
-            return "precision noise" if self.failed_without_flip == self.failed else "near-tie and noise"
-        return "never fails here"
+    def cause(self) -> Cause:
+        return pair_cause(not self.error, self.noise, self.failed, self.failed_without_flip)
 
     def per_scale(self, events: int) -> tuple[float, float, float]:
         e = estimate(events, self.seeds, self.seeds, self.seeds)  # every seed checked: Wilson's interval
@@ -170,15 +163,15 @@ def answer(c: ClassUnderPair):
 
     pair = Pair.parse(c.pair)
     subject = f"{c.model} · {pair.label}"
-    if c.cause == "not run":
-        return Answer(subject, "not run", "see the error: the class cannot run on this side", "", c.error)
+    if c.cause is Cause.NO_EXPORT:
+        return Answer(subject, c.cause.value, "see the error: the class cannot run on this side", "", c.error)
     noise = (f"{pair.other.label} errs up to {significant(c.other_error_units)} of its roundoff x RMS from float64 "
              f"(its own choices forced), {pair.reference.label} {significant(c.reference_error_units)} of its own")
     flips = f"a discrete choice flips on {plural(c.flipped, 'seed')} of {c.seeds:,}"
-    if c.cause == "defect":
-        action, proof = (f"find where {pair.other.label} leaves float64 (more than {NOISE_FACTOR}x the noise)",
+    if c.cause is Cause.DEFECT:
+        action, proof = (f"find where {pair.other.label} leaves float64 (more than {PAIR_NOISE_FACTOR}x the noise)",
                          noise)
-    elif c.cause == "never fails here":
+    elif c.cause is Cause.NEVER_FAILS:
         action = "nothing to change for this precision: the export test passes on every seed run"
         proof = f"{flips}, none failing; {noise}"
     else:
@@ -188,13 +181,13 @@ def answer(c: ClassUnderPair):
         proof = (f"{flips}; {c.failed:,} fail the export test, {c.failed_without_flip:,} of them without a flip "
                  f"(the precision's noise in the outputs); {noise}")
     per, low, high = c.per_scale(c.failed)
-    return Answer(subject, c.cause, action, rate_words(c.failed, c.seeds), proof, failures_per_40000=per,
+    return Answer(subject, c.cause.value, action, rate_words(c.failed, c.seeds), proof, failures_per_40000=per,
                   failures_low=low, failures_high=high, flips=rate_words(c.flipped, c.seeds))
 
 
 def summary_table(found: list[ClassUnderPair]) -> pd.DataFrame:
     return pd.DataFrame([{"model": c.model, "sides": Pair.parse(c.pair).label, "seeds": c.seeds, "flipped": c.flipped,
-                          "failed": c.failed, "failed_without_flip": c.failed_without_flip, "cause": c.cause,
+                          "failed": c.failed, "failed_without_flip": c.failed_without_flip, "cause": c.cause.value,
                           "rate": rate_words(c.failed, c.seeds) if c.seeds else ""} for c in found])
 
 

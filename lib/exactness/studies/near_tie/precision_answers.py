@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from exactness.causes import Cause
+from exactness.engine.verdicts import PAIR_NOISE_FACTOR, pair_cause, pair_noise
 from exactness.runtimes.sides import Pair, Precision
 from exactness.studies.near_tie.precision import PairSummary, Predicted
 from exactness.workbook import wording
 from exactness.workbook.answers import Answer
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
-
-NOISE_FACTOR = 16  # noise: the other side's error from float64, in its own roundoff, within 16x the reference's
 
 _TURN_OFF = {
     Precision.TF32_CONV: "turn TF32 off on both sides (torch: torch.backends.cudnn.allow_tf32 = False, as "
@@ -23,24 +23,10 @@ _TURN_OFF = {
 }
 
 
-def is_noise(s: PairSummary) -> bool | None:
-    """None where no float64 error was measured (no calibration seed ran in float64): not measured, never a defect."""
-    if s.other_error_units != s.other_error_units or s.reference_error_units != s.reference_error_units:
-        return None
-    return s.other_error_units <= NOISE_FACTOR * s.reference_error_units
-
-
-def cause(s: PairSummary) -> str:
-    noise = is_noise(s)
-    if noise is None:
-        return "undecided"
-    if not noise:
-        return "defect"
-    if s.failures_without_flip == s.failures.events and s.failures.events:
-        return "precision noise"  # the perplexity itself moves beyond the tolerance, with the same codes
-    if s.failures_without_flip:
-        return "near-tie and noise"
-    return "near-tie" if s.failures.events else "never flips"
+def cause(s: PairSummary) -> Cause:
+    """The engine's cause of a precision pair (`engine.verdicts.pair_cause`)."""
+    return pair_cause(True, pair_noise(s.reference_error_units, s.other_error_units), s.failures.events,
+                      s.failures_without_flip)
 
 
 def answer(s: PairSummary, fp32_rate: str = "") -> Answer:
@@ -50,18 +36,19 @@ def answer(s: PairSummary, fp32_rate: str = "") -> Answer:
     noise = (f"{pair.other.label} errs at most {significant(s.other_error_units)} of its roundoff x RMS from float64, "
              f"{pair.reference.label} {significant(s.reference_error_units)} of its own")
     what = cause(s)
-    if what == "undecided":
+    if what is Cause.UNDECIDED:
         action = "run with calibration seeds (pair_calibration_seeds): no side was measured against float64"
         proof = "no float64 forward ran, so noise cannot be told from a defect"
-    elif what == "defect":
-        action = f"find where {pair.other.label} leaves the float64 reference (more than {NOISE_FACTOR}x the noise)"
+    elif what is Cause.DEFECT:
+        action = (f"find where {pair.other.label} leaves the float64 reference (more than {PAIR_NOISE_FACTOR}x the "
+                  "noise)")
         proof = noise
     else:
         tie_aware = "compare tie-aware (excuse code rows within the noise, compare the rest)"
         becomes = f": this rate becomes {fp32_rate}" if fp32_rate else ""
         if precision is Precision.FP32:
             action = tie_aware if s.failures.events else "compare every output at the test's tolerance"
-        elif what == "precision noise":  # the codes agree: excusing flipped rows would change nothing
+        elif what is Cause.PRECISION_NOISE:  # the codes agree: excusing flipped rows would change nothing
             action = f"{_TURN_OFF[precision]}{becomes}"
         else:
             action = f"{_TURN_OFF[precision]}{becomes}; or {tie_aware}"
@@ -73,7 +60,8 @@ def answer(s: PairSummary, fp32_rate: str = "") -> Answer:
         proof = (f"{flips}; {noise} (noise); the logits differ by a median of {significant(s.noise_median)}, at most "
                  f"{significant(s.noise_max)}")
     per, low, high = s.failures.per_scale
-    return Answer(f"{s.model} · {pair.label}", what, action, wording.rate(s.failures.events, s.failures.seeds), proof,
+    return Answer(f"{s.model} · {pair.label}", what.value, action, wording.rate(s.failures.events, s.failures.seeds),
+                  proof,
                   failures_per_40000=per, failures_low=low, failures_high=high,
                   flips=wording.rate(s.flips.events, s.flips.seeds))
 
