@@ -144,3 +144,16 @@ def test_no_flipped_calibration_seed_predicts_nothing_and_says_so(tf32_table):
     assert summary.every_row_law.expected != summary.every_row_law.expected  # NaN
     words = precision_answers.prediction_sentence([summary])
     assert "not predicted (no calibration seed flipped" in words and "outside" not in words
+
+
+@pytest.mark.slow
+def test_a_classs_line_against_ort_keeps_its_name_beside_its_pair_lines_so_the_index_finds_it(tf32_table):
+    from exactness.workbook import answers as workbook_answers
+    from exactness.workbook import index
+
+    (summary,) = precision.summarize(tf32_table)
+    ort = workbook_answers.Answer(MODEL, "near-tie", "compare projected_states", "1 in 5,700")
+    found = precision_answers.with_pairs([ort], [summary], [])
+    assert [a.subject for a in found] == [MODEL, f"{MODEL} · {Pair.parse(summary.pair).label}"]
+    entry = index.RunEntry(REPO, None, {})
+    assert [index.in_class_table(entry, a) for a in found] == [True, False]

@@ -224,13 +224,13 @@ def prototype_sentence(summaries: Sequence[PairSummary]) -> str:
 
 def with_pairs(ort_answers: list[Answer], pairs: Sequence[PairSummary], gpu_pairs: Sequence[PairSummary],
                gpu=None) -> list[Answer]:
-    """The answer table with a line per class and pair; without pairs, the ORT lines as they are."""
+    """The answer table: each class's line against ORT named by the class alone (as in discrete_ops, so the index
+    finds it), then a line per class and pair, named with the pair's sides."""
     from dataclasses import replace
 
     if not pairs and not gpu_pairs:
         return ort_answers
-    ort_label = "eager CPU fp32 vs ORT CPU fp32"
-    found = [replace(a, subject=f"{a.subject} · {ort_label}") for a in ort_answers]
+    found = list(ort_answers)
     ort_rate = {a.subject: a.rate for a in ort_answers}
     fp32_gpu = {s.model: wording.rate(s.failures.events, s.failures.seeds) for s in gpu_pairs
                 if Pair.parse(s.pair).other.spec == "eager:cuda:fp32"}
