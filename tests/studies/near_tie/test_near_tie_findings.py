@@ -25,7 +25,8 @@ def _checks(model=SEED_MODEL, flipped=(1, 0), passed=(False, True), aligned=None
     aligned, ties = aligned or (True,) * n, ties or (False,) * n
     return pd.DataFrame({"model": [model] * n, "seed": list(range(n)), "shape_mode": ["dynamic"] * n,
                          "n_flipped_rows": list(flipped), "test_rule_passed": list(passed),
-                         "aligned_ok": list(aligned), "exact_tie": list(ties), "min_gap": [0.0] * n,
+                         "aligned_ok": list(aligned), "explained_by_flips": list(aligned), "exact_tie": list(ties),
+                         "min_gap": [0.0] * n,
                          "tie_aware_passed": [True] * n})
 
 

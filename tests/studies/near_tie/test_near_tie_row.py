@@ -55,7 +55,7 @@ def test_perplexity_rule_and_aligned_facts():
 def _row(diffs: dict) -> CheckRow:
     gaps = top_two(_logits())
     outputs = {"codevector_perplexity": torch.tensor(1.0)}
-    return CheckRow("M", 7, "static", Paths(), None, "float64, eager's codes forced",
+    return CheckRow("M", 7, "static", Paths(), None, "float64, eager's codes forced", None,
                     gap_facts(gaps, [], TieAwareResult(float("inf")), gaps.top1_index, groups=2),
                     perplexity_facts(1.0, 1.0, 1e-3, 1e-3), rule_facts(RuleResult(True), outputs, outputs),
                     aligned_facts(TieAwareResult(float("inf")), outputs, outputs, 1e-3), NoiseFacts(0.0, 0.0),

@@ -88,15 +88,18 @@ def check_seed(pool: GraphPool, seed: int, *, atol: float = 1e-3, rtol: float = 
     tie_aware = tie_aware_compare(eager_logits, ort_codes, aligned, ort_outputs, float("inf"), atol, rtol)
     labels = {"model": model, "seed": seed, "shape_mode": pool.shape_mode}
     outputs = per_output_report(ort_outputs, eager.outputs, atol, rtol, labels)
-    outputs = _with_engine_columns(outputs, engine_outputs(
-        labels, ort_outputs, eager.outputs, aligned if flips else None, reference, atol, rtol))
+    compared = engine_outputs(labels, ort_outputs, eager.outputs, aligned if flips else None, reference, atol, rtol)
+    outputs = _with_engine_columns(outputs, compared)
+    # the engine's test of a flip's explanation: every output it reaches agrees within its noise bound once ORT's
+    # codes are forced on eager (None without a flip)
+    explained = all(bool(r.explained_by_flip) for r in compared if r.reached_by_flip) if flips else None
     delta = _gap_noise(eager_logits, ort_logits, gaps)
     eager_lookup = LookupPath.GATHERED if eager.gathered else LookupPath.PLAIN
     row = CheckRow(
         model=model, seed=seed, shape_mode=pool.shape_mode,
         paths=Paths(BuildPath(build_path).value, ran.weights.value, ran.session.value, ran.lookup.value,
                     eager_lookup.value),
-        defect=getattr(runner, "defect", None), reference=reference_note,
+        defect=getattr(runner, "defect", None), reference=reference_note, explained_by_flips=explained,
         gaps=gap_facts(gaps, flips, tie_aware, ort_codes, groups),
         perplexity=perplexity_facts(float(eager.outputs["codevector_perplexity"]),
                                     float(ort_outputs["codevector_perplexity"]), atol, rtol),

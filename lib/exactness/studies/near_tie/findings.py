@@ -37,14 +37,15 @@ def _seed_label(section: str) -> str:
 
 def failure_causes(checks: pd.DataFrame) -> pd.DataFrame:
     """Per model: checks, failures, and how each failure is explained. A flipped near-tie: a code flipped and
-    forcing ORT's codes on eager makes every output agree (`aligned_ok`). A flip that leaves outputs apart
+    forcing ORT's codes on eager brings every output it reaches within float64's noise bound of ORT's (the engine's
+    test, `explained_by_flips`). A flip that leaves outputs apart
     when aligned, or a failure without any flip, is not explained by a tie: possible bug (or float noise
     beyond the tolerance, which the export test's rule cannot tell apart from one)."""
     rows = []
     for model, group in checks.groupby("model", sort=True):
         failed = ~group.test_rule_passed.astype(bool)
         flipped = group.n_flipped_rows > 0
-        aligned = group.aligned_ok.astype(bool)
+        aligned = group.explained_by_flips.fillna(False).astype(bool)
         rows.append({"model": model, "checks": len(group), "failures": int(failed.sum()),
                      "flipped_near_tie": int((failed & flipped & aligned).sum()),
                      "flip_not_aligned": int((failed & flipped & ~aligned).sum()),
@@ -58,8 +59,8 @@ def _cause_words(cause) -> str:
         return "no check failed"
     if cause.flipped_near_tie == cause.failures:
         every = "the one failure is" if cause.failures == 1 else f"every one of the {count(cause.failures)} failures is"
-        return (f"{every} a flipped near-tie (forcing ORT's codes on eager makes every output agree; no failure "
-                "without a flip)")
+        return (f"{every} a flipped near-tie (forcing ORT's codes on eager brings every output within float64's noise "
+                "bound of ORT's; no failure without a flip)")
     parts = []
     if cause.no_flip:
         parts.append(f"{count(cause.no_flip)} without any flipped code (float noise beyond the tolerance, or a bug)")

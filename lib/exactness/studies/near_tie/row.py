@@ -135,6 +135,7 @@ class CheckRow:
     paths: Paths
     defect: str | None  # what an injected defect changed (None: the graph as exported)
     reference: str  # "float64, eager's codes forced", or why there is no float64 reference
+    explained_by_flips: bool | None  # with ORT's codes forced, every output a flip reaches within its noise bound
     gaps: GapFacts
     perplexity: PerplexityFacts
     rule: RuleFacts
