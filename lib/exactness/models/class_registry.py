@@ -45,7 +45,11 @@ class Draw:
     (`floats_tensor(shape, scale)`), "ones" (`torch.ones(shape)`, a pixel mask: nothing is drawn), "row" (the
     fixed ids `row` in every batch row: nothing is drawn), "bernoulli" (`(torch.rand(shape) < scale).long()`:
     FLAVA's masked patches), "masked_copy" (the earlier draw `source` with columns `fill[0]:fill[1]` set to
-    `fill[2]`: nothing is drawn). `name` None: drawn (it moves its generator) but not passed to the model."""
+    `fill[2]`: nothing is drawn), "kept_copy" (the earlier draw `source` with every column outside
+    `fill[0]:fill[1]` set to `fill[2]`: FLAVA's MLM labels, nothing is drawn), "masked_ids" (`torch.randint(high=vocab,
+    size=shape)` from torch's generator, then every position where the earlier draw `source` is not 1 set to
+    `fill[-1]`: FLAVA's MIM labels), "ones_ids" (`torch.ones(shape).long()`: nothing is drawn). `name` None: drawn (it
+    moves its generator) but not passed to the model."""
 
     kind: str
     name: str | None
@@ -55,8 +59,9 @@ class Draw:
     offset: int = 0
     stack: bool = False  # one of several draws of `name`, stacked along a new last axis (Tapas' token types)
     row: tuple[int, ...] = ()  # kind "row": the fixed ids every batch row holds (nothing is drawn)
-    source: str = ""  # kind "masked_copy": the earlier draw it copies
-    fill: tuple[int, int, int] = ()  # kind "masked_copy": (first column, end column, value) written into the copy
+    source: str = ""  # kinds "masked_copy", "kept_copy", "masked_ids": the earlier draw it copies or is masked by
+    # kinds "masked_copy", "kept_copy": (first column, end column, value) written into the copy; "masked_ids": (value,)
+    fill: tuple[int, ...] = ()
     # "python": the testers' global_rng; "torch": torch's global generator (the tester calls torch.randint)
     generator: str = "python"
 
@@ -240,13 +245,18 @@ _FLAVA = dict(
     multimodal_config=dict(**_FLAVA_LAYERS, use_cls_token=True, ce_ignore_index=-100),
     image_codebook_config=dict(hidden_size=32, num_groups=2, vocab_size=99),
     hidden_size=32, projection_dim=32, initializer_range=0.02, layer_norm_eps=1e-12)
-# The image tester's draws, then the text tester's, then the masked copy of the ids. The labels (mlm, mim, itm) are
-# not passed: with the loss off (as the export test runs) they only pick which positions' logits come back.
+# The image tester's draws, then the text tester's, then FlavaForPreTrainingTester's: the masked copy of the ids and
+# the three labels. The export test keeps the labels (its cleaning drops only `labels`, `future_values` and
+# `return_loss`), and with the loss off they still pick which positions' MLM and MIM logits come back.
 _FLAVA_DRAWS = (Draw("floats", "pixel_values", (12, 3, 30, 30)),
                 Draw("bernoulli", "bool_masked_pos", (12, 15, 15), scale=0.9, generator="torch"),
                 Draw("ids", "input_ids", (12, 7), 102), Draw("prefix_mask", "attention_mask", (12, 7)),
                 Draw("ids", "token_type_ids", (12, 7), 2),
-                Draw("masked_copy", "input_ids_masked", (12, 7), source="input_ids", fill=(1, 3, 100)))
+                Draw("masked_copy", "input_ids_masked", (12, 7), source="input_ids", fill=(1, 3, 100)),
+                Draw("kept_copy", "mlm_labels", (12, 7), source="input_ids", fill=(1, 3, -100)),
+                Draw("masked_ids", "mim_labels", (12, 15, 15), 99, source="bool_masked_pos", fill=(-100,),
+                     generator="torch"),
+                Draw("ones_ids", "itm_labels", (12,)))
 # text ids and mask (12 x 7), then the other modality
 _CLIP_TEXT_DRAWS = (Draw("ids", "input_ids", (12, 7), 99), Draw("prefix_mask", "attention_mask", (12, 7)))
 
@@ -424,7 +434,8 @@ def _drawn(name: str, draw: Draw, n: int, out: dict, generators: _Generators):
     import torch
 
     rng = generators.python
-    allowed = {"ids": ("python", "torch"), "bernoulli": ("torch",)}.get(draw.kind, ("python",))
+    allowed = {"ids": ("python", "torch"), "bernoulli": ("torch",), "masked_ids": ("torch",)}.get(draw.kind,
+                                                                                                 ("python",))
     if draw.generator not in allowed:
         raise ValueError(f"{name}: a {draw.kind!r} draw cannot come from generator {draw.generator!r} "
                          f"(it takes {' or '.join(allowed)})")
@@ -432,19 +443,22 @@ def _drawn(name: str, draw: Draw, n: int, out: dict, generators: _Generators):
         return torch.ones(n, dtype=torch.float)
     if draw.kind == "row":
         return torch.tensor(list(draw.row) * (n // len(draw.row)), dtype=torch.long)
-    if draw.kind == "masked_copy":
+    if draw.kind == "ones_ids":
+        return torch.ones(n, dtype=torch.long)
+    if draw.kind in ("masked_copy", "kept_copy"):
         return out[draw.source].clone().reshape(-1)
     if draw.kind == "bernoulli":
         return (torch.rand(draw.shape, generator=generators.torch) < draw.scale).long().reshape(-1)
     if draw.kind == "floats":  # python_random: the loop's values and state, drawn at once
         return torch.from_numpy(python_random.randoms(rng, n) * draw.scale).to(torch.float)
-    if draw.kind == "ids" and draw.generator == "torch":
+    if draw.kind in ("ids", "masked_ids") and draw.generator == "torch":
         return torch.randint(high=draw.vocab, size=draw.shape, generator=generators.torch).reshape(-1) + draw.offset
     if draw.kind in ("ids", "mask", "prefix_mask"):
         vocab = draw.vocab if draw.kind == "ids" else 2
         return torch.from_numpy(python_random.randints_below(rng, n, vocab)) + draw.offset
     raise ValueError(f"{name}: unknown draw kind {draw.kind!r} "
-                     "(use ids, mask, prefix_mask, floats, ones, row, bernoulli or masked_copy)")
+                     "(use ids, mask, prefix_mask, floats, ones, ones_ids, row, bernoulli, masked_copy, kept_copy or "
+                     "masked_ids)")
 
 
 def inputs(name: str, seed: int) -> dict:
@@ -468,6 +482,11 @@ def inputs(name: str, seed: int) -> dict:
             tensor[:, 0] = 1  # random_attention_mask: one attended position per row, the first
         if draw.kind == "masked_copy":
             tensor[..., draw.fill[0]:draw.fill[1]] = draw.fill[2]
+        if draw.kind == "kept_copy":
+            tensor[..., :draw.fill[0]] = draw.fill[2]
+            tensor[..., draw.fill[1]:] = draw.fill[2]
+        if draw.kind == "masked_ids":
+            tensor[out[draw.source] != 1] = draw.fill[-1]
         if draw.kind == "prefix_mask":
             starts = generators.numpy.randint(1, draw.shape[-1] - 1, size=(draw.shape[0],))
             for row, start in enumerate(starts):
