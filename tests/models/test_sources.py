@@ -93,6 +93,26 @@ def test_a_class_the_checkout_cannot_build_is_one_line_saying_why(name, says):
     assert says in str(error.value) and "\n" not in str(error.value)
 
 
+def test_a_module_of_the_repositorys_utils_a_checkout_lacks_is_named_with_where_it_comes_from(tmp_path):
+    # transformers' tests/test_processing_common.py imports fetch_hub_objects_for_ci from the repository's utils/,
+    # which a source distribution leaves out
+    import shutil
+
+    root = tmp_path / "transformers"
+    shutil.copytree(CHECKOUT, root)
+    tester = root / "tests" / "models" / "tiny" / "test_modeling_tiny.py"
+    tester.write_text("from fetch_hub_objects_for_ci import url_to_local_path  # noqa: F401\n" + tester.read_text())
+    with pytest.raises(sources.SubjectError) as error:
+        sources.resolve("BertModel", str(root))
+    assert "no module 'fetch_hub_objects_for_ci'" in str(error.value) and "copy utils/ from" in str(error.value)
+    (root / "utils").mkdir()
+    sources.resolve.cache_clear()
+    sources._import_tester.cache_clear()
+    with pytest.raises(sources.SubjectError) as error:
+        sources.resolve("BertModel", str(root))
+    assert "no module 'fetch_hub_objects_for_ci'" in str(error.value) and "utils/" not in str(error.value)
+
+
 def _builder_file(tmp_path: Path, body: str) -> Path:
     path = tmp_path / "my_model.py"
     path.write_text(textwrap.dedent(body))

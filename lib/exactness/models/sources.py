@@ -302,9 +302,13 @@ def _import_tester(root: Path, path: Path):
         if missing.split(".")[0] == "tests":
             raise SubjectError(f"{path.relative_to(root)} does not import: {error} (the checkout at {root} lacks "
                                "a file its testers import)") from None
+        utils = "" if (root / "utils").is_dir() else (
+            f"; or, if {missing} is a module of transformers' repository utils/ folder, which this checkout lacks "
+            "(tests/test_processing_common.py imports fetch_hub_objects_for_ci from it), copy utils/ from the "
+            "repository at that version")
         raise SubjectError(f"{path.relative_to(root)} does not import: no module {missing!r} (transformers' tests "
                            f"need their test dependencies; install {missing.split('.')[0]} in the workbook's "
-                           "environment)") from None
+                           f"environment{utils})") from None
     except FileNotFoundError as error:
         raise SubjectError(f"{path.relative_to(root)} does not import: it reads {error.filename}, which the checkout "
                            "lacks: a checkout needs transformers' src/ and tests/ of one version (a source "
