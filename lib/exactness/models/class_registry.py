@@ -260,11 +260,17 @@ _FLAVA_DRAWS = (Draw("floats", "pixel_values", (12, 3, 30, 30)),
 # text ids and mask (12 x 7), then the other modality
 _CLIP_TEXT_DRAWS = (Draw("ids", "input_ids", (12, 7), 99), Draw("prefix_mask", "attention_mask", (12, 7)))
 
+
+def _wav2vec2_family(name: str, tester: str, commit: str) -> Subject:
+    """A class the near-tie study's builders (`exactness.models.wav2vec2_family`) build, and the tester cited."""
+    return Subject(name, family="wav2vec2",
+                   source=TESTS.format(tester, commit) + " (built by exactness.models.wav2vec2_family)")
+
+
 # Every entry cites the tester it was checked against under transformers 5.23.0 (the tester at the commit named,
 # placed in 5.23.0's source distribution in transformers' layout; seeds 0-2, config, inputs and weights compared by
 # `exactness.models.registry_check`); each entry's comment says what that check found, and
 # `registry_check.CHECKED` records it with what a stored tester needed to import and what an entry had to change.
-_WAV2VEC2_FAMILY = " (built by exactness.models.wav2vec2_family)"
 SUBJECTS: dict[str, Subject] = {s.model_class: s for s in (
     # The control: nothing discrete on its outputs (its mask comparisons read integer ids).
     # checked: equal (its tester imports once an unused pretrained-list import is dropped)
@@ -275,22 +281,18 @@ SUBJECTS: dict[str, Subject] = {s.model_class: s for s in (
             _bert_like_ids(13, 7, 99) + (Draw("ids", "token_type_ids", (13, 7), 16),),
             TESTS.format("bert/test_modeling_bert.py", "b45351d3f3159db0a941c5c5c98ef44e1abaea91")),
     # checked: equal (its tester imports once the Flax, FX and Wav2Vec2ForMaskedLM names 5.23.0 lacks are dropped)
-    Subject("Wav2Vec2ForPreTraining", family="wav2vec2",
-            source=TESTS.format("wav2vec2/test_modeling_wav2vec2.py", "c5dac3ddcd3c71eed9e0e9269102611ee054e8c3")
-            + _WAV2VEC2_FAMILY),
+    _wav2vec2_family("Wav2Vec2ForPreTraining", "wav2vec2/test_modeling_wav2vec2.py",
+                     "c5dac3ddcd3c71eed9e0e9269102611ee054e8c3"),
     # checked: equal
-    Subject("Wav2Vec2ConformerForPreTraining", family="wav2vec2",
-            source=TESTS.format("wav2vec2_conformer/test_modeling_wav2vec2_conformer.py",
-                                "2b6c089d5a0b18d59a08c36b91404ece60915cf3") + _WAV2VEC2_FAMILY),
+    _wav2vec2_family("Wav2Vec2ConformerForPreTraining", "wav2vec2_conformer/test_modeling_wav2vec2_conformer.py",
+                     "2b6c089d5a0b18d59a08c36b91404ece60915cf3"),
     # checked: equal once do_stable_layer_norm was corrected to False (its tester's get_config() never forwards the
     # True its test case passes)
-    Subject("UniSpeechForPreTraining", family="wav2vec2",
-            source=TESTS.format("unispeech/test_modeling_unispeech.py", "040e1a7e4bb4f48ff62dfbbb1f6f8eff23e894ac")
-            + _WAV2VEC2_FAMILY),
+    _wav2vec2_family("UniSpeechForPreTraining", "unispeech/test_modeling_unispeech.py",
+                     "040e1a7e4bb4f48ff62dfbbb1f6f8eff23e894ac"),
     # checked: equal
-    Subject("UniSpeechSatForPreTraining", family="wav2vec2",
-            source=TESTS.format("unispeech_sat/test_modeling_unispeech_sat.py",
-                                "488ecb9bfae86dd51ce484cd992241c910c559c5") + _WAV2VEC2_FAMILY),
+    _wav2vec2_family("UniSpeechSatForPreTraining", "unispeech_sat/test_modeling_unispeech_sat.py",
+                     "488ecb9bfae86dd51ce484cd992241c910c559c5"),
     # checked: equal
     Subject("XLMForQuestionAnswering", "XLMConfig", _XLM, _XLM_DRAWS,
             TESTS.format("xlm/test_modeling_xlm.py", "1d2fe0d87b712f479707c7518c7a31a0b9b62443")),
