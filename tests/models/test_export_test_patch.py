@@ -27,6 +27,7 @@ def test_removing_skips_leaves_a_file_that_parses_and_lists_them_no_more(tmp_pat
     changes = [Change("BertModel", Edit.REMOVE_SKIP, "no discrete op reaches an output"),
                Change("BertForSequenceClassification", Edit.REMOVE_SKIP, "no discrete op reaches an output")]
     made = patch(CHECKOUT, changes)
+    assert made.made == changes
     ast.parse(made.applied)
     assert made.diff.startswith("--- a/tests/exporters/test_export.py\n+++ b/tests/exporters/test_export.py\n")
     copy = tmp_path / "checkout"
@@ -44,6 +45,7 @@ def test_removing_skips_leaves_a_file_that_parses_and_lists_them_no_more(tmp_pat
 def test_a_proven_tie_adds_its_outputs_to_the_tests_left_out_set_with_the_proof(tmp_path):
     change = Change("GhostModel", Edit.LEAVE_OUT, "exact tie on 2,000 of 2,000 seeds", ("end_top_index", "x"))
     made = patch(CHECKOUT, [change])
+    assert made.made == [change]
     copy = tmp_path / "checkout"
     shutil.copytree(CHECKOUT, copy)
     (copy / checkout_index.EXPORT_TEST).write_text(made.applied)
@@ -61,6 +63,7 @@ def test_a_test_without_a_left_out_set_keeps_the_skip_and_says_so(tmp_path):
     test.write_text(test.read_text().replace("_SELECTED_BY_TOPK = frozenset", "_OTHER = frozenset"))
     made = patch(copy, [Change("BertModel", Edit.LEAVE_OUT, "exact tie", ("pooler_output",))])
     assert made.diff == "" and "has no _SELECTED_BY_TOPK to leave pooler_output out" in made.notes[0]
+    assert made.made == []  # nothing for a replay of "the patched test" to stand for
 
 
 def test_a_checkout_without_an_export_test_is_one_line_naming_it(tmp_path):

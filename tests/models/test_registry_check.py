@@ -45,10 +45,36 @@ def test_every_registry_entry_equals_its_tester_in_the_given_checkout(name):
     assert differences == [], "\n".join(map(str, differences[:20]))
 
 
-def test_each_check_the_registry_was_corrected_by_is_the_tester_its_entry_cites():
-    for checked in registry_check.CHECKED:
-        assert checked.tester in class_registry.SUBJECTS[checked.model].source, checked.model
+def test_every_registry_entry_cites_the_tester_it_was_checked_against_and_what_that_check_found():
+    assert registry_check.citation_problems() == []
+    assert {c.model for c in registry_check.CHECKED} == set(class_registry.NAMES)
+    corrected = {c.model for c in registry_check.CHECKED if c.corrected}
+    assert corrected == {"UniSpeechForPreTraining", "FlavaForPreTraining"}
+
+
+def test_the_registrys_unispeech_is_the_model_its_tester_builds():
     from exactness.models.wav2vec2_family import specs
 
     # UniSpeechRobustModelTest passes do_stable_layer_norm=True to its tester, whose get_config() drops it
     assert specs.tester_config("UniSpeechForPreTraining").do_stable_layer_norm is False
+
+
+def test_an_entry_citing_no_checked_tester_or_no_result_is_named():
+    subjects = {**class_registry.SUBJECTS, "MyModel": class_registry.Subject("MyModel", "BertConfig", source="notes")}
+    mine = registry_check.Checked("MyModel", class_registry.TESTS.format("mine/test_modeling_mine.py", "a" * 40),
+                                  registry_check.EQUAL)
+
+    def problems(entry_source, *checks):
+        entry = dataclasses.replace(subjects["MyModel"], source=entry_source)
+        return registry_check.citation_problems({**subjects, "MyModel": entry}, registry_check.CHECKED + checks)
+
+    assert problems("notes") == [problems("notes")[0]] and "MyModel: no check recorded" in problems("notes")[0]
+    assert "not the tester it was checked against" in " ".join(problems("notes", mine))
+    assert problems(mine.tester, mine) == []
+    assert "says no result" in " ".join(problems(mine.tester, dataclasses.replace(mine, result="")))
+    assert "says no result" in " ".join(problems(mine.tester, dataclasses.replace(mine, result="looked fine")))
+    failed = dataclasses.replace(mine, result=registry_check.DOES_NOT_IMPORT.format("5.23.0") + "ImportError: ...")
+    assert problems(mine.tester, failed) == []
+    uncommitted = dataclasses.replace(mine, tester="huggingface/transformers tests/models/mine/test_modeling_mine.py")
+    assert "40-digit commit" in " ".join(problems(uncommitted.tester, uncommitted))
+    assert "keep one check" in " ".join(problems(mine.tester, mine, mine))

@@ -51,6 +51,29 @@ def test_only_the_checkouts_tests_package_is_served_from_it():
     assert CHECKOUT not in sys.path  # nothing else of the checkout shadows an installed module
 
 
+def test_a_tester_loading_its_checkouts_src_transformers_leaves_the_installed_one_in_place(tmp_path):
+    # transformers' tests/test_pipeline_mixin.py loads `src/transformers` of its own tree as `transformers`; here that
+    # tree's copy would put a module holding no class at all in the installed package's place
+    import shutil
+
+    import transformers
+
+    root = tmp_path / "transformers"
+    shutil.copytree(CHECKOUT, root)
+    (root / "src" / "transformers").mkdir(parents=True)
+    (root / "src" / "transformers" / "__init__.py").write_text(
+        "import sys, types\nsys.modules[__name__] = types.ModuleType(__name__, 'the checkout copy')\n")
+    (root / "tests" / "test_pipeline_mixin.py").write_text(
+        "from pathlib import Path\n\nfrom transformers.utils import direct_transformers_import\n\n"
+        "transformers_module = direct_transformers_import(str(Path(__file__).parents[1] / 'src' / 'transformers'))\n")
+    tester = root / "tests" / "models" / "tiny" / "test_modeling_tiny.py"
+    tester.write_text("from ...test_pipeline_mixin import transformers_module  # noqa: F401\n" + tester.read_text())
+    made = sources.resolve("BertModel", str(root)).make(0)
+    assert sys.modules["transformers"] is transformers and transformers.BertModel is BertModel
+    assert type(made.model) is BertModel
+    assert sys.modules["tests.test_pipeline_mixin"].transformers_module is transformers
+
+
 def test_the_skip_reason_is_quoted_from_the_checkouts_export_test():
     stated = sources.resolve("BertModel", CHECKOUT).stated
     assert stated.scope == "onnx.exactness" and stated.reason.startswith("The tiny config's pooler ties")
@@ -68,6 +91,26 @@ def test_a_class_the_checkout_cannot_build_is_one_line_saying_why(name, says):
     with pytest.raises(sources.SubjectError) as error:
         sources.resolve(name, CHECKOUT)
     assert says in str(error.value) and "\n" not in str(error.value)
+
+
+def test_a_module_of_the_repositorys_utils_a_checkout_lacks_is_named_with_where_it_comes_from(tmp_path):
+    # transformers' tests/test_processing_common.py imports fetch_hub_objects_for_ci from the repository's utils/,
+    # which a source distribution leaves out
+    import shutil
+
+    root = tmp_path / "transformers"
+    shutil.copytree(CHECKOUT, root)
+    tester = root / "tests" / "models" / "tiny" / "test_modeling_tiny.py"
+    tester.write_text("from fetch_hub_objects_for_ci import url_to_local_path  # noqa: F401\n" + tester.read_text())
+    with pytest.raises(sources.SubjectError) as error:
+        sources.resolve("BertModel", str(root))
+    assert "no module 'fetch_hub_objects_for_ci'" in str(error.value) and "copy utils/ from" in str(error.value)
+    (root / "utils").mkdir()
+    sources.resolve.cache_clear()
+    sources._import_tester.cache_clear()
+    with pytest.raises(sources.SubjectError) as error:
+        sources.resolve("BertModel", str(root))
+    assert "no module 'fetch_hub_objects_for_ci'" in str(error.value) and "utils/" not in str(error.value)
 
 
 def _builder_file(tmp_path: Path, body: str) -> Path:

@@ -130,7 +130,8 @@ def called(root: Path) -> Callable[[dict, dict, float, float], bool]:
     sources.activate(root)
     path = root / checkout_index.EXPORT_TEST
     try:
-        module = importlib.import_module("tests.exporters.test_export")
+        with sources.installed_transformers_kept():
+            module = importlib.import_module("tests.exporters.test_export")
     except Exception as error:  # the checkout's code: its import failure is one line
         raise CheckoutError(f"{path} does not import here ({type(error).__name__}: {str(error)[:200]}); its rule "
                             "can still be read from its source (exactness.models.checkout_rule.read)") from None

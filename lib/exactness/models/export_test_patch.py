@@ -39,6 +39,7 @@ class Patch:
     diff: str  # "" when nothing changes
     applied: str  # the file's text with the changes
     notes: list[str] = field(default_factory=list)  # changes that could not be made, and why
+    made: list[Change] = field(default_factory=list)  # the changes the diff makes (the rest are in `notes`)
 
     def text(self, changes: list[Change]) -> str:
         head = [f"# exactness: {c.model}: {c.edit.value}" + (f" ({', '.join(c.outputs)})" if c.outputs else "")
@@ -114,7 +115,9 @@ def patch(root: Path, changes: list[Change]) -> Patch:
     selected = _selected_set(tree)
     listed = {e.value for e in selected.elts if isinstance(e, ast.Constant)} if selected is not None else set()
     added = ""  # the outputs added to the set, after its last element
+    made = []
     for change in changes:
+        left_out = ""
         if change.edit is Edit.LEAVE_OUT:
             if selected is None or not selected.elts:
                 notes.append(f"{change.model}: {path} has no {checkout_rule.SELECTED} to leave "
@@ -122,13 +125,16 @@ def patch(root: Path, changes: list[Change]) -> Patch:
                 continue
             last = selected.elts[-1]
             indent = " " * len(text.lines[last.lineno - 1].encode("utf-8")[:last.col_offset].decode("utf-8"))
-            added += "".join(f"\n{indent}# {change.model}: {change.reason}\n{indent}{output!r},"
-                             for output in change.outputs if output not in listed)
+            left_out = "".join(f"\n{indent}# {change.model}: {change.reason}\n{indent}{output!r},"
+                               for output in change.outputs if output not in listed)
+            added += left_out
             listed |= set(change.outputs)
         entries = _skip_entries(tree, change.model)
         if not entries:
             notes.append(f"{change.model}: no comparison skip of it in {path} to remove")
         edits += [(*text.entry_span(key, value), "") for key, value in entries]
+        if entries or left_out:
+            made.append(change)
     if added:
         last = selected.elts[-1]
         at = text.offset(last.end_lineno, last.end_col_offset)
@@ -144,4 +150,4 @@ def patch(root: Path, changes: list[Change]) -> Patch:
     relative = str(checkout_index.EXPORT_TEST)
     diff = "".join(difflib.unified_diff(original.splitlines(keepends=True), applied.splitlines(keepends=True),
                                         f"a/{relative}", f"b/{relative}")) if applied != original else ""
-    return Patch(diff, applied, notes)
+    return Patch(diff, applied, notes, made)

@@ -20,7 +20,8 @@ so a worker is handed names, never built models.
    `.eval()`; `set_model_for_less_flaky_test(model)`; floating inputs cast to the model's dtype.
 The skip reason is quoted from that checkout's `tests/exporters/test_export.py` (`EXPORT_SKIPS`, the scopes that
 drop the value comparison). Only the checkout's `tests` package is served from it (a finder for `tests` and
-`tests.*` first on `sys.meta_path`): nothing else of the checkout shadows an installed module, and absolute
+`tests.*` first on `sys.meta_path`): nothing else of the checkout shadows an installed module (the common tests'
+load of the checkout's `src/transformers` is handed the installed package), and absolute
 (`tests.test_modeling_common`) and relative imports of a tester reach the same modules, so one `global_rng`.
 
 **Your own builder** is `package.module:function` or `/absolute/path/file.py:function`; `function(seed)` returns
@@ -266,11 +267,34 @@ def _module_name(root: Path, path: Path) -> str:
     return ".".join(path.relative_to(root).with_suffix("").parts)
 
 
+@contextlib.contextmanager
+def installed_transformers_kept() -> Iterator[None]:
+    """transformers' common tests load their own tree's `src/transformers` as `transformers`
+    (`tests/test_pipeline_mixin.py` calls `direct_transformers_import` on it at import), which would put the
+    checkout's copy in place of the installed package for the rest of the process, and every class imported after it
+    would come from the checkout's files. While a tester imports, that call gets the installed package instead."""
+    import transformers.utils
+    from transformers.utils import import_utils
+
+    installed, original = sys.modules["transformers"], import_utils.direct_transformers_import
+    homes = [home for home in (transformers.utils, import_utils)
+             if getattr(home, "direct_transformers_import", None) is original]
+    for home in homes:
+        home.direct_transformers_import = lambda path, file="__init__.py": installed
+    try:
+        yield
+    finally:
+        for home in homes:
+            home.direct_transformers_import = original
+        sys.modules["transformers"] = installed
+
+
 @functools.cache
 def _import_tester(root: Path, path: Path):
     name = _module_name(root, path)
     try:
-        return importlib.import_module(name)
+        with installed_transformers_kept():
+            return importlib.import_module(name)
     except unittest.SkipTest as skip:
         raise SubjectError(f"{path.relative_to(root)} skips itself on import: {skip}") from None
     except ModuleNotFoundError as error:
@@ -278,9 +302,13 @@ def _import_tester(root: Path, path: Path):
         if missing.split(".")[0] == "tests":
             raise SubjectError(f"{path.relative_to(root)} does not import: {error} (the checkout at {root} lacks "
                                "a file its testers import)") from None
+        utils = "" if (root / "utils").is_dir() else (
+            f"; or, if {missing} is a module of transformers' repository utils/ folder, which this checkout lacks "
+            "(tests/test_processing_common.py imports fetch_hub_objects_for_ci from it), copy utils/ from the "
+            "repository at that version")
         raise SubjectError(f"{path.relative_to(root)} does not import: no module {missing!r} (transformers' tests "
                            f"need their test dependencies; install {missing.split('.')[0]} in the workbook's "
-                           "environment)") from None
+                           f"environment{utils})") from None
     except FileNotFoundError as error:
         raise SubjectError(f"{path.relative_to(root)} does not import: it reads {error.filename}, which the checkout "
                            "lacks: a checkout needs transformers' src/ and tests/ of one version (a source "

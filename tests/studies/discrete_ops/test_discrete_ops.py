@@ -306,7 +306,7 @@ def test_a_registry_entry_can_state_its_own_reason_and_claim(monkeypatch):
     assert verdicts.stated_reason("BertModel") == ("", None)
 
 
-def test_flavas_masked_patches_and_masked_ids_follow_its_tester():
+def test_flavas_masked_patches_masked_ids_and_labels_follow_its_tester():
     flava = class_registry.inputs("FlavaForPreTraining", 7)
     ids, masked = flava["input_ids"], flava["input_ids_masked"]
     assert (masked[:, 1:3] == 100).all() and torch.equal(masked[:, 3:], ids[:, 3:]) and torch.equal(masked[:, :1],
@@ -316,6 +316,12 @@ def test_flavas_masked_patches_and_masked_ids_follow_its_tester():
     assert patches.shape == (12, 15, 15) and set(patches.unique().tolist()) == {0, 1}
     assert 0.8 < patches.float().mean() < 0.97  # about the tester's 0.9 of 2,700 patches
     assert ids.max() < 102 and flava["token_type_ids"].max() <= 1
+    # FlavaForPreTrainingTester's labels, which the export test passes on: MLM keeps the masked columns' ids, MIM
+    # draws an id for every masked patch, ITM says every pair matches
+    mlm, mim = flava["mlm_labels"], flava["mim_labels"]
+    assert torch.equal(mlm[:, 1:3], ids[:, 1:3]) and (mlm[:, :1] == -100).all() and (mlm[:, 3:] == -100).all()
+    assert torch.equal(mim == -100, patches != 1) and 0 <= mim[patches == 1].min() and mim.max() < 99
+    assert torch.equal(flava["itm_labels"], torch.ones(12, dtype=torch.long))
 
 
 def test_the_librarys_settings_default_to_the_main_jobs_parameters():

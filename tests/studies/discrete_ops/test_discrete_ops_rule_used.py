@@ -125,3 +125,25 @@ def test_with_a_checkout_its_rule_decides_the_rate_and_the_verification_not_only
     # a checkout whose rule cannot be read is judged by the built-in replica, and the line says why
     rule, problem = checkout_rule.judging("/nonexistent/checkout")
     assert rule is BUILT_IN and problem
+
+
+def test_a_change_the_patch_could_not_make_is_not_replayed_as_the_patched_test(tmp_path, monkeypatch):
+    import shutil
+
+    from exactness.models import checkout_index, real_test
+    from exactness.studies.discrete_ops import export_test_change
+
+    copy = tmp_path / "checkout"
+    shutil.copytree(CHECKOUT, copy)
+    test = copy / checkout_index.EXPORT_TEST
+    test.write_text(test.read_text().replace("_SELECTED_BY_TOPK = frozenset", "_OTHER = frozenset"))
+    checkout_index.export_skips.cache_clear()
+
+    def replay(*args, **kwargs):
+        raise AssertionError("replayed a patched test the patch does not make")
+
+    monkeypatch.setattr(real_test, "replay", replay)
+    result = _tie_result([0, 1])
+    assert [c.model for c in export_test_change.changes(result.verdicts, str(copy))] == ["BertModel"]  # recommended
+    section = export_test_change.replayed(result, str(copy), per_class=2)
+    assert section.frame.empty and section.sentence.startswith("The patch changes no class")

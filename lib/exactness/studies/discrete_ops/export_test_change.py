@@ -55,9 +55,14 @@ def written(verdicts, checkout: str | sources.Checkout, artifacts) -> Section:
 
 
 def replayed(result, checkout: str | sources.Checkout, per_class: int) -> Section:
-    """Each changed class's first `per_class` checked seeds in the real test as the patch leaves it (skip
-    removed, outputs left out in memory), then with each of `PLANTS` planted in each compared output."""
-    made = {c.model: c for c in changes(result.verdicts, checkout)}
+    """Each class the patch changes, its first `per_class` checked seeds in the real test as the patch leaves it
+    (skip removed, outputs left out in memory), then with each of `PLANTS` planted in each compared output. A change
+    the patch could not make (`written` names it) is not replayed: the test it would replay is not the patched one."""
+    root = checkout_index.root_of(str(checkout))
+    made = {c.model: c for c in export_test_patch.patch(root, changes(result.verdicts, checkout)).made}
+    if not made:
+        return Section(pd.DataFrame(), "The patch changes no class of the checkout's export test: no patched test "
+                                       "to replay.")
     seeds = result.seeds[(result.seeds.shape_mode == "static") & result.seeds.model.isin(list(made))]
     compared = result.outputs.groupby("model").output.unique().to_dict() if len(result.outputs) else {}
     rows = []
