@@ -75,6 +75,9 @@ def test_every_gap_figure_is_in_ulps_of_the_top_logit_with_exact_ties_at_one_pla
         assert ax.get_xlim()[0] == pytest.approx(figures.TIE_ULPS / 2), name
         ties = [line for line in ax.get_lines() if list(line.get_xdata()) == [figures.TIE_ULPS] * 2]
         assert len(ties) == 1 and "exact ties" in {t.get_text().strip() for t in ax.texts}, name
+        fig.canvas.draw()
+        labels = {float(t.get_position()[0]): t.get_text() for t in ax.get_xticklabels() if t.get_text()}
+        assert labels.get(figures.TIE_ULPS) == "tie", (name, labels)  # the tie's place is no number of ulps
 
 
 def test_exact_ties_are_drawn_not_dropped():

@@ -7,14 +7,14 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.lines import Line2D
-from matplotlib.ticker import MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from exactness.palette import colour, colours
 
 
 # Every gap in these figures is in ulps of its row's top logit (float32 spacing there), the axis comparable across
 # classes whose logits differ in scale; an exact tie (gap 0, no place on a log axis) is drawn at TIE_ULPS, left of
-# any positive gap (one is at least half an ulp), beside a dotted line saying so.
+# any positive gap (one is at least half an ulp), on a dotted line whose tick says "tie" instead of a number.
 TIE_ULPS = 0.1
 GAP_UNIT = "ulps of the row's top logit"
 
@@ -32,6 +32,8 @@ def _mark_ties(ax) -> None:
     ax.text(TIE_ULPS, 0.98, " exact ties", transform=ax.get_xaxis_transform(), rotation=90, ha="right", va="top",
             fontsize=7, color="#616161")
     ax.set_xlim(left=TIE_ULPS / 2)
+    numbers = ax.xaxis.get_major_formatter()
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, at: "tie" if np.isclose(x, TIE_ULPS) else numbers(x, at)))
 
 
 def gap_label(what: str) -> str:
