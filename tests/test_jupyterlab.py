@@ -265,7 +265,9 @@ def test_a_notebook_opens_with_the_latest_default_runs_answers_and_is_not_marked
     carries no unsaved marker once the kernel has answered (Lab writes the kernel's language_info into the
     notebook then; a notebook saved with less was marked unsaved at once)."""
     before = _tree("near_tie.ipynb")
-    page = _open(browser, lab, "near_tie.ipynb")
+    page = browser.new_page()
+    # a workspace of its own: the default one would restore this tab into the other tests' pages (and theirs here)
+    page.goto(f"{lab.url}/lab/workspaces/answers-on-open/tree/near_tie.ipynb?token={lab.token}")
     try:
         _wait_idle(page, lab, "first load of near_tie.ipynb")
         page.wait_for_timeout(2000)  # the kernel's info is applied to the notebook after its status turns Idle
