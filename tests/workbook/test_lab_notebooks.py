@@ -18,12 +18,13 @@ from exactness.workbook.manifest import Manifest
 from exactness.workbook.project import Project
 
 
-def _run(outputs: Path, study: str, run_id: str, param_set: str, status: str, started: str, subject: str) -> Path:
+def _run(outputs: Path, study: str, run_id: str, param_set: str, status: str, started: str, subject: str,
+         action: str = "compare `projected_states`", proof: str = "") -> Path:
     folder = outputs / study / run_id
     folder.mkdir(parents=True)
     Manifest(study=study, run_id=run_id, param_set=param_set, params={}, batch="b", status=status,
              started=started, duration_s=1.0).write(folder)
-    answer = Answer(subject, "near-tie", "compare `projected_states`", "1 in 5,700").to_dict()
+    answer = Answer(subject, "near-tie", action, "1 in 5,700", proof=proof).to_dict()
     (folder / "summary.json").write_text(json.dumps({"answers": [answer]}))
     return folder
 
@@ -67,11 +68,16 @@ def test_without_a_run_the_cell_says_which_command_writes_one(project):
 
 
 def test_a_run_folders_text_is_shown_escaped_never_as_markup(project):
-    _run(project.outputs, "near_tie", "r", "default", "passed", "2026-12-01T00:00:00+00:00",
-         "<script>alert(1)</script><img src=x onerror=alert(2)>")
-    shown = _shown(lab_notebooks.served(_notebook(), "near_tie.ipynb", project))
-    assert "<script>" not in shown and "<img" not in shown
-    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in shown
+    """The served cell is marked trusted (Lab would strip the table's style otherwise): no text of the run folder
+    may reach it as markup, in any column."""
+    planted = "<script>alert(1)</script><img src=x onerror=alert(2)>"
+    _run(project.outputs, "near_tie", "r", "default", "passed", "2026-12-01T00:00:00+00:00", planted,
+         action=f"compare `{planted}` {planted}", proof=planted)
+    served = lab_notebooks.served(_notebook(), "near_tie.ipynb", project)
+    shown = _shown(served)
+    assert "<script" not in shown and "<img" not in shown
+    assert shown.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 4
+    assert lab_notebooks._placeholder_cell(served)["metadata"]["trusted"] is True
 
 
 def test_served_with_the_kernels_language_info_and_a_valid_notebook(project):
