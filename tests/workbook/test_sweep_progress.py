@@ -4,6 +4,7 @@ that neither rises nor counts warm-up, and every line in the form the run's term
 import io
 import os
 import re
+import socket
 
 import pandas as pd
 
@@ -114,4 +115,5 @@ def test_a_sweep_says_its_time_left_from_its_chunks_own_times(monkeypatch):
                         seen.append((n, seconds, worker)))
     sweep.map_chunks(lambda chunk: pd.DataFrame({"x": list(chunk)}), range(6), workers=1, chunk_size=2)
     assert [n for n, _, _ in seen] == [2, 2, 2]
-    assert all(seconds is not None and seconds >= 0 and worker == os.getpid() for _, seconds, worker in seen)
+    assert all(seconds is not None and seconds >= 0 and worker == (socket.gethostname(), os.getpid())
+               for _, seconds, worker in seen)

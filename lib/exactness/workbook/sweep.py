@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import socket
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -72,7 +73,8 @@ class _SingleThreaded:
 
 
 class _Timed:
-    """`function(chunk)` with the seconds it took and the process that ran it, for the time left (`Progress`)."""
+    """`function(chunk)` with the seconds it took and the process that ran it (host and pid: a Dask cluster spans
+    machines), for the time left (`Progress`)."""
 
     def __init__(self, function):
         self.function = function
@@ -80,7 +82,7 @@ class _Timed:
     def __call__(self, chunk):
         began = time.perf_counter()
         result = self.function(chunk)
-        return result, time.perf_counter() - began, os.getpid()
+        return result, time.perf_counter() - began, (socket.gethostname(), os.getpid())
 
 
 class Progress:
