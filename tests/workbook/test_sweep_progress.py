@@ -93,9 +93,9 @@ def test_the_time_left_never_rises_when_the_workers_finish_in_step():
     """Two workers finishing chunks together: items over wall time said 9 s, then 11 s one chunk later (three
     chunks over twice the time of two). From the chunks' own times it only falls."""
     said = [left for _, left, _ in _time_left(start=0.0, warm_up=0.0, timed=True)]
-    assert said and all(later <= earlier for earlier, later in zip(said, said[1:])), said
+    assert said and all(later <= earlier for earlier, later in zip(said, said[1:], strict=False)), said
     old = [left for _, left, _ in _time_left(start=0.0, warm_up=0.0, timed=False)]
-    assert any(later > earlier for earlier, later in zip(old, old[1:]))  # what the chunk times avoid
+    assert any(later > earlier for earlier, later in zip(old, old[1:], strict=False))  # what the chunk times avoid
 
 
 def test_the_pools_start_and_each_workers_warm_up_are_not_taken_for_the_rate():

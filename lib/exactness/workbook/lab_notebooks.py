@@ -49,12 +49,14 @@ def answers_html(project: Project, study: str) -> str:
     entry = latest_run(project, study)
     if entry is None:
         command = f"exactness run {study}"
-        return (f"<style>{answers.STYLE}</style><section class=\"exactness-answers\"><h2>Answers</h2><p>No passed run of "
-                f"{html.escape(study)} yet: <code>make run</code> (every study) or <code>{html.escape(command)}</code> "
-                "writes one, and this cell shows its answers the next time the notebook is opened.</p></section>")
+        return (f"<style>{answers.STYLE}</style><section class=\"exactness-answers\"><h2>Answers</h2><p>No passed "
+                f"run of {html.escape(study)} yet: <code>make run</code> (every study) or "
+                f"<code>{html.escape(command)}</code> writes one, and this cell shows its answers the next time the "
+                "notebook is opened.</p></section>")
     m = entry.manifest
     found = answers.from_summary(entry.summary)
-    which = "default parameters" if m.param_set == DEFAULT_SET else f"parameter set {m.param_set!r} (no default run yet)"
+    which = ("default parameters" if m.param_set == DEFAULT_SET else
+             f"parameter set {m.param_set!r} (no default run yet)")
     report = PurePosixPath("outputs", *entry.folder.relative_to(project.outputs).parts, "report.html") \
         if entry.folder.is_relative_to(project.outputs) else entry.folder / "report.html"
     title = f"Answers of the latest run on {which}"

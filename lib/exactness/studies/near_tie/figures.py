@@ -11,7 +11,6 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from exactness.palette import colour, colours
 
-
 # Every gap in these figures is in ulps of its row's top logit (float32 spacing there), the axis comparable across
 # classes whose logits differ in scale; an exact tie (gap 0, no place on a log axis) is drawn at TIE_ULPS, left of
 # any positive gap (one is at least half an ulp), on a dotted line whose tick says "tie" instead of a number.
