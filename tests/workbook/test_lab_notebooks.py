@@ -51,9 +51,17 @@ def test_the_newest_passed_default_run_is_shown_not_a_newer_smoke_or_failed_one(
     _run(project.outputs, "ulp_noise", "other", "default", "passed", "2026-12-05T00:00:00+00:00", "OtherStudy")
     shown = _shown(lab_notebooks.served(_notebook(), "near_tie.ipynb", project))
     assert "MidClass" in shown and "latest run on default parameters" in shown
-    assert "outputs/near_tie/mid/report.html" in shown
+    assert f"{project.outputs}/near_tie/mid/report.html" in shown  # outputs outside the checkout: the whole path
     for absent in ("OldClass", "SmokeClass", "FailedClass", "OtherStudy"):
         assert absent not in shown
+
+
+def test_the_report_is_named_from_the_checkout_or_whole_where_the_outputs_are_elsewhere(project, tmp_path):
+    inside = Project(root=tmp_path / "checkout", outputs=tmp_path / "checkout" / "outputs")
+    _run(inside.outputs, "near_tie", "r", "default", "passed", "2026-12-01T00:00:00+00:00", "SomeClass")
+    assert "<code>outputs/near_tie/r/report.html</code>" in lab_notebooks.answers_html(inside, "near_tie")
+    _run(project.outputs, "near_tie", "r", "default", "passed", "2026-12-01T00:00:00+00:00", "SomeClass")
+    assert f"<code>{project.outputs}/near_tie/r/report.html</code>" in lab_notebooks.answers_html(project, "near_tie")
 
 
 def test_without_a_default_run_the_newest_passed_run_is_shown_with_its_set_named(project):

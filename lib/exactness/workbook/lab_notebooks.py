@@ -57,8 +57,9 @@ def answers_html(project: Project, study: str) -> str:
     found = answers.from_summary(entry.summary)
     which = ("default parameters" if m.param_set == DEFAULT_SET else
              f"parameter set {m.param_set!r} (no default run yet)")
-    report = PurePosixPath("outputs", *entry.folder.relative_to(project.outputs).parts, "report.html") \
-        if entry.folder.is_relative_to(project.outputs) else entry.folder / "report.html"
+    report = entry.folder / "report.html"
+    if report.is_relative_to(project.root):  # the checkout's outputs/: said from the checkout, as the README does
+        report = PurePosixPath(*report.relative_to(project.root).parts)
     title = f"Answers of the latest run on {which}"
     note = (f"<p class=\"legend\">Run {html.escape(m.run_id)}, started {html.escape(m.started)}; its report: "
             f"<code>{html.escape(str(report))}</code>. This is that run's output, shown on opening; \"Run All\" "
