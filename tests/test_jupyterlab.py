@@ -69,15 +69,15 @@ def _server_env() -> dict[str, str]:
 
 
 class Lab:
-    def __init__(self, state: Path, log: Path):
-        self.state, self.log = state, log
+    def __init__(self, state: Path, log: Path, flags: str = ""):
+        self.state, self.log, self.flags = state, log, flags
         self.port, self.token = _free_port(), secrets.token_hex(16)
         self.url = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen | None = None
 
     def start(self) -> None:
         flags = (f"--ip=127.0.0.1 --port={self.port} --ServerApp.port_retries=0 "
-                 f"--IdentityProvider.token={self.token}")
+                 f"--IdentityProvider.token={self.token} {self.flags}")
         with self.log.open("wb") as sink:
             self.process = subprocess.Popen(
                 ["make", "--no-print-directory", "-s", "-o", STAMP, "lab", f"STATE={self.state}",
@@ -137,12 +137,29 @@ def _write_settings(config_dir: Path) -> None:
         path.write_text(json.dumps(values))
 
 
+LATEST_SUBJECT = "Wav2Vec2ConformerForPreTraining"  # the answer of the planted default run the server reads
+
+
+def _planted_outputs(outputs: Path) -> None:
+    """One passed default run of near_tie in the test's own outputs folder (the checkout's is left alone)."""
+    from exactness.workbook.answers import Answer
+    from exactness.workbook.manifest import Manifest
+
+    folder = outputs / "near_tie" / "planted-default"
+    folder.mkdir(parents=True)
+    Manifest(study="near_tie", run_id="planted-default", param_set="default", params={}, batch="b",
+             status="passed", started="2026-12-05T06:00:00+00:00", duration_s=1.0).write(folder)
+    answer = Answer(LATEST_SUBJECT, "near-tie", "compare `projected_states`", "1 in 5,700")
+    (folder / "summary.json").write_text(json.dumps({"answers": [answer.to_dict()]}))
+
+
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     require_chromium()
     _playwright()
     folder = tmp_path_factory.mktemp("lab")
-    server = Lab(folder / "state", folder / "server.log")
+    _planted_outputs(folder / "outputs")
+    server = Lab(folder / "state", folder / "server.log", f"--StudyNotebooks.outputs={folder / 'outputs'}")
     _write_settings(server.state / "jupyter" / "config")
     try:
         server.start()
@@ -241,6 +258,31 @@ def test_environment_runs_all_cells_from_the_first_load(lab, browser):
     assert _tree() == before, "opening or running a notebook changed notebooks/"
     assert _checkpoints_in_state(lab, "environment.ipynb"), "the notebook's checkpoint is not under the state folder"
     print(f"environment: Run All took {seconds:.0f} s")
+
+
+def test_a_notebook_opens_with_the_latest_default_runs_answers_and_is_not_marked_unsaved(lab, browser):
+    """Before any code runs: the answers of the study's latest default run are on the first screen, and the tab
+    carries no unsaved marker once the kernel has answered (Lab writes the kernel's language_info into the
+    notebook then; a notebook saved with less was marked unsaved at once)."""
+    before = _tree("near_tie.ipynb")
+    page = browser.new_page()
+    # a workspace of its own: the default one would restore this tab into the other tests' pages (and theirs here)
+    page.goto(f"{lab.url}/lab/workspaces/answers-on-open/tree/near_tie.ipynb?token={lab.token}")
+    try:
+        _wait_idle(page, lab, "first load of near_tie.ipynb")
+        page.wait_for_timeout(2000)  # the kernel's info is applied to the notebook after its status turns Idle
+        tab = page.locator(".lm-DockPanel-tabBar .lm-TabBar-tab", has_text="near_tie.ipynb")
+        assert tab.count() == 1
+        assert "jp-mod-dirty" not in (tab.get_attribute("class") or ""), "the notebook is marked unsaved on open"
+        shown = page.locator(".jp-OutputArea-output section.exactness-answers")
+        assert shown.count() == 1 and LATEST_SUBJECT in shown.inner_text()
+        assert "latest run on default parameters" in shown.inner_text()
+        assert shown.bounding_box()["y"] < 900, "the answers are not on the first screen"
+        assert page.locator(".jp-CodeCell .jp-InputArea-prompt").all_text_contents()[0].strip() == "[ ]:"
+    finally:
+        page.close()
+    assert not lab.server_errors(), "\n\n".join(lab.server_errors())
+    assert _tree("near_tie.ipynb") == before, "opening a notebook changed notebooks/"
 
 
 def test_a_page_closed_while_its_kernel_connects_logs_no_500_and_the_next_load_runs(lab, browser):

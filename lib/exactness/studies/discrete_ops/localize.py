@@ -61,7 +61,7 @@ class Localization:
     def where(self) -> str:
         """Where it starts, in words: the module (or the model's own forward), the node, and what shows it."""
         place = self.module or "the model's own forward"
-        node = f", {self.op_type} {self.node}" if self.node else ""
+        node = f", its {self.op_type} (ONNX node {self.node} of the exported graph)" if self.node else ""
         missing = f"; {self.missing}" if self.missing else ""
         made = f"; made by {self.stage_proof}" if self.stage else (f"; {self.stage_proof}" if self.stage_proof else "")
         return f"{place}{node}: {self.detail}{missing}{made}"

@@ -296,10 +296,38 @@ class MissingInput:
     was: str = ""  # how the unoptimized graph computes the missing value (`Add(sum_12, 1e-10)`), where known
 
     def __str__(self) -> str:
-        was = f" (in the graph exported with optimize=False, {self.missing} = {self.was})" if self.was else ""
-        reads = f": the node reads {self.reads} in its place" if self.reads else ""
-        return (f"{self.op_type} {self.node} was traced from {self.call}, but the graph no longer computes "
-                f"{self.missing}{was}{reads}")
+        """In words without the exporter's value names (`add_34`, `view_3` mean nothing on a page): each value
+        is a letter, x, y, ... in the order the sentence first meets it, and the sentence says what it is."""
+        letters = _Letters()
+        op, _, args = self.call.partition("(")
+        call = f"{op}({', '.join(letters[a] for a in _arguments(args))})"
+        missing = letters[self.missing]
+        said = f"the node was traced from torch's {call}, but the optimized graph no longer computes {missing}"
+        if self.was:
+            was_op, _, was_args = self.was.partition("(")
+            said += (f" (exported with optimize=False, {missing} = "
+                     f"{was_op}({', '.join(letters.value(a) for a in _arguments(was_args))}))")
+        if self.reads:
+            said += f"; the node reads {letters[self.reads]} in its place"
+        return said
+
+
+class _Letters(dict):
+    """Value names to letters, x, y, z, then u, v, w, ..., a new name getting the next free one."""
+
+    ORDER = "xyzuvwabcdefghijklmnopqrst"
+
+    def __missing__(self, name: str) -> str:
+        self[name] = self.ORDER[len(self)] if len(self) < len(self.ORDER) else f"v{len(self)}"
+        return self[name]
+
+    def value(self, text: str) -> str:
+        """A producer's argument: a constant stays a number, a value name becomes a letter."""
+        return text if re.fullmatch(r"[-+]?[\d.]+(?:e[-+]?\d+)?|nan|inf|-inf", text) else self[text]
+
+
+def _arguments(inner: str) -> list[str]:
+    return [a.strip() for a in inner.rstrip(")").split(",") if a.strip()]
 
 
 _CALL = re.compile(r"target=torch\.ops\.([\w.]+)\]\(args = \((.*)\), kwargs")

@@ -7,39 +7,86 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.lines import Line2D
-from matplotlib.ticker import FormatStrFormatter, MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from exactness.palette import colour, colours
 
+# Every gap in these figures is in ulps of its row's top logit (float32 spacing there), the axis comparable across
+# classes whose logits differ in scale; an exact tie (gap 0, no place on a log axis) is drawn at TIE_ULPS, left of
+# any positive gap (one is at least half an ulp), on a dotted line whose tick says "tie" instead of a number.
+TIE_ULPS = 0.1
+GAP_UNIT = "ulps of the row's top logit"
 
-def gap_distribution(screen: pd.DataFrame, threshold: float):
-    fig, ax = plt.subplots(figsize=(7, 4))
-    positive = screen[screen.min_gap > 0]
-    bins = np.logspace(np.log10(max(positive.min_gap.min(), 1e-9)), np.log10(positive.min_gap.max()), 60)
-    sns.histplot(data=positive, x="min_gap", hue="model", bins=bins, element="step", fill=False, ax=ax,
-                 palette=colours(positive.model.unique()))
-    ax.axvline(threshold, color="black", linestyle="--", label=f"threshold {threshold:g}")
-    ax.set(xscale="log", yscale="log", xlabel="smallest top-1/top-2 logit gap of a seed (logit units)",
-           ylabel="seeds", title="Smallest gap per seed (exact ties, gap 0, not drawn)")
+
+def _placed(gaps) -> np.ndarray:
+    """Gaps in ulps with exact ties moved to TIE_ULPS."""
+    gaps = np.asarray(gaps, dtype=float)
+    return np.where(gaps > 0, gaps, TIE_ULPS)
+
+
+def _mark_ties(ax) -> None:
+    """The log gap axis of every figure: the same left edge, and the exact ties' place named."""
+    ax.set_xscale("log")
+    ax.axvline(TIE_ULPS, color="#9e9e9e", linestyle=":", linewidth=0.8, zorder=0)
+    ax.text(TIE_ULPS, 0.98, " exact ties", transform=ax.get_xaxis_transform(), rotation=90, ha="right", va="top",
+            fontsize=7, color="#616161")
+    ax.set_xlim(left=TIE_ULPS / 2)
+    numbers = ax.xaxis.get_major_formatter()
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, at: "tie" if np.isclose(x, TIE_ULPS) else numbers(x, at)))
+
+
+def gap_label(what: str) -> str:
+    return f"{what} ({GAP_UNIT})"
+
+
+def _thresholds_in_ulps(screen: pd.DataFrame, threshold: float, threshold_ulps: float) -> dict[str, float]:
+    """Where the candidate threshold sits on the ulp axis: `threshold_ulps` itself where the run set it, else
+    `threshold` (logit units) in ulps of each class's median top logit."""
+    from exactness.studies.near_tie.scale import float32_ulp
+
+    if threshold_ulps > 0:
+        return {"": threshold_ulps}
+    if "top_logit" not in screen:
+        return {}
+    return {model: threshold / float32_ulp(float(group.top_logit.abs().median()))
+            for model, group in screen.groupby("model", sort=True)}
+
+
+def gap_distribution(screen: pd.DataFrame, threshold: float, threshold_ulps: float = 0.0):
+    """Each seed's smallest gap, a histogram per class: one bin for the exact ties, 60 log bins for the rest."""
+    fig, ax = plt.subplots(figsize=(8, 4))
+    placed = screen.assign(gap=_placed(screen.smallest_gap_ulps))
+    positive = placed.gap[placed.gap > TIE_ULPS]
+    low, high = (float(positive.min()), float(positive.max())) if len(positive) else (1.0, 10.0)
+    spread = np.logspace(np.log10(low), np.log10(max(high, low * 1.01)), 60)
+    bins = np.concatenate([[TIE_ULPS / 1.3, TIE_ULPS * 1.3], spread])
+    for model, group in placed.groupby("model", sort=True):
+        ax.hist(group.gap, bins=bins, histtype="step", color=colour(model), label=model)
+    for model, at in _thresholds_in_ulps(screen, threshold, threshold_ulps).items():
+        label = f"threshold {at:g} ulps" if not model else f"threshold {threshold:g} = {at:.0f} ulps"
+        ax.axvline(at, color=colour(model) if model else "black", linestyle="--", label=label)
+    ax.set(yscale="log", xlabel=gap_label("smallest top-1/top-2 gap of a seed"), ylabel="seeds",
+           title="Smallest gap per seed")
+    _mark_ties(ax)
     _legend_outside(ax)
     return fig
 
 
 def gap_ulps_distribution(screen: pd.DataFrame, rows_per_seed: dict[str, int]):
     """The smallest gap per seed in ulps of its row's top logit (the axis comparable across classes), as the
-    fraction of seeds below each value divided by the class's argmax rows per seed: where the lines meet, rows
-    per seed and logit scale explain the difference in candidates."""
+    fraction of seeds at or below each value divided by the class's argmax rows per seed: where the lines meet,
+    rows per seed and logit scale explain the difference in candidates."""
     fig, ax = plt.subplots(figsize=(9.5, 4))
     for model, group in screen.groupby("model", sort=True):
-        gaps = np.sort(group.smallest_gap_ulps.to_numpy(float))
-        positive = gaps[gaps > 0]
-        if not len(positive):
+        gaps = np.sort(_placed(group.smallest_gap_ulps))
+        if not len(gaps):
             continue
-        fraction = np.searchsorted(gaps, positive, side="right") / len(gaps)
-        ax.step(positive, fraction / rows_per_seed[model], where="post", color=colour(model),
+        fraction = np.searchsorted(gaps, gaps, side="right") / len(gaps)
+        ax.step(gaps, fraction / rows_per_seed[model], where="post", color=colour(model),
                 label=f"{model} ({rows_per_seed[model]} rows)")
-    ax.set(xscale="log", yscale="log", xlabel="smallest gap of a seed (ulps of its row's top logit)",
-           ylabel="fraction of seeds below, per argmax row", title="Small gaps per row, on the comparable axis")
+    ax.set(yscale="log", xlabel=gap_label("smallest gap of a seed"),
+           ylabel="fraction of seeds at or below, per argmax row", title="Small gaps per row, on the comparable axis")
+    _mark_ties(ax)
     _legend_outside(ax)
     return fig
 
@@ -53,21 +100,18 @@ def _legend_outside(ax, title: str | None = None) -> None:
     ax.figure.tight_layout()
 
 
-TIE_ULPS = 0.1  # where an exact tie (0 ulps) is drawn on a log axis of ulps, in every figure that draws one
-
-
 def flips_against_gap(checks: pd.DataFrame):
     """Each checked seed at its smallest eager gap in ulps of the top logit, as the flip-probability figure draws it
     (one unit for a gap across the figures of checked seeds, exact ties at the same left edge)."""
     fig, ax = plt.subplots(figsize=(7, 4))
-    shown = checks.assign(gap=checks.min_gap_ulps.clip(lower=TIE_ULPS),
+    shown = checks.assign(gap=_placed(checks.min_gap_ulps),
                           outcome=np.select([~checks.test_rule_passed, checks.n_flipped_rows > 0],
                                             ["flip, test fails", "flip, test passes"], "no flip"))
     sns.stripplot(data=shown, x="gap", y="model", hue="outcome", ax=ax, jitter=0.25, size=4,
                   hue_order=["no flip", "flip, test passes", "flip, test fails"],
                   palette={"no flip": "#9e9e9e", "flip, test passes": "#1e88e5", "flip, test fails": "#d81b60"})
-    ax.set(xscale="log", xlabel=f"smallest eager gap (ulps of the top logit; exact ties at {TIE_ULPS:g})", ylabel="",
-           title="Which checked seeds flipped, by their eager gap")
+    ax.set(xlabel=gap_label("smallest eager gap"), ylabel="", title="Which checked seeds flipped, by their eager gap")
+    _mark_ties(ax)
     _legend_outside(ax)
     return fig
 
@@ -104,27 +148,33 @@ def flip_probability_against_ulps(curve: pd.DataFrame):
     palette = colours(curve.model.unique())
     for model, group in curve.groupby("model", sort=True):
         group = group.sort_values("min_gap_ulps")
-        x = group.min_gap_ulps.clip(lower=TIE_ULPS)
+        x = _placed(group.min_gap_ulps)
         # P(flip) follows the gap in logit units, not in ulps: each seed's own prediction, not a line
         ax.scatter(x, group.p_flip, color=palette[model], marker="x", s=18, label=f"{model}: predicted P(flip)")
         jitter = rng.uniform(-0.04, 0.04, len(group))
         ax.scatter(x, group.flipped.astype(float) + jitter, color=palette[model], s=12, alpha=0.6,
                    edgecolor="none", label=f"{model}: flipped (1) or not (0)")
-    ax.set(xscale="log", ylim=(-0.1, 1.1),
-           xlabel=f"smallest eager gap (ulps of the top logit; exact ties at {TIE_ULPS:g})",
-           ylabel="P(flip), or flipped (1) / not (0)", title="Flip probability against the eager gap")
+    ax.set(ylim=(-0.1, 1.1), xlabel=gap_label("smallest eager gap"), ylabel="P(flip), or flipped (1) / not (0)",
+           title="Flip probability against the eager gap")
+    _mark_ties(ax)
     _legend_outside(ax)
     return fig
 
 
-def noise_histogram(deltas: dict[str, np.ndarray]):
+def noise_histogram(deltas: dict[str, np.ndarray], ulp_at_top: dict[str, float]):
+    """ORT's move of each row's gap, in the gap figures' unit. The checks keep each row's move in logit units
+    only, not its top logit: a class's moves are divided by one ulp at its median top logit (`ulp_at_top`,
+    `scale.explanation`), so a row whose top logit lies in another binade is off by a power of two."""
     fig, ax = plt.subplots(figsize=(7, 4))
-    for model, values in deltas.items():
-        ax.hist(values, bins=80, histtype="step", label=model, density=True, color=colour(model))
-    ax.xaxis.set_major_formatter(FormatStrFormatter("%.0e"))  # no offset text over the axis label
-    ax.tick_params(axis="x", labelsize=8)
-    ax.set(yscale="log", xlabel="ORT gap minus eager gap, per row (logit units)",
-           ylabel="density (per logit unit)", title="Gap noise between eager and ONNX Runtime")
+    moves = {model: np.asarray(values, dtype=float) / ulp_at_top[model] for model, values in deltas.items()}
+    every = np.concatenate([*moves.values(), [0.0]])
+    span = float(np.nanmax(np.abs(every)))
+    # a gap moves by whole ulps of its binade: over a few dozen ulps, one bin per ulp (80 bins would leave a comb)
+    bins = np.arange(-np.ceil(span) - 0.5, np.ceil(span) + 1.0) if span <= 40 else 80
+    for model, values in moves.items():
+        ax.hist(values, bins=bins, histtype="step", label=model, density=True, color=colour(model))
+    ax.set(yscale="log", xlabel="ORT gap minus eager gap, per row (ulps of the class's median top logit)",
+           ylabel="density (per ulp)", title="Gap noise between eager and ONNX Runtime")
     _legend_outside(ax)
     return fig
 
