@@ -1,3 +1,4 @@
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -159,3 +160,15 @@ def test_the_pools_exports_go_through_the_export_cache_and_a_second_run_exports_
     assert again.graphs()[["exports", "cached_exports"]].values.tolist() == [[0, 2]]
     for table in ("checks", "margins", "outputs"):
         pd.testing.assert_frame_equal(getattr(first, table), getattr(again, table))
+
+
+@pytest.mark.slow
+def test_each_rows_gap_noise_is_also_kept_in_ulps_of_its_own_top_logit(tmp_path):
+    result = near_tie.run_checks(_screen([(3, 4e-6), (8, 1e-6)]), 1.5e-5, ["static"], what_if_checks=0,
+                                 cache=str(tmp_path))
+    logits, ulps = result.deltas[MODEL], result.deltas_ulps[MODEL]
+    assert logits.shape == ulps.shape and (logits != 0).any()
+    moved = logits != 0
+    spacing = logits[moved] / ulps[moved]  # one float32 ulp of the row's top logit: a power of two
+    assert np.all(np.log2(spacing) == np.round(np.log2(spacing)))
+    assert 2.0 ** -30 < spacing.min() and spacing.max() < 2.0 ** -15  # top logits between 2^-7 and 2^8

@@ -14,6 +14,7 @@ from exactness.compare import export_rule
 from exactness.compare.intermediates import intermediate_table
 from exactness.compare.near_tie import flipped_rows, needed_rtol, tie_aware_compare, top_two
 from exactness.compare.per_output import per_output_report
+from exactness.compare.ulp import ulp
 from exactness.engine import margins as margins_of
 from exactness.engine.outputs import compare_forced, compare_output
 from exactness.engine.rows import MarginRow, OutputRow, frame
@@ -40,6 +41,7 @@ class Check:
     outputs: pd.DataFrame  # one row per model output: ours, then the engine's (`engine.rows.OutputRow`) columns
     tensors: pd.DataFrame  # one row per intermediate tensor
     delta: torch.Tensor  # per argmax row, ORT's move of eager's top-1 minus top-2 difference (`_gap_noise`)
+    delta_ulps: torch.Tensor  # the same move in ulps of the row's top logit (the gaps' unit, `Gaps.gap_ulps`)
     margin: MarginRow  # the quantizer's argmax as the engine reads a discrete op (`engine.margins`)
 
 
@@ -115,7 +117,7 @@ def check_seed(pool: GraphPool, seed: int, *, atol: float = 1e-3, rtol: float = 
         everything, everything_graph = full.run(inputs), full.graph
     tensors = intermediate_table(eager.modules, everything, everything_graph.intermediates, named, all_tensors,
                                  labels)
-    return Check(row, outputs, tensors, delta, margin)
+    return Check(row, outputs, tensors, delta, delta / ulp(gaps.top1).double(), margin)
 
 
 def _max_abs_diffs(outputs: pd.DataFrame) -> dict[str, float]:

@@ -161,19 +161,18 @@ def flip_probability_against_ulps(curve: pd.DataFrame):
     return fig
 
 
-def noise_histogram(deltas: dict[str, np.ndarray], ulp_at_top: dict[str, float]):
-    """ORT's move of each row's gap, in the gap figures' unit. The checks keep each row's move in logit units
-    only, not its top logit: a class's moves are divided by one ulp at its median top logit (`ulp_at_top`,
-    `scale.explanation`), so a row whose top logit lies in another binade is off by a power of two."""
+def noise_histogram(moves: dict[str, np.ndarray]):
+    """ORT's move of each row's gap, in the gap figures' unit: ulps of that row's own top logit
+    (`Checks.deltas_ulps`)."""
     fig, ax = plt.subplots(figsize=(7, 4))
-    moves = {model: np.asarray(values, dtype=float) / ulp_at_top[model] for model, values in deltas.items()}
+    moves = {model: np.asarray(values, dtype=float) for model, values in moves.items()}
     every = np.concatenate([*moves.values(), [0.0]])
     span = float(np.nanmax(np.abs(every)))
     # a gap moves by whole ulps of its binade: over a few dozen ulps, one bin per ulp (80 bins would leave a comb)
     bins = np.arange(-np.ceil(span) - 0.5, np.ceil(span) + 1.0) if span <= 40 else 80
     for model, values in moves.items():
         ax.hist(values, bins=bins, histtype="step", label=model, density=True, color=colour(model))
-    ax.set(yscale="log", xlabel="ORT gap minus eager gap, per row (ulps of the class's median top logit)",
+    ax.set(yscale="log", xlabel="ORT gap minus eager gap, per row (ulps of the row's top logit)",
            ylabel="density (per ulp)", title="Gap noise between eager and ONNX Runtime")
     _legend_outside(ax)
     return fig

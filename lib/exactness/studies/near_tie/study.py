@@ -38,6 +38,7 @@ class Checks:
     outputs: pd.DataFrame
     tensors: pd.DataFrame
     deltas: dict[str, np.ndarray]
+    deltas_ulps: dict[str, np.ndarray] = field(default_factory=dict)  # the same moves in ulps of each row's top logit
     margins: pd.DataFrame = field(default_factory=pd.DataFrame)  # per check, the argmax as the engine reads it
     pools: dict = field(default_factory=dict)
     replayed: pd.DataFrame = field(default_factory=pd.DataFrame)  # replays that came with the pools' exports
@@ -57,17 +58,20 @@ class _Batch:
     outputs: list[pd.DataFrame]
     tensors: list[pd.DataFrame]
     deltas: list[np.ndarray]
+    deltas_ulps: list[np.ndarray]
     margins: list[MarginRow]
 
 
 def _select(batch: _Batch, keep: list[int]) -> _Batch:
     return _Batch(*([items[i] for i in keep] if items else [] for items in (batch.rows, batch.outputs, batch.tensors,
-                                                                              batch.deltas, batch.margins)))
+                                                                              batch.deltas, batch.deltas_ulps,
+                                                                              batch.margins)))
 
 
 def _merge(batches: list[_Batch]) -> _Batch:
     return _Batch(*([item for b in batches for item in getattr(b, name)] for name in ("rows", "outputs", "tensors",
-                                                                                        "deltas", "margins")))
+                                                                                        "deltas", "deltas_ulps",
+                                                                                        "margins")))
 
 
 @dataclass(frozen=True)
@@ -101,7 +105,7 @@ class _CheckChunk:
     def __call__(self, seeds) -> _Batch:
         # a swapped graph keeps no model: the seed's weights can go into one reused template (fast paths)
         rebuild = _rebuilder(self.pool.model) if self.fast_paths and self.pool.plan is not None else None
-        batch = _Batch([], [], [], [], [])
+        batch = _Batch([], [], [], [], [], [])
         for seed in seeds:
             built = rebuild(int(seed)) if rebuild else family.build_model(self.pool.model, int(seed))
             self.check(batch, int(seed), built, BuildPath.REBUILD if rebuild else BuildPath.BUILD)
@@ -117,6 +121,7 @@ class _CheckChunk:
         batch.margins.append(result.margin)
         if self.keep_deltas:
             batch.deltas.append(result.delta.numpy())
+            batch.deltas_ulps.append(result.delta_ulps.numpy())
 
 
 def _rebuilder(model: str) -> Rebuilder:
@@ -168,7 +173,7 @@ class _Warm:
             cases = [_case(key, self.exported[key]) for key in (SeedTask(task.model, task.shape_mode, s)
                                                                  for s in seeds)]
             chunk.pool = check_pool(task.model, task.shape_mode, chunk.fast_paths).prepare(*cases)
-            batch = _Batch([], [], [], [], [])
+            batch = _Batch([], [], [], [], [], [])
             for case in cases:
                 chunk.check(batch, case.seed, case.built, BuildPath.BUILD)
             out.append((chunk.pool, batch))
@@ -215,7 +220,7 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
     warm = sweep.map_chunks(_Warm({task: (first, chunk) for task, (_, first, chunk) in plans.items()}, exported),
                             list(plans), workers, 1, "first checks", progress_every, scheduler, shards,
                             combine=_flatten, unit="graphs")
-    pools, batches, deltas, replayed = {}, [], {}, []
+    pools, batches, deltas, deltas_ulps, replayed = {}, [], {}, {}, []
     for (task, (seeds, first, chunk)), (pool, warm_batch) in zip(plans.items(), warm, strict=True):
         model, mode = task.model, task.shape_mode
         pools[(model, mode)] = chunk.pool = pool
@@ -230,8 +235,9 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
         batches.append(batch)
         if chunk.keep_deltas:
             deltas[model] = np.concatenate(batch.deltas)
+            deltas_ulps[model] = np.concatenate(batch.deltas_ulps)
     joined = _merge(batches)
-    return Checks(check_table(joined.rows), _concat(joined.outputs), _concat(joined.tensors), deltas,
+    return Checks(check_table(joined.rows), _concat(joined.outputs), _concat(joined.tensors), deltas, deltas_ulps,
                   frame(joined.margins, MarginRow), pools, pd.DataFrame(replayed, columns=list(_REPLAY_COLUMNS)))
 
 
