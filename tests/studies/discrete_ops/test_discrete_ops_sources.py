@@ -109,3 +109,12 @@ def test_fallback_registry_needs_a_checkout_and_names_the_registry_as_the_source
     assert frame.loc["BitModel", "built by"].startswith(
         "the built-in registry, huggingface/transformers tests/models/bit")
     assert "fallback: no tester of the checkout lists it" in frame.loc["BitModel", "built by"]
+
+
+def test_with_a_checkout_the_registered_table_marks_the_skips_its_own_export_test_lists():
+    """The column agrees with the reason each verdict is set against (`sources.stated`): BertModel, which the
+    built-in skip list leaves compared, is skipped by this checkout's EXPORT_SKIPS."""
+    column = "skipped by the export test"
+    assert not sentences.registered(["BertModel"]).frame.set_index("class").loc["BertModel", column]
+    mine = sentences.registered(["BertModel"], CHECKOUT).frame.set_index("class")
+    assert mine.loc["BertModel", column]

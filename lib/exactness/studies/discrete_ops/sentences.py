@@ -49,15 +49,19 @@ def registered(models, checkout: str | sources.Checkout = "", graphs: pd.DataFra
     unbuilt = {} if graphs is None else {
         row.model: row.error for row in graphs.itertuples() if str(row.error).startswith("could not build")}
 
+    # the skip each verdict is set against (`sources.stated`): with a checkout, its export test's EXPORT_SKIPS
+    skipped = {name for name in [*class_registry.SUBJECTS, *ran]
+               if (sources.stated(name, checkout).reason if str(checkout) else v.stated_reason(name)[0])}
+
     def built_by(name: str) -> str:
         return f"not built: {unbuilt[name]}" if name in unbuilt else sources.source_of(name, checkout)
 
     rows = [{"class": name, "in this run": name in ran, "built by": built_by(name),
-             "skipped by the export test": bool(v.stated_reason(name)[0])}
+             "skipped by the export test": name in skipped}
             for name in class_registry.SUBJECTS]
     others = [name for name in ran if name not in class_registry.SUBJECTS]
     rows += [{"class": name, "in this run": True, "built by": built_by(name),
-              "skipped by the export test": bool(v.stated_reason(name)[0])} for name in others]
+              "skipped by the export test": name in skipped} for name in others]
     left = [name for name in class_registry.NAMES if name not in ran]
     registered_run = len(ran) - len(others)
     return Section(pd.DataFrame(rows),
