@@ -118,3 +118,11 @@ def test_with_a_checkout_the_registered_table_marks_the_skips_its_own_export_tes
     assert not sentences.registered(["BertModel"]).frame.set_index("class").loc["BertModel", column]
     mine = sentences.registered(["BertModel"], CHECKOUT).frame.set_index("class")
     assert mine.loc["BertModel", column]
+
+
+def test_a_registry_class_the_checkouts_skips_leave_out_is_compared_by_that_test():
+    from exactness.models import sources as model_sources
+
+    assert model_sources.stated("BitModel").reason  # the built-in skip list skips it
+    assert model_sources.stated("BitModel", CHECKOUT).reason == ""  # this checkout's EXPORT_SKIPS does not
+    assert model_sources.stated("BertModel", CHECKOUT).reason.startswith("The tiny config's pooler ties")
