@@ -172,7 +172,9 @@ class ClassTables:
 
 
 def values_evidence(outputs: pd.DataFrame, seeds: pd.DataFrame, failing: bool, checked: int) -> Values:
-    """What the outputs no flip reached show against float64."""
+    """What the outputs no flip reached show against float64 (unproven where no seed was checked: nothing was)."""
+    if not checked:
+        return Values(ValueState.UNPROVEN, 0, reference_note="no seed was checked against the other side")
     proven = outputs[outputs.floating.astype(bool) & ~outputs.reached_by_flip.astype(bool)] if len(outputs) \
         else outputs
     if len(proven) and proven.within_noise.isna().any():

@@ -146,3 +146,50 @@ def test_a_random_draw_claim_is_refuted_by_the_measured_cause_never_by_a_graph_t
     v = _verdict(_screen(model, 100, 1), _run(model, [1], [False]))
     assert v.cause is Cause.NEAR_TIE and v.reason_holds is False
     assert "measured: near-tie" in v.refutation and "no random op" not in v.refutation
+
+
+def test_a_class_with_no_check_is_undecided_never_said_never_to_flip():
+    screen = _screen(SEED_MODEL, 40_000, 0)  # no seed below the threshold: nothing compared
+    v = _verdict(screen, (pd.DataFrame(), pd.DataFrame(), pd.DataFrame()))
+    assert v.cause is Cause.UNDECIDED and v.evidence.undecided is Undecided.NO_REFERENCE
+    assert "remove the skip" not in v.action
+
+
+def test_a_seed_within_the_engines_reach_but_beyond_the_threshold_is_in_reach_and_unchecked_widens_the_rate():
+    screen = _screen(SEED_MODEL, 4000, 2)
+    screen.loc[10, ["min_gap", "smallest_gap_ulps"]] = [2e-4, 50.0]  # above the threshold, within 80 ulps
+    v = _verdict(screen, _run(SEED_MODEL, [1, 0], [False, True]))
+    assert v.candidates == 3 and v.checked_candidates == 2  # the engine's reach (4 x 20 ulps) takes seed 10 in
+    assert v.failures.worst_case and v.failures.high == pytest.approx(PER * 2 / 4000)
+
+
+def test_the_study_checks_the_seeds_beyond_its_threshold_that_the_engines_reach_takes_in():
+    from exactness.engine.rows import MarginRow, frame
+    from exactness.studies.near_tie import study
+
+    screen = pd.DataFrame({"model": SEED_MODEL, "seed": [0, 1, 2, 3], "min_gap": [1e-6, 5e-3, 2e-4, 1e-3],
+                           "smallest_gap_ulps": [8.0, 40.0, 70.0, 900.0]})
+    rows = [MarginRow(SEED_MODEL, "static", 0, "quantizer.argmax", "ArgMax", "argmax", "by name",
+                      match_verified=True, read_noise_ulps=20.0)]
+    assert study.in_reach_beyond(screen, {0}, rows) == [1, 2]  # within 4 x 20 ulps, smallest first; 900 is not
+    assert study.in_reach_beyond(screen.drop(columns="smallest_gap_ulps"), {0}, rows) == []
+    assert frame(rows, MarginRow).read_noise_ulps.tolist() == [20.0]
+
+
+def test_an_output_of_another_shape_reaches_the_engine_as_a_shape_defect_with_its_element_count():
+    import torch
+
+    from exactness.compare.per_output import per_output_report
+    from exactness.engine import verdicts
+    from exactness.studies.near_tie import check
+
+    eager = {"codevector_perplexity": torch.tensor(3.0), "projected_states": torch.zeros(2, 3)}
+    ort = {"codevector_perplexity": torch.tensor(3.0), "projected_states": torch.zeros(3, 2)}
+    labels = {"model": SEED_MODEL, "seed": 0, "shape_mode": "static"}
+    reference = {k: v.double() for k, v in eager.items()}
+    rows = check.engine_outputs(labels, ort, eager, None, reference, 1e-3, 1e-3)
+    table = check._with_engine_columns(per_output_report(ort, eager, 1e-3, 1e-3, labels), rows)
+    shaped = table.set_index("output").loc["projected_states"]
+    assert shaped.numel == 6 and not shaped.same_shape and shaped.rule_mismatched == 6
+    assert table.set_index("output").loc["codevector_perplexity"].within_noise
+    assert not verdicts.verify(table, ["codevector_perplexity", "projected_states"]).holds

@@ -29,22 +29,27 @@ def never_runs_proof(model: str) -> str:
 
 def class_verdicts(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, margins: pd.DataFrame,
                    threshold: float, immune: list[str] = (), threshold_ulps: float = 0.0,
-                   policy: RatePolicy | None = None) -> list[verdicts.ClassVerdict]:
-    """The engine's verdict per screened class (first shape mode), then one per class that never calls its
-    quantizer. `policy`: the rate a class must be bounded under to never flip (default: #50575's failure rate).
-    The reach is the engine's, from the class's own read noise."""
+                   policy: RatePolicy | None = None, shape_mode: str = "") -> list[verdicts.ClassVerdict]:
+    """The engine's verdict per screened class in `shape_mode` (default: the checks' first), then one per class
+    that never calls its quantizer. `policy`: the rate a class must be bounded under to never flip (default:
+    #50575's failure rate). The reach is the engine's, from the class's own read noise; a seed within it that was not
+    checked widens the rate to a worst case."""
     policy = policy or RatePolicy()
-    mode = str(checks.shape_mode.iloc[0]) if len(checks) else "static"
+    mode = shape_mode or (str(checks.shape_mode.iloc[0]) if len(checks) else "static")
     found = []
     for model in sorted(set(screen.model)) if len(screen) else []:
-        tables = engine_tables.class_tables(model, mode, screen, checks, outputs, margins, threshold, threshold_ulps)
-        reach = verdicts.reach_ulps(verdicts.noise_ulps(tables.margins, set(tables.ops.node)))
+        mine = margins[(margins.model == model) & (margins.shape_mode == mode)] if len(margins) else margins
+        reach = engine_tables.class_reach(mine)
+        tables = engine_tables.class_tables(model, mode, screen, checks, outputs, margins, threshold, threshold_ulps,
+                                            reach)
         found.append(verdicts.verdict(tables, policy, reach))
     return found + [verdicts.never_runs(model, mode, never_runs_proof(model)) for model in immune]
 
 
 def answers(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, margins: pd.DataFrame,
-            threshold: float, immune: list[str] = (), threshold_ulps: float = 0.0) -> list[Answer]:
+            threshold: float, immune: list[str] = (), threshold_ulps: float = 0.0,
+            shape_mode: str = "") -> list[Answer]:
     """One line per class screened, then one per class that never calls its quantizer."""
     return [engine_answers.answer(v, v.model) for v in class_verdicts(screen, checks, outputs, margins, threshold,
-                                                                        immune, threshold_ulps)]
+                                                                        immune, threshold_ulps,
+                                                                        shape_mode=shape_mode)]

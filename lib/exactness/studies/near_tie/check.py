@@ -206,7 +206,9 @@ def engine_outputs(labels: dict, ort: dict, eager: dict, forced: dict | None, re
 
 
 def _with_engine_columns(outputs: pd.DataFrame, rows: list[OutputRow]) -> pd.DataFrame:
-    """Our per-output table with the engine's columns it does not already have, joined on the output."""
+    """Our per-output table with the engine's columns, joined on the output; where both have one (`numel`), the
+    engine's, which it fills for an output of another shape too (ours is then NaN)."""
     engine = frame(rows, OutputRow)
-    keep = ["output"] + [c for c in engine.columns if c not in outputs.columns]
-    return outputs.merge(engine[keep], on="output", how="left") if len(outputs) else outputs
+    keep = ["output"] + [c for c in engine.columns if c not in outputs.columns or c == "numel"]
+    mine = outputs.drop(columns=["numel"], errors="ignore")
+    return mine.merge(engine[keep], on="output", how="left") if len(outputs) else outputs

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pandas as pd
 
 from exactness.engine.rows import OpRow, ScreenRow, SeedRow, frame
-from exactness.engine.verdicts import ClassTables
+from exactness.engine.verdicts import ClassTables, noise_ulps, reach_ulps
 from exactness.models import wav2vec2_family as family
 from exactness.studies.near_tie.check import QUANTIZER_NODE
 from exactness.studies.near_tie.scale import is_candidate
@@ -22,27 +22,36 @@ def _mine(table: pd.DataFrame, model: str, shape_mode: str) -> pd.DataFrame:
     return table[keep & (table.shape_mode == shape_mode)] if "shape_mode" in table else table[keep]
 
 
+def class_reach(margins: pd.DataFrame) -> float:
+    """The engine's reach for the quantizer's argmax (`engine.verdicts.reach_ulps`), in ulps, from the read noise a
+    class's checks measured (`margins`: its rows in one shape mode)."""
+    return reach_ulps(noise_ulps(margins, {QUANTIZER_NODE}))
+
+
 def quantizer_op(model: str, shape_mode: str) -> pd.DataFrame:
     """The family's one counted discrete op: the quantizer's argmax, which reaches the outputs that read a code."""
     return frame([OpRow(model, shape_mode, QUANTIZER_NODE, "ArgMax", "argmax", "quantizer", "aten::argmax", [],
                         list(family.CODE_OUTPUTS), True, True, True, "")], OpRow)
 
 
-def screen_rows(screen: pd.DataFrame, model: str, shape_mode: str, threshold: float,
-                threshold_ulps: float = 0.0) -> pd.DataFrame:
+def screen_rows(screen: pd.DataFrame, model: str, shape_mode: str, threshold: float, threshold_ulps: float = 0.0,
+                reach: float = 0.0) -> pd.DataFrame:
     """Each screened seed's smallest gap as the engine's screen row, `in_reach` where the quantizer's candidate rule
-    (`scale.is_candidate`) takes it. The screen's logits are the replayed draws' forward, finite by construction of
-    the gap (a non-finite row has none); the checks measure each candidate's finiteness again."""
+    (`scale.is_candidate`) takes it or its gap lies within the engine's `reach` (in ulps of the row's top logit), or
+    where its logits are not all finite (no gap: the check measures what it read)."""
     mine = screen[screen.model == model] if len(screen) else screen
     if not len(mine):
         return frame([], ScreenRow).assign(in_reach=pd.Series(dtype=bool))
-    ulps = mine.smallest_gap_ulps if "smallest_gap_ulps" in mine else mine.min_gap.where(mine.min_gap > 0, 0.0)
+    if "smallest_gap_ulps" not in mine:
+        raise ValueError("the engine reads the screen's smallest_gap_ulps column (screened by this version)")
+    nonfinite = mine.min_gap.isna()
     rows = pd.DataFrame({"model": model, "shape_mode": shape_mode, "seed": mine.seed.astype(int).to_numpy(),
                          "node": QUANTIZER_NODE, "decisions": 0, "min_margin": mine.min_gap.to_numpy(),
-                         "min_margin_ulps": ulps.where(mine.min_gap > 0, 0.0).to_numpy(),
-                         "exact_ties": (mine.min_gap == 0).astype(int).to_numpy(), "reads_nonfinite": 0,
-                         "recorder": "replayed draws"})
-    return rows.assign(in_reach=is_candidate(mine, threshold, threshold_ulps).to_numpy())
+                         "min_margin_ulps": mine.smallest_gap_ulps.where(mine.min_gap > 0, 0.0).to_numpy(),
+                         "exact_ties": (mine.min_gap == 0).astype(int).to_numpy(),
+                         "reads_nonfinite": nonfinite.astype(int).to_numpy(), "recorder": "replayed draws"})
+    near = is_candidate(mine, threshold, threshold_ulps) | (mine.smallest_gap_ulps <= reach) | nonfinite
+    return rows.assign(in_reach=near.to_numpy())
 
 
 def seed_rows(checks: pd.DataFrame) -> pd.DataFrame:
@@ -54,10 +63,11 @@ def seed_rows(checks: pd.DataFrame) -> pd.DataFrame:
 
 
 def class_tables(model: str, shape_mode: str, screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame,
-                 margins: pd.DataFrame, threshold: float, threshold_ulps: float = 0.0) -> ClassTables:
-    """One class's rows in one shape mode, as the engine's verdict reads them."""
+                 margins: pd.DataFrame, threshold: float, threshold_ulps: float = 0.0,
+                 reach: float = 0.0) -> ClassTables:
+    """One class's rows in one shape mode, as the engine's verdict reads them (`reach`: the engine's, in ulps)."""
     return ClassTables(pd.Series({"model": model, "shape_mode": shape_mode, "error": ""}),
                        quantizer_op(model, shape_mode),
-                       screen_rows(screen, model, shape_mode, threshold, threshold_ulps),
+                       screen_rows(screen, model, shape_mode, threshold, threshold_ulps, reach),
                        _mine(margins, model, shape_mode), _mine(outputs, model, shape_mode),
                        seed_rows(_mine(checks, model, shape_mode)), scanned=False)

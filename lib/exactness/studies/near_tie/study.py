@@ -18,7 +18,7 @@ from exactness.models.seed_rebuild import Rebuilder
 from exactness.runtimes import codevector_lookup, worker_state
 from exactness.runtimes.graph_pool import Case, GraphPool, export_case
 from exactness.runtimes.speedup_paths import BuildPath
-from exactness.studies.near_tie import check
+from exactness.studies.near_tie import check, engine_tables
 from exactness.studies.near_tie import row as near_tie_row
 from exactness.studies.near_tie import scale as near_tie_scale
 from exactness.studies.near_tie.row import CheckRow
@@ -221,6 +221,7 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
                             list(plans), workers, 1, "first checks", progress_every, scheduler, shards,
                             combine=_flatten, unit="graphs")
     pools, batches, deltas, deltas_ulps, replayed = {}, [], {}, {}, []
+    beyond: dict[str, list[int]] = {}
     for (task, (seeds, first, chunk)), (pool, warm_batch) in zip(plans.items(), warm, strict=True):
         model, mode = task.model, task.shape_mode
         pools[(model, mode)] = chunk.pool = pool
@@ -232,6 +233,14 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
         later = sweep.map_chunks(chunk, rest, 1 if local else workers, chunk_size, f"check {model} {mode}",
                                  progress_every, "" if local else scheduler, shards, combine=_merge)
         batch = _merge([warm_batch, later])
+        if model not in beyond:  # the first shape mode decides which seeds lie beyond the threshold but in reach
+            budget = max(max_checks - len(seeds), 0) if max_checks else None
+            beyond[model] = in_reach_beyond(screen[screen.model == model], set(seeds), batch.margins)[:budget]
+        if beyond[model]:
+            batch = _merge([batch, sweep.map_chunks(chunk, sorted(beyond[model]), 1 if local else workers,
+                                                    chunk_size, f"check {model} {mode} (within reach)",
+                                                    progress_every, "" if local else scheduler, shards,
+                                                    combine=_merge)])
         batches.append(batch)
         if chunk.keep_deltas:
             deltas[model] = np.concatenate(batch.deltas)
@@ -239,6 +248,17 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
     joined = _merge(batches)
     return Checks(check_table(joined.rows), _concat(joined.outputs), _concat(joined.tensors), deltas, deltas_ulps,
                   frame(joined.margins, MarginRow), pools, pd.DataFrame(replayed, columns=list(_REPLAY_COLUMNS)))
+
+
+def in_reach_beyond(screen: pd.DataFrame, checked: set[int], margins) -> list[int]:
+    """Seeds the threshold left out whose smallest gap is within the engine's reach of a tie (in ulps of the row's
+    top logit, the screen's `smallest_gap_ulps`), smallest first: rounding noise of the measured size could flip
+    them, so they are checked too rather than assumed not to flip."""
+    if not len(screen) or "smallest_gap_ulps" not in screen:
+        return []
+    reach = engine_tables.class_reach(frame(margins, MarginRow))
+    near = screen[(screen.smallest_gap_ulps <= reach) & ~screen.seed.isin(checked)]
+    return [int(s) for s in near.sort_values(["smallest_gap_ulps", "seed"]).seed]
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
