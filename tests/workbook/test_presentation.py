@@ -86,3 +86,13 @@ def test_quoted_markdown_is_rendered_in_the_columns_named_and_escaped_everywhere
     assert "<code>topk</code> over <em>tied</em> scores, 2 * 3 &lt;b&gt;" in page and "`" not in page
     plain = presentation.table_html(frame)
     assert "`topk`" in plain  # only where asked: a column of names is never read as Markdown
+
+
+def test_a_folded_class_table_shows_every_class_before_the_fold():
+    frame = pd.DataFrame({"model": ["A"] * 20 + ["B"] * 2, "seed": range(22)})
+    html_text = presentation.table_html(frame, {"model": "class", "seed": "seed"}, max_rows=12)
+    shown, folded = html_text.split("<details>")
+    assert ">B<" in shown and shown.count("<tr>") == 1 + 12  # the header, then 12 rows: A's first ten and B's two
+    assert "10 more rows" in folded and ">B<" not in folded
+    plain = presentation.table_html(frame.rename(columns={"model": "name"}), max_rows=12)
+    assert ">B<" not in plain.split("<details>")[0]  # without a class column, the first rows as they come

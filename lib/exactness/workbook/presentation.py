@@ -13,6 +13,7 @@ import math
 import numbers
 import re
 
+import numpy as np
 import pandas as pd
 
 from exactness.workbook.wording import plural  # noqa: F401  (the one plural; studies import it from here too)
@@ -126,6 +127,19 @@ def _rows_html(frame: pd.DataFrame, digits: int, plain: list[bool], markdown: li
     return "".join(rows)
 
 
+def _visible(shown: pd.DataFrame, max_rows: int) -> np.ndarray:
+    """The rows shown before the fold: the first `max_rows`, except that a table with a "class" column shows the
+    first rows of every class it lists (as many each as fit, at least one), so no class is only in the folded part."""
+    keep = np.arange(len(shown)) < max_rows
+    if keep.all() or "class" not in shown.columns:
+        return keep
+    rank = shown.groupby("class", sort=False).cumcount().to_numpy()
+    keep = rank < max(1, max_rows // shown["class"].nunique())
+    for i in np.flatnonzero(~keep)[: max(max_rows - int(keep.sum()), 0)]:  # fill up to max_rows, in order
+        keep[i] = True
+    return keep
+
+
 def table_html(frame: pd.DataFrame, columns: dict[str, str] | list[str] | None = None, digits: int = 3,
                caption: str = "", full: str | None = None, max_rows: int = 12, markdown: list[str] = ()) -> str:
     """A table for people: `columns` picks (and, as a dict, renames) at most MAX_COLUMNS columns; rows past
@@ -147,12 +161,13 @@ def table_html(frame: pd.DataFrame, columns: dict[str, str] | list[str] | None =
     head = "".join(f"<th{'' if num else _TEXT}>{html.escape(str(c))}</th>"
                    for c, num in zip(shown.columns, numeric, strict=True))
     md = [original in markdown for original in names]
-    first = _rows_html(shown[:max_rows], digits, plain, md)
+    visible = _visible(shown, max_rows)
+    first = _rows_html(shown[visible], digits, plain, md)
     body = f"<table class=\"exactness-table\"><thead><tr>{head}</tr></thead><tbody>{first}</tbody></table>"
-    if len(shown) > max_rows:
+    if not visible.all():
         rest = (f"<table class=\"exactness-table\"><thead><tr>{head}</tr></thead>"
-                f"<tbody>{_rows_html(shown[max_rows:], digits, plain, md)}</tbody></table>")
-        body += f"<details><summary>{plural(len(shown) - max_rows, 'more row')}</summary>{rest}</details>"
+                f"<tbody>{_rows_html(shown[~visible], digits, plain, md)}</tbody></table>")
+        body += f"<details><summary>{plural(int((~visible).sum()), 'more row')}</summary>{rest}</details>"
     notes = [html.escape(caption)] if caption else []
     if full:
         notes.append(f"Full table ({plural(len(frame), 'row')}, {plural(len(frame.columns), 'column')}): "

@@ -223,9 +223,10 @@ def calibration_sentence(prediction: pd.DataFrame, reasons: pd.DataFrame | None 
                        f"{count(scale)} seeds per class; this run is not one.")
     missed = judged[~judged.within_target]
     if not len(missed):
-        return text + (f" Predicted per {count(scale)} from the first seeds, every class lies within a factor "
-                       f"{TARGET_FACTOR:g} of the measured count: target met.")
+        return text + (f" Predicted from the first seeds, every class's count on {count(scale)} seeds lies within a "
+                       f"factor {TARGET_FACTOR:g} of the measured one: target met.")
     why = f" Why: {reasons_sentence(reasons, missed.model)}." if reasons is not None and len(reasons) else ""
     return text + (" Target missed: " + "; ".join(
-        f"{r.model} predicted {significant(r.failures_per_scale)}, measured {significant(r.measured_per_scale)} per "
-        f"{count(scale)} (a factor {significant(r.factor)})" for r in missed.itertuples()) + "." + why)
+        f"{r.model} fails {one_in(r.failures_per_scale / scale)} predicted, {one_in(r.measured_per_scale / scale)} "
+        f"measured on {count(scale)} seeds (a factor {significant(r.factor)})" for r in missed.itertuples())
+        + "." + why)
