@@ -172,3 +172,12 @@ def test_each_rows_gap_noise_is_also_kept_in_ulps_of_its_own_top_logit(tmp_path)
     spacing = logits[moved] / ulps[moved]  # one float32 ulp of the row's top logit: a power of two
     assert np.all(np.log2(spacing) == np.round(np.log2(spacing)))
     assert 2.0 ** -30 < spacing.min() and spacing.max() < 2.0 ** -15  # top logits between 2^-7 and 2^8
+
+
+@pytest.mark.slow
+def test_seeds_beyond_the_threshold_but_within_the_engines_reach_are_checked_too(tmp_path):
+    screen = pd.DataFrame({"model": MODEL, "seed": [3, 8, 20, 21], "min_gap": [4e-6, 1e-6, 5e-5, 1e-2],
+                           "smallest_gap_ulps": [30.0, 8.0, 12.0, 1e5]})
+    result = near_tie.run_checks(screen, 1.5e-5, ["static"], what_if_checks=0, cache=str(tmp_path))
+    # 20 lies above the threshold but within the reach (at least 16 ulps); 21 lies far beyond both
+    assert sorted(result.checks.seed) == [3, 8, 20] and sorted(result.margins.seed) == [3, 8, 20]

@@ -233,14 +233,22 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
         later = sweep.map_chunks(chunk, rest, 1 if local else workers, chunk_size, f"check {model} {mode}",
                                  progress_every, "" if local else scheduler, shards, combine=_merge)
         batch = _merge([warm_batch, later])
-        if model not in beyond:  # the first shape mode decides which seeds lie beyond the threshold but in reach
-            budget = max(max_checks - len(seeds), 0) if max_checks else None
-            beyond[model] = in_reach_beyond(screen[screen.model == model], set(seeds), batch.margins)[:budget]
-        if beyond[model]:
-            batch = _merge([batch, sweep.map_chunks(chunk, sorted(beyond[model]), 1 if local else workers,
-                                                    chunk_size, f"check {model} {mode} (within reach)",
-                                                    progress_every, "" if local else scheduler, shards,
-                                                    combine=_merge)])
+        run = dict(workers=1 if local else workers, chunk_size=chunk_size, label=f"check {model} {mode} (within reach)",
+                   progress_every=progress_every, scheduler="" if local else scheduler, shards=shards)
+        if model not in beyond:
+            # the first shape mode decides which seeds lie beyond the threshold but within the engine's reach; each
+            # check may measure more noise, so the reach is taken again until no unchecked seed lies within it
+            beyond[model], budget = [], (max(max_checks - len(seeds), 0) if max_checks else None)
+            for _ in range(MAX_REACH_ROUNDS):
+                left = None if budget is None else budget - len(beyond[model])
+                more = in_reach_beyond(screen[screen.model == model], set(seeds) | set(beyond[model]),
+                                       batch.margins)[:left]
+                if not more:
+                    break
+                beyond[model] += more
+                batch = _merge([batch, _check_seeds(chunk, more, **run)])
+        elif beyond[model]:
+            batch = _merge([batch, _check_seeds(chunk, beyond[model], **run)])
         batches.append(batch)
         if chunk.keep_deltas:
             deltas[model] = np.concatenate(batch.deltas)
@@ -248,6 +256,15 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
     joined = _merge(batches)
     return Checks(check_table(joined.rows), _concat(joined.outputs), _concat(joined.tensors), deltas, deltas_ulps,
                   frame(joined.margins, MarginRow), pools, pd.DataFrame(replayed, columns=list(_REPLAY_COLUMNS)))
+
+
+def _check_seeds(chunk: _CheckChunk, seeds: list[int], *, workers: int, chunk_size: int, label: str,
+                 progress_every: float, scheduler: str, shards) -> _Batch:
+    return sweep.map_chunks(chunk, sorted(seeds), workers, chunk_size, label, progress_every, scheduler, shards,
+                            combine=_merge)
+
+
+MAX_REACH_ROUNDS = 4  # the reach grows with the noise each round measures; a few rounds settle it (else: said)
 
 
 def in_reach_beyond(screen: pd.DataFrame, checked: set[int], margins) -> list[int]:
