@@ -41,7 +41,7 @@ def test_html_shows_each_verdict_word_and_escapes_the_claims():
 
 
 def test_rate_text_is_the_one_rate_shape_and_none_is_a_bound():
-    assert findings.rate_text(0, 2000) == "no failures in 2,000 seeds: at most 1 in 520 (95% bound)"
+    assert findings.rate_text(0, 2000) == "no failures in 2,000 seeds: at most 1 in 670 (95% bound)"
     assert findings.rate_text(15, 40000).startswith("failures 1 in 2,700 (95% 1 in ")
     assert findings.rate_text(15, 40000).endswith("; 15 of 40,000 seeds)")
     assert "inf" not in findings.rate_text(0, 1) and findings.one_in(0.0) == "none"

@@ -14,7 +14,7 @@ def test_a_rate_is_one_in_n_with_its_interval_and_count():
 
 
 def test_none_is_a_bound_and_says_so():
-    assert wording.rate(0, 8) == "none in 8 seeds: at most 1 in 3.1 (95% bound)"
+    assert wording.rate(0, 8) == "none in 8 seeds: at most 1 in 3.2 (95% bound)"  # one-sided: 1 - 0.05 ** (1 / 8)
     assert wording.rate(0, 2000, high=0.01, low=0.0, point=0.0, worst_case=True, checked=150) == \
         "none in 150 checked of 2,000 seeds: at most 1 in 100 (worst-case bound)"
 

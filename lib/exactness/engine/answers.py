@@ -17,8 +17,8 @@ def rate_words(estimate: v.Estimate | None) -> str:
     seeds that could fail were left unchecked, the count is of the checked ones and the upper end a worst case."""
     if estimate is None or not estimate.seeds:
         return "not measured"
-    if estimate.per == 0 and estimate.exact:
-        return wording.bound(v.RatePolicy().upper_bound(estimate.seeds), estimate.seeds)
+    if estimate.exact:  # a plain k of n: its interval (and a none's bound) is the one every rate of k of n has
+        return wording.rate(estimate.observed, estimate.seeds)
     return wording.rate(estimate.observed, estimate.seeds, low=estimate.low / v.PER, high=estimate.high / v.PER,
                         point=estimate.per / v.PER, worst_case=estimate.worst_case,
                         checked=None if estimate.exact else estimate.checked)

@@ -158,11 +158,16 @@ def span(low: float, high: float, joiner: str = " to ") -> str:
 
 def rate_text(k: int, n: int, what: str = "failures", per: str = "seeds") -> str:
     """'failures 1 in 670 (95% 1 in 2,700 to 1 in 230; 3 of 2,000 seeds)', 'no failures in 2,000 seeds: at
-    most 1 in 520 (95% bound)': `wording.rate`, named."""
-    unit = per.removesuffix("s")
-    if not k:
-        return f"no {what} in {wording.rate(0, n, unit).removeprefix('none in ')}"
-    return f"{what} {wording.rate(k, n, unit)}"
+    most 1 in 670 (95% bound)': `wording.rate`, named."""
+    return named(wording.rate(k, n, per.removesuffix("s")), what)
+
+
+def named(rate_words: str, what: str = "failures") -> str:
+    """A rate in the one shape (`wording.rate`) named by what it counts: 'failures 1 in 670 (...)', 'no failures in
+    2,000 seeds: at most ...'."""
+    if rate_words.startswith("none in "):
+        return f"no {what} in {rate_words.removeprefix('none in ')}"
+    return f"{what} {rate_words}"
 
 
 def rate_verdict(k: int, n: int, seed_k: int, seed_n: int, source: str = "the investigation") -> tuple[str, str]:

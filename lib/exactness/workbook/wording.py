@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from exactness.compare.rates import wilson_interval
+from exactness.compare.rates import RatePolicy, wilson_interval
 
 
 def count(n: float) -> str:
@@ -77,9 +77,12 @@ def rate(events: int, seeds: int, unit: str = "seed", low: float | None = None, 
          point: float | None = None, worst_case: bool = False, checked: int | None = None) -> str:
     """The one shape of a rate: '1 in 1,000 (95% 1 in 3,600 to 1 in 270; 2 of 2,000 seeds)'. `low`, `high`
     and `point` (per seed) where the rate is not a plain k of n (a screen's strata, `checked` of the seeds
-    checked); else Wilson's interval. None at all is a bound (`bound`)."""
+    checked); else Wilson's interval. None at all is a bound (`bound`): the one-sided 95% bound every verdict
+    decides by (`RatePolicy.upper_bound`), so one count of none in N seeds has one bound on every page."""
     if not seeds:
         return "not measured"
+    if not events and high is None:
+        return bound(RatePolicy().upper_bound(seeds), seeds, unit, checked)
     if low is None or high is None:
         low, high = wilson_interval(events, seeds)
     if point is None:

@@ -193,3 +193,31 @@ def test_an_output_of_another_shape_reaches_the_engine_as_a_shape_defect_with_it
     assert shaped.numel == 6 and not shaped.same_shape and shaped.rule_mismatched == 6
     assert table.set_index("output").loc["codevector_perplexity"].within_noise
     assert not verdicts.verify(table, ["codevector_perplexity", "projected_states"]).holds
+
+
+def test_the_rates_table_states_the_answers_rate_over_the_seeds_within_reach():
+    from exactness.studies.near_tie.rate import buckets
+
+    screen, run = _screen(SEED_MODEL, 4000, 4), _run(SEED_MODEL, [1, 1, 1, 0], [False, False, True, True])
+    (row,) = buckets(screen, *run, threshold=1e-4).itertuples()
+    (line,) = answers.answers(screen, *run, threshold=1e-4)
+    assert (row.screened, row.candidates, row.checked, row.flipped, row.failed, row.flipped_but_passed) == \
+        (4000, 4, 4, 3, 2, 1)
+    assert row.rate == line.rate and row.failure_rate == pytest.approx(2 / 4000) and row.one_in == 2000
+    # a capped check: the table's rate is the answer's worst-case range, never a lower bound said as a rate
+    capped = tuple(t[t.seed < 2] if "seed" in t else t for t in run)
+    (row,) = buckets(_screen(SEED_MODEL, 200, 4), *capped, threshold=1e-4).itertuples()
+    (line,) = answers.answers(_screen(SEED_MODEL, 200, 4), *capped, threshold=1e-4)
+    assert row.rate == line.rate and "worst case" in row.rate and (row.candidates, row.checked) == (4, 2)
+
+
+def test_none_in_n_seeds_has_one_bound_on_every_page():
+    """The answer's none, the rates table's and a finding's: the one-sided 95% bound verdicts decide by."""
+    from exactness.workbook import wording
+    from exactness.workbook.findings import rate_text
+
+    bound = wording.one_in(RatePolicy().upper_bound(200))
+    assert bound == "1 in 67"
+    assert wording.rate(0, 200) == f"none in 200 seeds: at most {bound} (95% bound)"
+    assert rate_text(0, 200) == f"no failures in 200 seeds: at most {bound} (95% bound)"
+    assert answers.engine_answers.rate_words(estimate(0, 3, 3, 200)) == wording.rate(0, 200)

@@ -4,7 +4,7 @@ import pytest
 
 from exactness.compare.rates import wilson_interval
 from exactness.studies.near_tie import prediction
-from exactness.studies.near_tie.rate import buckets, flip_probability
+from exactness.studies.near_tie.rate import flip_probability
 
 
 def test_wilson_interval_known_values():
@@ -27,13 +27,6 @@ def _tables():
     return screen, checks
 
 
-def test_buckets_count_like_the_seed():
-    screen, checks = _tables()
-    row = buckets(screen, checks, 1e-5).iloc[0]
-    assert (row.screened, row.below_threshold, row.checked, row.flipped, row.failed) == (4, 2, 2, 1, 1)
-    assert row.exact_ties_failed == 1 and row.one_in == 4
-
-
 def test_the_one_prediction_sums_flip_probabilities():
     screen, checks = _tables()
     deltas = {"m": np.array([-2e-6, -5e-7, 0.0, 5e-7])}  # two checked seeds' rows, two each
@@ -47,7 +40,8 @@ def test_seed_buckets_carry_the_seed_figures_in_our_columns():
     from exactness.studies.near_tie.rate import seed_buckets
 
     row = seed_buckets().iloc[0]
-    assert (row.screened, row.below_threshold, row.failed, row.flipped) == (40000, 273, 15, 17)
+    assert (row.screened, row.candidates, row.failed, row.flipped) == (40000, 273, 15, 17)
+    assert row.rate == "1 in 2,700 (95% 1 in 4,400 to 1 in 1,600; 15 of 40,000 seeds)"
     assert row.one_in == pytest.approx(2666.7, rel=1e-3)
 
 
@@ -70,13 +64,12 @@ def test_flip_curve_puts_each_checked_seed_on_its_predicted_probability():
     assert flip_curve(checks, {}).empty  # no noise law measured: no curve
 
 
-def test_candidates_in_ulps_replace_the_absolute_threshold_in_counts_and_summary():
+def test_candidates_in_ulps_replace_the_absolute_threshold_in_the_summary():
     from exactness.studies.near_tie.rate import screen_summary
 
-    screen, checks = _tables()
+    screen, _ = _tables()
     screen = screen.assign(smallest_gap_ulps=[0.0, 50.0, 3.0, 1e5])
-    assert buckets(screen, checks, 1e-5).iloc[0].below_threshold == 2
-    assert buckets(screen, checks, 1e-5, threshold_ulps=10).iloc[0].below_threshold == 2  # seeds 0 and 2
-    assert buckets(screen, checks, 1e-5, threshold_ulps=100).iloc[0].below_threshold == 3
+    assert screen_summary(screen, 1e-5).iloc[0].candidates == 2
+    assert screen_summary(screen, 1e-5, threshold_ulps=10).iloc[0].candidates == 2  # seeds 0 and 2
     row = screen_summary(screen, 1e-5, threshold_ulps=100).iloc[0]
     assert row.candidates == 3 and row.gap_ulps_median == pytest.approx(26.5)

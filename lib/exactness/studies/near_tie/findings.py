@@ -19,7 +19,7 @@ from exactness.studies.near_tie import scale as near_tie_scale
 from exactness.studies.near_tie import ties as near_tie_ties
 from exactness.studies.near_tie.planted import DefectTally, size_words
 from exactness.workbook import wording
-from exactness.workbook.findings import Finding, count, one_in, rate_text, rate_verdict, significant
+from exactness.workbook.findings import Finding, count, named, one_in, rate_verdict, significant
 from exactness.workbook.presentation import plural
 
 SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
@@ -82,10 +82,10 @@ def class_finding(model: str, checks: pd.DataFrame, rates: pd.DataFrame) -> Find
     cause = failure_causes(mode_checks).iloc[0]
     rate = _first_mode(rates, model)
     failed, screened = int(rate.failed), int(rate.screened)
-    ours = rate_text(failed, screened)
-    partial = int(rate.checked) < int(rate.below_threshold)
-    capped = (f" (only {count(rate.checked)} of {count(rate.below_threshold)} candidates checked: the rate is a lower "
-              "bound)" if partial else "")
+    ours = named(rate.rate)  # the engine's estimate, as the answer table states it (`rate.buckets`)
+    partial = int(rate.checked) < int(rate.candidates)
+    capped = (f" (only {count(rate.checked)} of the {count(rate.candidates)} seeds within reach checked)"
+              if partial else "")
     claim = f"{model} ({rate.shape_mode} export): {_cause_words(cause)}; {ours}{capped}."
     unexplained = cause.failures - cause.flipped_near_tie
     if model != SEED_MODEL:
@@ -97,7 +97,7 @@ def class_finding(model: str, checks: pd.DataFrame, rates: pd.DataFrame) -> Find
     ours = f"{ours}; {expected}"  # a zero is shown with what the investigation's rate expected
     if partial and not unexplained:
         return Finding(claim, ours, "not comparable", source=seed, evidence="failure causes and rates tables",
-                       why=f"only {count(rate.checked)} of {count(rate.below_threshold)} candidates checked "
+                       why=f"only {count(rate.checked)} of the {count(rate.candidates)} seeds within reach checked "
                            "(max_checks)")
     if unexplained:
         return Finding(claim, ours, "differs", source=seed, evidence="failure causes and rates tables",
@@ -111,8 +111,7 @@ def other_classes_finding(models: list[str], checks: pd.DataFrame, rates: pd.Dat
     """The classes the investigation did not measure, in one record (ours only)."""
     parts = [class_finding(m, checks, rates).claim.rstrip(".") for m in models]
     parts += [f"{m} never calls its quantizer in eval forward (no argmax, no flip possible)" for m in immune]
-    ours = "; ".join(rate_text(int(_first_mode(rates, m).failed), int(_first_mode(rates, m).screened))
-                     for m in models) or "no argmax to flip"
+    ours = "; ".join(named(_first_mode(rates, m).rate) for m in models) or "no argmax to flip"
     return Finding("Classes the investigation did not measure: " + "; ".join(parts) + ".", ours, "new",
                    evidence="failure causes and rates tables")
 

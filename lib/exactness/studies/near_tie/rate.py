@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from exactness.compare.rates import PER, estimate
+from exactness.compare.rates import PER
 from exactness.studies.near_tie.scale import is_candidate
 
 
@@ -42,42 +42,44 @@ class Tally:
                    int((flipped & column("usage_unchanged")).sum()))
 
 
-def buckets(screen: pd.DataFrame, checks: pd.DataFrame, threshold: float, threshold_ulps: float = 0.0) -> pd.DataFrame:
-    """Per model and shape mode: screened, candidates (`near_tie_scale.is_candidate`), checked, flipped, failed,
-    flipped but passed."""
+def buckets(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, margins: pd.DataFrame,
+            threshold: float, threshold_ulps: float = 0.0) -> pd.DataFrame:
+    """Per model and shape mode: screened, candidates (the seeds within the engine's reach, `engine_tables`),
+    checked, flipped, failed, flipped but passed, and the failure rate: the engine's estimate, the one the answer
+    table states (`near_tie.answers`), with its words in `rate`."""
+    from exactness.engine.answers import rate_words
+    from exactness.studies.near_tie.answers import class_verdicts
+
     rows = []
-    for (model, mode), group in checks.groupby(["model", "shape_mode"]) if len(checks) else []:
-        screened = screen[screen.model == model]
-        below = is_candidate(screened, threshold, threshold_ulps)
-        tally = Tally.of(group)
-        failed = tally.failed
-        # the one estimate (`compare.rates.estimate`): Wilson's interval when every candidate was checked, a range
-        # up to every unchecked candidate when `max_checks` capped them
-        e = estimate(failed, tally.checks, int(below.sum()), len(screened))
-        rows.append({
-            "model": model, "shape_mode": mode, "screened": len(screened),
-            "below_threshold": int(below.sum()), "checked": tally.checks,
-            "flipped": tally.flipped, "failed": failed,
-            "flipped_but_passed": tally.flipped_but_passed,
-            "exact_ties_failed": tally.exact_ties_failed,
-            "failure_rate": e.per / PER, "rate_low": e.low / PER, "rate_high": e.high / PER,
-            "one_in": PER / e.per if e.per else float("inf"),
-        })
+    for mode, in_mode in checks.groupby("shape_mode", sort=False) if len(checks) else []:
+        found = {v.model: v for v in class_verdicts(screen, checks, outputs, margins, threshold,
+                                                    threshold_ulps=threshold_ulps, shape_mode=mode)}
+        for model, group in in_mode.groupby("model"):
+            tally, v = Tally.of(group), found[model]
+            e = v.failures
+            rows.append({
+                "model": model, "shape_mode": mode, "screened": v.screened, "candidates": v.candidates,
+                "checked": tally.checks, "flipped": tally.flipped, "failed": tally.failed,
+                "flipped_but_passed": tally.flipped_but_passed, "exact_ties_failed": tally.exact_ties_failed,
+                "failure_rate": e.per / PER, "rate_low": e.low / PER, "rate_high": e.high / PER,
+                "one_in": PER / e.per if e.per else float("inf"), "rate": rate_words(e),
+            })
     return pd.DataFrame(rows)
 
 
 def seed_buckets() -> pd.DataFrame:
     """transformers #50575's bucket table (section 5), labelled, in the columns of `buckets` (to set beside ours)."""
     from exactness import published
+    from exactness.workbook import wording
 
     screened, failed = int(published.value("seeds_screened")), int(published.value("failures"))
     return pd.DataFrame([{
         "model": "transformers #50575 (Wav2Vec2ConformerForPreTraining, CPU)", "screened": screened,
-        "below_threshold": int(published.value("candidates")), "checked": int(published.value("candidates")),
+        "candidates": int(published.value("candidates")), "checked": int(published.value("candidates")),
         "flipped": int(published.value("flips")), "failed": failed,
         "flipped_but_passed": int(published.value("flips_passing")),
         "exact_ties_failed": int(published.value("exact_ties")), "failure_rate": published.value("failure_rate"),
-        "one_in": screened / failed}])
+        "one_in": screened / failed, "rate": wording.rate(failed, screened)}])
 
 
 def flip_probability(gaps: np.ndarray, deltas: np.ndarray) -> np.ndarray:

@@ -88,14 +88,11 @@ def replay_sentence(replayed: pd.DataFrame) -> str:
 
 def rates_beside_seed(rates: pd.DataFrame) -> pd.DataFrame:
     """Our rates per class, the investigation's last, each with its interval in words."""
-    beside = pd.concat([rates, near_tie_rate.seed_buckets()], ignore_index=True)
-    beside["rate"] = [findings.rate_text(int(r.failed), int(r.screened)) for r in beside.itertuples()]
-    return beside
+    return pd.concat([rates, near_tie_rate.seed_buckets()], ignore_index=True)
 
 
 def rate_sentence(rates: pd.DataFrame, replays_example: bool, seed_start: int, n_seeds: int) -> str:
-    ours = "; ".join(f"{r.model} ({r.shape_mode}): {findings.rate_text(int(r.failed), int(r.screened))}"
-                     for r in rates.itertuples())
+    ours = "; ".join(f"{r.model} ({r.shape_mode}): {findings.named(r.rate)}" for r in rates.itertuples())
     recipe = "(the same recipe as ours: the replay above rebuilds its example seed), " if replays_example else ""
     last = seed_start + n_seeds - 1
     return (f"{ours}. The investigation measured {findings.one_in(published.value('failure_rate'))} on "
