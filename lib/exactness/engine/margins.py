@@ -151,7 +151,8 @@ def finite_decisions(category: str, read: list, selection: Selection | None = No
 def read_noise_ulps(category: str, eager_read: list, ort_read: list, selection: Selection | None = None) -> float:
     """How far ORT's copy of what the op read is from eager's, in the margins' own unit: per decision, the
     largest |eager - ORT| among the values it weighs (a selection's row; a comparison's difference of its two
-    sides; a rounding's value) over 1 float32 ulp of that decision's scale; the largest over decisions. A
+    sides; a rounding's value) over 1 float32 ulp of that decision's scale (the margin's own: `Margins.scale`);
+    the largest over decisions. A
     margin below it can flip. Decisions whose values are all zero in eager are left out (no scale). NaN where
     the two reads differ in size."""
     if category in ("argmax", "argmin", "topk"):
@@ -159,7 +160,9 @@ def read_noise_ulps(category: str, eager_read: list, ort_read: list, selection: 
         if eager.size != ort.size or not eager.size:
             return float("nan")
         rows_e, rows_o = _rows(eager, selection.axis), _rows(ort.reshape(eager.shape), selection.axis)
-        diff, scale = np.abs(rows_e - rows_o).max(axis=1), np.abs(rows_e).max(axis=1)
+        # in the unit of the decision's margin: ulps at the magnitude of the values it chooses between (a row's
+        # largest magnitude elsewhere, a large negative logit, would shrink the noise against that margin)
+        diff, scale = np.abs(rows_e - rows_o).max(axis=1), selection_margins(eager, selection).scale
     elif category == "compare":
         sides = [np.broadcast_arrays(*(np.asarray(x, np.float64) for x in read[:2])) for read in (eager_read, ort_read)]
         if sides[0][0].size != sides[1][0].size:

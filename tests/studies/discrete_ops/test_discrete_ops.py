@@ -169,6 +169,17 @@ def test_margins_of_each_kind():
     assert margins.flipped("topk", np.array([[0, 1], [2, 3]]), np.array([[0, 1], [3, 2]]), order) == 1
 
 
+def test_read_noise_is_in_the_unit_of_the_margin_it_is_set_against():
+    """An argmax row whose largest magnitude is a far-off negative logit: the noise is counted in ulps of the two
+    values the argmax chooses between, as its margin is, not of -1000 (512x coarser)."""
+    eager = np.array([[1.0, 1.0 - 2 ** -20, -1000.0]])
+    ort = eager + np.array([[2 ** -22, 0.0, 0.0]])
+    sel = margins.Selection(-1, 1)
+    found = margins.margins("argmax", "ArgMax", [eager], sel)
+    assert found.ulps[0] == pytest.approx(8.0)  # 2**-20 over float32's ulp at 1.0 (2**-23)
+    assert margins.read_noise_ulps("argmax", [eager], [ort], sel) == pytest.approx(2.0)  # 2**-22 over 2**-23
+
+
 def test_inputs_are_drawn_in_the_testers_order_and_repeat_per_seed():
     name = "XLMForQuestionAnswering"
     first, again = class_registry.inputs(name, 3), class_registry.inputs(name, 3)
