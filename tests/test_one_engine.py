@@ -22,6 +22,8 @@ ONCE = {"verdict": ENGINE / "verdicts.py", "find_defect": ENGINE / "verdicts.py"
         "pair_cause": ENGINE / "verdicts.py", "pair_noise": ENGINE / "verdicts.py",
         "compare_output": ENGINE / "outputs.py", "compare_forced": ENGINE / "outputs.py",
         "fill_reads": ENGINE / "margins.py", "fill_flips": ENGINE / "margins.py",
+        "candidates": ENGINE / "candidates.py", "in_reach": ENGINE / "candidates.py",
+        "smallest_margins": ENGINE / "candidates.py",
         "estimate": LIB / "compare" / "rates.py", "wilson_interval": LIB / "compare" / "rates.py"}
 
 

@@ -12,10 +12,11 @@ import torch
 from exactness.compare.export_rule import export_test_rule
 from exactness.compare.rates import wilson_interval
 from exactness.engine import answers as engine_answers
+from exactness.engine import candidates as engine_candidates
 from exactness.engine import outputs as engine_outputs
 from exactness.engine import verdicts
 from exactness.engine.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
-from exactness.studies.discrete_ops import check, figures, findings, sentences, study
+from exactness.studies.discrete_ops import check, figures, findings, sentences
 from exactness.studies.discrete_ops.study import Result
 
 MODEL = "XLMForQuestionAnswering"
@@ -155,9 +156,12 @@ def test_candidates_sample_exact_ties_in_seed_order_and_take_the_rest_smallest_m
             (7, float("nan"), 2), (8, 0.0, 0)]
     screen = pd.DataFrame([{"seed": s, "min_margin_ulps": m, "reads_nonfinite": n} for s, m, n in rows])
     # reach 16: seeds 6 is beyond; ties 0 2 3 5 8, others 4 1 and the non-finite 7 (first)
-    assert study.candidates(screen, 16.0, exclude={0}, cap=10, tie_checks=3) == [1, 2, 3, 4, 7]
-    assert study.candidates(screen, 16.0, exclude={0}, cap=3, tie_checks=3) == [2, 3, 7]
-    assert study.candidates(screen, 16.0, exclude=set(), cap=10, tie_checks=0) == [1, 4, 7]
+    assert engine_candidates.candidates(screen, 16.0, exclude={0}, cap=10, tie_checks=3) == [1, 2, 3, 4, 7]
+    assert engine_candidates.candidates(screen, 16.0, exclude={0}, cap=3, tie_checks=3) == [2, 3, 7]
+    assert engine_candidates.candidates(screen, 16.0, exclude=set(), cap=10, tie_checks=0) == [1, 4, 7]
+    assert engine_candidates.candidates(screen, 16.0, exclude={0}) == [1, 2, 3, 4, 5, 7, 8]  # no cap: every one
+    assert engine_candidates.in_reach(screen, 16.0) == {0: True, 1: True, 2: True, 3: True, 4: True, 5: True,
+                                                        6: False, 7: True, 8: True}
 
 
 def test_a_flip_among_values_that_are_not_finite_is_a_defect_not_a_tie():

@@ -172,6 +172,7 @@ def test_the_study_checks_the_seeds_beyond_its_threshold_that_the_engines_reach_
     rows = [MarginRow(SEED_MODEL, "static", 0, "quantizer.argmax", "ArgMax", "argmax", "by name",
                       match_verified=True, read_noise_ulps=20.0)]
     assert study.in_reach_beyond(screen, {0}, rows) == [1, 2]  # within 4 x 20 ulps, smallest first; 900 is not
+    assert study.in_reach_beyond(screen, {0}, rows, cap=1) == [1]  # a budget takes the smallest gaps first
     assert study.in_reach_beyond(screen.drop(columns="smallest_gap_ulps"), {0}, rows) == []
     assert frame(rows, MarginRow).read_noise_ulps.tolist() == [20.0]
 

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from exactness.compare.export_rule import Rule
+from exactness.engine import candidates as engine_candidates
 from exactness.engine import verdicts as verdicts_of
 from exactness.engine.rows import (
     ClassTask,
@@ -328,32 +329,6 @@ def _joined(parts: list[dict[str, pd.DataFrame]]) -> dict[str, pd.DataFrame]:
     return {name: pd.concat([p[name] for p in parts], ignore_index=True) for name in ("margins", "outputs", "seeds")}
 
 
-def _smallest_margins(screen: pd.DataFrame) -> pd.DataFrame:
-    """Per seed: the smallest margin in ulps over the counted ops, and whether any reads a non-finite value."""
-    if not len(screen):
-        return pd.DataFrame(columns=["seed", "min_margin_ulps", "nonfinite"])
-    return screen.groupby("seed", as_index=False).agg(min_margin_ulps=("min_margin_ulps", "min"),
-                                                      nonfinite=("reads_nonfinite", "max"))
-
-
-def candidates(screen: pd.DataFrame, reach: float, exclude: set[int], cap: int, tie_checks: int) -> list[int]:
-    """Seeds whose smallest margin is within `reach` ulps of a tie or whose op reads a non-finite value, at most
-    `cap`, leaving out `exclude` (already checked). Exact ties are a stratum of their own, sampled in seed order
-    up to `tie_checks` checks (`exclude` included): a seed's number says nothing of whether it flips, so the
-    sample's rate is the stratum's (`compare.rates.estimate`). The others follow, smallest margins first (non-finite
-    reads first of all)."""
-    per_seed = _smallest_margins(screen)
-    inside = per_seed[(per_seed.min_margin_ulps <= reach) | (per_seed.nonfinite > 0)]
-    tie = inside.seed.isin(verdicts_of.tie_seeds(screen))  # the verdict's strata are the same seeds
-    ties = inside[tie].sort_values("seed")
-    taken = int(ties.seed.isin(exclude).sum())
-    sampled = [int(s) for s in ties.seed[~ties.seed.isin(exclude)].head(max(tie_checks - taken, 0))]
-    rest = inside[~tie & ~inside.seed.isin(exclude)].assign(finite=lambda t: t.nonfinite == 0)
-    rest = rest.sort_values(["finite", "min_margin_ulps", "seed"], na_position="first")
-    others = [int(s) for s in rest.seed]
-    return sorted((others[:max(cap - len(sampled), 0)] + sampled)[:max(cap, 0)])
-
-
 class Phase(enum.Enum):
     CALIBRATION = "calibration"
     SCREEN = "screen"
@@ -470,7 +445,7 @@ def _chosen(task: ClassTask, cg: check.ClassGraph, seeds: list[int], settings: S
         f" ({tapped:,} recording only the counted ops' calls, the rest every op)" if tapped < n_seeds else
         " (only the counted ops' calls recorded; each chunk's first seed checked against a full recording)")
     budget = (settings.max_fresh_exports if cg.plan is None else settings.max_checks) - len(first)
-    return candidates(screen, reach, first, budget, TIE_CHECKS)
+    return engine_candidates.candidates(screen, reach, first, budget, TIE_CHECKS)
 
 
 def _sweep(graphs: dict, graph_rows: list, tasks: list, seeds: list[int], settings: Settings, workers: int,
@@ -519,7 +494,9 @@ def _sweep(graphs: dict, graph_rows: list, tasks: list, seeds: list[int], settin
         if not settings.fast_paths:
             screen = screen_from_checks(checks[task], task, _counted_nodes(graphs[task]))
         reach = reaches[task]
-        screens[task] = screen.assign(in_reach=screen.seed.map(_in_reach(screen, reach))) if len(screen) else screen
+        if len(screen):
+            screen = screen.assign(in_reach=screen.seed.map(engine_candidates.in_reach(screen, reach)))
+        screens[task] = screen
     return [t for task in graphs for t in checks[task]], [s for s in screens.values() if s is not None], reaches
 
 
@@ -556,12 +533,6 @@ def run(models, seed_start: int, n_seeds: int, shape_modes, workers: int = 1, sc
     graphs_table = frame(graph_rows, GraphRow)
     found = decide(graphs_table, ops, screen, tables, reaches, settings, graphs)
     return Result(graphs_table, ops, screen, tables["margins"], tables["outputs"], tables["seeds"], found[1], found[0])
-
-
-def _in_reach(screen: pd.DataFrame, reach: float) -> dict[int, bool]:
-    per_seed = _smallest_margins(screen)
-    inside = (per_seed.min_margin_ulps <= reach) | (per_seed.nonfinite > 0)
-    return dict(zip(per_seed.seed.astype(int), inside.astype(bool), strict=True))
 
 
 def screen_from_checks(checks: list[dict], task: ClassTask, counted_nodes: set[str]) -> pd.DataFrame:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from exactness.engine import candidates
 from exactness.engine.rows import OpRow, ScreenRow, SeedRow, frame
 from exactness.engine.verdicts import ClassTables, noise_ulps, reach_ulps
 from exactness.models import wav2vec2_family as family
@@ -50,8 +51,8 @@ def screen_rows(screen: pd.DataFrame, model: str, shape_mode: str, threshold: fl
                          "min_margin_ulps": mine.smallest_gap_ulps.where(mine.min_gap > 0, 0.0).to_numpy(),
                          "exact_ties": (mine.min_gap == 0).astype(int).to_numpy(),
                          "reads_nonfinite": nonfinite.astype(int).to_numpy(), "recorder": "replayed draws"})
-    near = is_candidate(mine, threshold, threshold_ulps) | (mine.smallest_gap_ulps <= reach) | nonfinite
-    return rows.assign(in_reach=near.to_numpy())
+    reached = rows.seed.map(candidates.in_reach(rows, reach)).to_numpy()  # the engine's rule, as every study's
+    return rows.assign(in_reach=is_candidate(mine, threshold, threshold_ulps).to_numpy() | reached)
 
 
 def seed_rows(checks: pd.DataFrame) -> pd.DataFrame:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from exactness import published
+from exactness.engine import candidates as engine_candidates
 from exactness.engine.rows import MarginRow, frame
 from exactness.models import wav2vec2_family as family
 from exactness.models.names import ClassTask
@@ -242,7 +243,7 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
             for _ in range(MAX_REACH_ROUNDS):
                 left = None if budget is None else budget - len(beyond[model])
                 more = in_reach_beyond(screen[screen.model == model], set(seeds) | set(beyond[model]),
-                                       batch.margins)[:left]
+                                       batch.margins, cap=left)
                 if not more:
                     break
                 beyond[model] += more
@@ -267,15 +268,16 @@ def _check_seeds(chunk: _CheckChunk, seeds: list[int], *, workers: int, chunk_si
 MAX_REACH_ROUNDS = 4  # the reach grows with the noise each round measures; a few rounds settle it (else: said)
 
 
-def in_reach_beyond(screen: pd.DataFrame, checked: set[int], margins) -> list[int]:
+def in_reach_beyond(screen: pd.DataFrame, checked: set[int], margins, cap: int | None = None) -> list[int]:
     """Seeds the threshold left out whose smallest gap is within the engine's reach of a tie (in ulps of the row's
-    top logit, the screen's `smallest_gap_ulps`), smallest first: rounding noise of the measured size could flip
-    them, so they are checked too rather than assumed not to flip."""
+    top logit, the screen's `smallest_gap_ulps`) or whose logits are not all finite, chosen by the engine's rule
+    (`engine.candidates`): rounding noise of the measured size could flip them, so they are checked too rather than
+    assumed not to flip. `cap`: at most this many, the smallest gaps first."""
     if not len(screen) or "smallest_gap_ulps" not in screen:
         return []
     reach = engine_tables.class_reach(frame(margins, MarginRow))
-    near = screen[(screen.smallest_gap_ulps <= reach) & ~screen.seed.isin(checked)]
-    return [int(s) for s in near.sort_values(["smallest_gap_ulps", "seed"]).seed]
+    rows = engine_tables.screen_rows(screen, str(screen.model.iloc[0]), "", threshold=0.0, reach=reach)
+    return engine_candidates.candidates(rows, reach, exclude=checked, cap=cap)
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
