@@ -111,4 +111,7 @@ class Evidence:
     skipped: bool = False  # the export test skips the class (it has a skip to remove)
     never_runs: str = ""  # what shows that the class's forward never calls its discrete op
     remedy: str = ""  # a defect's localization's words (`localize`)
+    # a tie-aware comparison measured on the class: True where it passed every check and caught every required
+    # planted defect, False where it missed one, None where no study measured it (then it is not offered)
+    tie_aware: bool | None = None
     where: str = ""

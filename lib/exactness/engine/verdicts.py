@@ -169,6 +169,7 @@ class ClassTables:
     # `ops` is a scan of the class's whole graph (so an op it lacks is absent); False where a study names only
     # the ops it checks, which can refute no claim about other ops
     scanned: bool = True
+    tie_aware: bool | None = None  # a tie-aware comparison's measured verdict (`evidence.Evidence.tie_aware`)
 
 
 def values_evidence(outputs: pd.DataFrame, seeds: pd.DataFrame, failing: bool, checked: int) -> Values:
@@ -362,7 +363,7 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
                 compare, exclude = [o for o in outputs if o not in reached], sorted(reached)
                 if not unchecked:
                     common["seeds_needed"] = policy.seeds_needed()
-    evidence = Evidence(**ev)
+    evidence = Evidence(**ev, tie_aware=t.tie_aware)
     result = ClassVerdict(model, mode, cause, words.proof(cause, evidence), words.action(cause, evidence, compare,
                                                                                          exclude),
                           compare, exclude, where if cause is Cause.DEFECT else "", evidence=evidence, **common)

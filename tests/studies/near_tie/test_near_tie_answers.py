@@ -67,8 +67,24 @@ def test_flipped_near_ties_are_a_near_tie_with_the_rate_from_the_one_estimate_an
     assert v.failures == estimate(2, 4, 4, 4000)
     (line,) = answers.answers(_screen(SEED_MODEL, 4000, 4), *run, threshold=1e-4)
     assert line.rate.endswith("; 2 of 4,000 seeds)") and line.flips.endswith("; 3 of 4,000 seeds)")
-    assert line.action == ("compare projected_states; exclude codevector_perplexity, projected_quantized_states "
-                           "(or compare them tie-aware)")
+    assert line.action == "compare projected_states; exclude codevector_perplexity, projected_quantized_states"
+
+
+def test_a_tie_aware_comparison_is_offered_only_where_it_was_measured_to_keep_value_checks():
+    screen, (checks, outputs, margins) = _screen(SEED_MODEL, 4000, 4), _run(SEED_MODEL, [1, 1, 1, 0],
+                                                                           [False, False, True, True])
+    defects = pd.DataFrame({"model": SEED_MODEL, "required": [True, True], "caught_by_tie_aware": [True, True],
+                            "caught_by_test_rule": [True, False]})
+    judged = checks.assign(tie_aware_passed=True)
+    (kept,) = answers.answers(screen, judged, outputs, margins, threshold=1e-4, defects=defects)
+    assert kept.action.endswith("(or compare them tie-aware: measured here to pass every check and catch every "
+                                "planted defect)")
+    missed = defects.assign(caught_by_tie_aware=[True, False])  # 1 of 2 required defects caught
+    failed = judged.assign(tie_aware_passed=[True, False, True, True])  # one check it does not pass
+    other = defects.assign(model="UniSpeechForPreTraining")  # another class's defects say nothing of this one
+    for c, d in ((judged, missed), (failed, defects), (judged, other), (checks, defects)):
+        (line,) = answers.answers(screen, c, outputs, margins, threshold=1e-4, defects=d)
+        assert line.action == "compare projected_states; exclude codevector_perplexity, projected_quantized_states"
 
 
 def test_every_flip_on_an_exact_tie_is_an_exact_tie_and_a_flip_beyond_the_noise_is_a_defect():

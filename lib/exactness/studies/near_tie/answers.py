@@ -29,11 +29,13 @@ def never_runs_proof(model: str) -> str:
 
 def class_verdicts(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, margins: pd.DataFrame,
                    threshold: float, immune: list[str] = (), threshold_ulps: float = 0.0,
-                   policy: RatePolicy | None = None, shape_mode: str = "") -> list[verdicts.ClassVerdict]:
+                   policy: RatePolicy | None = None, shape_mode: str = "",
+                   defects: pd.DataFrame | None = None) -> list[verdicts.ClassVerdict]:
     """The engine's verdict per screened class in `shape_mode` (default: the checks' first), then one per class
     that never calls its quantizer. `policy`: the rate a class must be bounded under to never flip (default:
     #50575's failure rate). The reach is the engine's, from the class's own read noise; a seed within it that was not
-    checked widens the rate to a worst case."""
+    checked widens the rate to a worst case. `defects`: the planted defects, so that a tie-aware comparison is
+    offered only where it was measured to keep value checks."""
     policy = policy or RatePolicy()
     mode = shape_mode or (str(checks.shape_mode.iloc[0]) if len(checks) else "static")
     found = []
@@ -41,15 +43,15 @@ def class_verdicts(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataF
         mine = margins[(margins.model == model) & (margins.shape_mode == mode)] if len(margins) else margins
         reach = engine_tables.class_reach(mine)
         tables = engine_tables.class_tables(model, mode, screen, checks, outputs, margins, threshold, threshold_ulps,
-                                            reach)
+                                            reach, defects)
         found.append(verdicts.verdict(tables, policy, reach))
     return found + [verdicts.never_runs(model, mode, never_runs_proof(model)) for model in immune]
 
 
 def answers(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, margins: pd.DataFrame,
             threshold: float, immune: list[str] = (), threshold_ulps: float = 0.0,
-            shape_mode: str = "") -> list[Answer]:
+            shape_mode: str = "", defects: pd.DataFrame | None = None) -> list[Answer]:
     """One line per class screened, then one per class that never calls its quantizer."""
     return [engine_answers.answer(v, v.model) for v in class_verdicts(screen, checks, outputs, margins, threshold,
                                                                         immune, threshold_ulps,
-                                                                        shape_mode=shape_mode)]
+                                                                        shape_mode=shape_mode, defects=defects)]

@@ -13,6 +13,7 @@ from exactness.engine.rows import OpRow, ScreenRow, SeedRow, frame
 from exactness.engine.verdicts import ClassTables, noise_ulps, reach_ulps
 from exactness.models import wav2vec2_family as family
 from exactness.studies.near_tie.check import QUANTIZER_NODE
+from exactness.studies.near_tie.planted import DefectTally
 from exactness.studies.near_tie.scale import is_candidate
 
 
@@ -63,12 +64,24 @@ def seed_rows(checks: pd.DataFrame) -> pd.DataFrame:
                   for r in checks.itertuples()], SeedRow)
 
 
+def tie_aware_keeps(checks: pd.DataFrame, defects: pd.DataFrame | None) -> bool | None:
+    """Whether the study's tie-aware comparison keeps value checks on one class's rows: it passed every check and
+    caught every required planted defect (`planted.DefectTally.keeps`); None where it was not measured (no judged
+    check or no planted defect)."""
+    if defects is None or not len(defects) or not len(checks) or "tie_aware_passed" not in checks:
+        return None
+    return bool(checks.tie_aware_passed.astype(bool).all()) and DefectTally.of(defects).keeps
+
+
 def class_tables(model: str, shape_mode: str, screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame,
                  margins: pd.DataFrame, threshold: float, threshold_ulps: float = 0.0,
-                 reach: float = 0.0) -> ClassTables:
-    """One class's rows in one shape mode, as the engine's verdict reads them (`reach`: the engine's, in ulps)."""
+                 reach: float = 0.0, defects: pd.DataFrame | None = None) -> ClassTables:
+    """One class's rows in one shape mode, as the engine's verdict reads them (`reach`: the engine's, in ulps;
+    `defects`: the planted defects' table, for the tie-aware comparison's measured verdict)."""
+    mine = _mine(checks, model, shape_mode)
+    planted = defects[defects.model == model] if defects is not None and len(defects) else None
     return ClassTables(pd.Series({"model": model, "shape_mode": shape_mode, "error": ""}),
                        quantizer_op(model, shape_mode),
                        screen_rows(screen, model, shape_mode, threshold, threshold_ulps, reach),
                        _mine(margins, model, shape_mode), _mine(outputs, model, shape_mode),
-                       seed_rows(_mine(checks, model, shape_mode)), scanned=False)
+                       seed_rows(mine), scanned=False, tie_aware=tie_aware_keeps(mine, planted))
