@@ -206,6 +206,23 @@ def test_the_rule_from_counts_is_the_export_tests_rule(actual, expected):
     assert verdicts.rule_passes(frame(rows, OutputRow)) == bool(export_test_rule(actual, expected))
 
 
+def test_counts_taken_at_a_rules_tolerances_judge_as_the_rule_applied_to_the_tensors():
+    """A checkout's rule widens the tolerances where an output is half precision: counted at `rule.tolerances` (as
+    the discrete-ops check counts), the rule from counts is the rule applied; counted at the test's own, it is not."""
+    from exactness.compare.export_rule import Rule
+
+    rule = Rule("newer", half_tolerance=1e-2)
+    expected = {"a": torch.tensor([1.0] * 100, dtype=torch.float16)}
+    actual = {"a": torch.tensor([1.0] * 90 + [1.005] * 10, dtype=torch.float16)}  # 10% off by 5e-3
+    applied = bool(rule.applied(actual, expected, 1e-3, 1e-3))
+    judged = []
+    for atol, rtol in (rule.tolerances(expected, 1e-3, 1e-3), (1e-3, 1e-3)):
+        row = OutputRow(MODEL, "static", 0, "a", True, True)
+        engine_outputs.compare_output(row, actual["a"].numpy(), expected["a"], None, atol, rtol)
+        judged.append(verdicts.rule_passes(frame([row], OutputRow), rule))
+    assert applied and judged == [True, False]
+
+
 def test_a_planted_defect_after_a_forgiven_output_is_not_caught():
     rows = frame([_output(0, output="a", rule_mismatched=2), _output(0, output="b")], OutputRow)
     assert not verdicts.planted_defect_caught(rows, "b")  # the rule stops at a, forgives it, never compares b

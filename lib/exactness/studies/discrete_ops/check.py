@@ -339,12 +339,15 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
     reference, reference_note = _float64_reference(built, inputs, records, fast)
     pairs = [(name, eager_name(name, eager)) for name in cg.outputs]
     pairs = [(graph, mine) for graph, mine in pairs if mine is not None and graph in produced]
+    # each output counted at the tolerances the judging rule compares at (a checkout's rule widens them where an
+    # output is half precision), so that the rule judged from these counts is the rule applied to the tensors
+    count_atol, count_rtol = judging.tolerances({g: eager[m] for g, m in pairs}, atol, rtol)
     out_rows = []
     for graph_output, mine in pairs:
         row = OutputRow(task.model, task.shape_mode, seed, graph_output, eager[mine].is_floating_point(), True,
                         reached_by_flip=graph_output in flipped_outputs, reached_by_draw=graph_output in drawn_outputs)
         compare_output(row, produced[graph_output], eager[mine],
-                       reference.get(mine) if reference is not None else None, atol, rtol)
+                       reference.get(mine) if reference is not None else None, count_atol, count_rtol)
         out_rows.append(row)
     if force:  # eager again, with ORT's choices at every op that flipped
         forced_raw, forced_records = discrete_recorder.record(built, inputs, force=force,
@@ -355,7 +358,7 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
         for row, (graph_output, mine) in zip(out_rows, pairs, strict=True):
             if not row.reached_by_flip or mine not in forced or not row.same_shape:
                 continue
-            compare_forced(row, produced[graph_output], forced[mine], atol, rtol)
+            compare_forced(row, produced[graph_output], forced[mine], count_atol, count_rtol)
     rule = judging.applied({g: torch.from_numpy(np.asarray(produced[g])).to(eager[m].dtype) for g, m in pairs},
                            {g: eager[m] for g, m in pairs}, atol=atol, rtol=rtol) if pairs else None
     seed_row = SeedRow(task.model, task.shape_mode, seed, phase,
