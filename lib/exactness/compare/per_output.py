@@ -1,10 +1,9 @@
-"""Every output compared on its own, in absolute, relative and ulp terms: what the first-failure rule
-never shows."""
+"""One tensor compared on its own, in absolute, relative and ulp terms: a module output of the intermediates
+table (a model output's comparison is the engine's `OutputRow`)."""
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 import torch
 
 from exactness.compare.export_rule import OutputCount
@@ -75,15 +74,3 @@ def linear_quantiles(values: np.ndarray, qs, cap: int = 1 << 16) -> list[float]:
         out.append(float(high - step * (1 - fraction)) if fraction >= 0.5 else float(low + step * fraction))
     return out
 
-
-def per_output_report(actual: dict[str, torch.Tensor], expected: dict[str, torch.Tensor],
-                      atol: float = 1e-3, rtol: float = 1e-3, labels: dict | None = None) -> pd.DataFrame:
-    """One row per expected output; `labels`: columns of the same value on every row, last (cheaper than
-    `DataFrame.assign` afterwards, which costs milliseconds per call with pandas' string columns)."""
-    rows = []
-    for name in sorted(expected):
-        row = {"output": name}
-        row.update(tensor_difference(actual[name], expected[name], atol, rtol) if name in actual
-                   else {"missing": True})
-        rows.append({**row, **(labels or {})})
-    return pd.DataFrame(rows)

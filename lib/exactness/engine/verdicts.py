@@ -38,15 +38,13 @@ from exactness.engine.evidence import (
     Values,
     ValueState,
 )
-from exactness.engine.outputs import PLANTS
+from exactness.engine.outputs import PLANTS, rule_count
 from exactness.models import class_registry
 
 
 def rule_passes(rows: pd.DataFrame, rule: export_rule.Rule = export_rule.BUILT_IN) -> bool:
     """The export test's rule (`rule`: the built-in replica, or a checkout's) over these output rows' counts."""
-    return rule.judge(export_rule.OutputCount(
-        row.output, int(row.numel), int(row.rule_mismatched), bool(row.zero_dim),
-        bool(row.same_shape and getattr(row, "same_dtype", True))) for row in rows.itertuples()).passed
+    return rule.judge(rule_count(row) for row in rows.itertuples()).passed
 
 
 def planted_defect_caught(rows: pd.DataFrame, output: str, column: str = "",

@@ -6,13 +6,15 @@ import math
 
 import pandas as pd
 import pytest
+import torch
 
+from exactness.compare import export_rule
 from exactness.models import wav2vec2_family as family
 from exactness.runtimes import weight_swap
 from exactness.runtimes.graph_pool import Case, GraphPool
 from exactness.runtimes.speedup_paths import BuildPath
 from exactness.studies.near_tie import study as near_tie
-from exactness.studies.near_tie.check import check_seed
+from exactness.studies.near_tie.check import check_seed, engine_outputs, output_table
 from exactness.studies.near_tie.row import PATH_COLUMNS
 
 MODEL = "Wav2Vec2ConformerForPreTraining"
@@ -34,6 +36,27 @@ def _paths(check) -> tuple:
 
 def _without_paths(check) -> dict:
     return {k: v for k, v in check.row.record().items() if k not in PATH_COLUMNS["checks"]}
+
+
+def test_the_outputs_table_has_one_row_per_output_passing_alone_by_the_export_tests_rule():
+    """Planted: a scalar off (no allowance), 3% of elements off (forgiven), 10% off (fails), an exact output and
+    integer codes 1% off (forgiven, as `assert_close` counts integers too)."""
+    eager = {"perplexity": torch.tensor(1.0), "forgiven": torch.zeros(100), "failing": torch.zeros(100),
+             "exact": torch.ones(100), "codes": torch.arange(100)}
+    ort = {"perplexity": torch.tensor(1.5), "forgiven": torch.zeros(100).index_fill(0, torch.arange(3), 1.0),
+           "failing": torch.zeros(100).index_fill(0, torch.arange(10), 1.0), "exact": torch.ones(100),
+           "codes": torch.arange(100).index_fill(0, torch.tensor([7]), 0)}
+    labels = {"model": MODEL, "seed": 0, "shape_mode": "static"}
+    table = output_table(engine_outputs(labels, ort, eager, None, None, 1e-3, 1e-3)).set_index("output")
+    assert list(table.index) == sorted(eager)  # one row per output, in the order the export test walks them
+    alone = {name: export_rule.export_test_rule({name: ort[name]}, {name: eager[name]}, 1e-3, 1e-3).passed
+             for name in eager}
+    assert table.passes_alone.to_dict() == alone == {"codes": True, "exact": True, "failing": False,
+                                                     "forgiven": True, "perplexity": False}
+    assert table.rule_mismatched.to_dict() == {"codes": 1, "exact": 0, "failing": 10, "forgiven": 3, "perplexity": 1}
+    assert table.max_abs_diff.to_dict() == {"codes": 7.0, "exact": 0.0, "failing": 1.0, "forgiven": 1.0,
+                                            "perplexity": 0.5}
+    assert output_table([]).columns[-1] == "passes_alone" and output_table([]).passes_alone.dtype == bool
 
 
 @pytest.mark.slow

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from exactness.compare.export_rule import BUILT_IN, OutputCount, Rule
+from exactness.engine.outputs import rule_count
 from exactness.models import checkout_rule, real_test, sources
 from exactness.studies.discrete_ops.sentences import Section, plural
 
@@ -26,8 +27,7 @@ def rule_of(checkout: str | sources.Checkout = "") -> Judged:
 
 
 def _counts(rows: pd.DataFrame) -> list[OutputCount]:
-    return [OutputCount(r.output, int(r.numel), int(r.rule_mismatched), bool(r.zero_dim),
-                        bool(r.same_shape and r.same_dtype)) for r in rows.itertuples()]
+    return [rule_count(r) for r in rows.itertuples()]
 
 
 def per_seed(outputs: pd.DataFrame, rule: Rule) -> pd.DataFrame:

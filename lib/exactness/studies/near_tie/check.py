@@ -13,10 +13,9 @@ import torch
 from exactness.compare import export_rule
 from exactness.compare.intermediates import intermediate_table
 from exactness.compare.near_tie import flipped_rows, needed_rtol, tie_aware_compare, top_two
-from exactness.compare.per_output import per_output_report
 from exactness.compare.ulp import ulp
 from exactness.engine import margins as margins_of
-from exactness.engine.outputs import compare_forced, compare_output
+from exactness.engine.outputs import compare_forced, compare_output, passes_alone
 from exactness.engine.rows import MarginRow, OutputRow, frame
 from exactness.models import wav2vec2_family as family
 from exactness.runtimes import codevector_lookup, eager_capture, worker_state
@@ -38,7 +37,7 @@ from exactness.studies.near_tie.row import (
 @dataclass
 class Check:
     row: CheckRow
-    outputs: pd.DataFrame  # one row per model output: ours, then the engine's (`engine.rows.OutputRow`) columns
+    outputs: pd.DataFrame  # one row per model output: the engine's `OutputRow` columns, then `passes_alone`
     tensors: pd.DataFrame  # one row per intermediate tensor
     delta: torch.Tensor  # per argmax row, ORT's move of eager's top-1 minus top-2 difference (`_gap_noise`)
     delta_ulps: torch.Tensor  # the same move in ulps of the row's top logit (the gaps' unit, `Gaps.gap_ulps`)
@@ -89,9 +88,7 @@ def check_seed(pool: GraphPool, seed: int, *, atol: float = 1e-3, rtol: float = 
     # the noise bound is only known once every check is in: keep the margins, judge later (near_tie.tie_aware)
     tie_aware = tie_aware_compare(eager_logits, ort_codes, aligned, ort_outputs, float("inf"), atol, rtol)
     labels = {"model": model, "seed": seed, "shape_mode": pool.shape_mode}
-    outputs = per_output_report(ort_outputs, eager.outputs, atol, rtol, labels)
     compared = engine_outputs(labels, ort_outputs, eager.outputs, aligned if flips else None, reference, atol, rtol)
-    outputs = _with_engine_columns(outputs, compared)
     # the engine's test of a flip's explanation: every output it reaches agrees within its noise bound once ORT's
     # codes are forced on eager (None without a flip)
     explained = all(bool(r.explained_by_flip) for r in compared if r.reached_by_flip) if flips else None
@@ -110,19 +107,14 @@ def check_seed(pool: GraphPool, seed: int, *, atol: float = 1e-3, rtol: float = 
         noise=NoiseFacts(float((ort_logits - eager_logits).abs().max()), float(delta.abs().max())),
         what_if=_if_min_row_flipped(built, inputs, eager, gaps, atol, run_eager) if what_if else WhatIf(),
         min_row=MinRow(gaps.min_row, _ort_gap(ort_logits, gaps, gaps.min_row)),
-        max_abs_diff=_max_abs_diffs(outputs))
+        max_abs_diff={r.output: r.max_abs_diff for r in compared})
     everything, everything_graph = produced, graph
     if all_tensors and pool.exposed is not None:  # every module's output: another run, exposing all of them
         full, _ = pool.runner(seed, built, inputs, defect, all_values=True, **options)
         everything, everything_graph = full.run(inputs), full.graph
     tensors = intermediate_table(eager.modules, everything, everything_graph.intermediates, named, all_tensors,
                                  labels)
-    return Check(row, outputs, tensors, delta, delta / ulp(gaps.top1).double(), margin)
-
-
-def _max_abs_diffs(outputs: pd.DataFrame) -> dict[str, float]:
-    differences = outputs["max_abs_diff"] if "max_abs_diff" in outputs else [float("nan")] * len(outputs)
-    return dict(zip(outputs["output"], differences, strict=True))
+    return Check(row, output_table(compared), tensors, delta, delta / ulp(gaps.top1).double(), margin)
 
 
 def _gap_noise(eager_logits: torch.Tensor, ort_logits: torch.Tensor, gaps) -> torch.Tensor:
@@ -190,9 +182,9 @@ def engine_outputs(labels: dict, ort: dict, eager: dict, forced: dict | None, re
                    atol: float, rtol: float) -> list[OutputRow]:
     """Each output as the engine compares it (`engine.outputs`): against eager by the test's count, both against
     float64, planted defects, and after a flip eager with ORT's codes forced against ORT. A flip reaches the
-    outputs that read a code (`CODE_OUTPUTS`)."""
+    outputs that read a code (`CODE_OUTPUTS`). In sorted order, as the export test walks them."""
     rows = []
-    for name, expected in eager.items():
+    for name, expected in sorted(eager.items()):
         if name not in ort:
             continue
         row = OutputRow(labels["model"], labels["shape_mode"], labels["seed"], name, expected.is_floating_point(),
@@ -205,10 +197,7 @@ def engine_outputs(labels: dict, ort: dict, eager: dict, forced: dict | None, re
     return rows
 
 
-def _with_engine_columns(outputs: pd.DataFrame, rows: list[OutputRow]) -> pd.DataFrame:
-    """Our per-output table with the engine's columns, joined on the output; where both have one (`numel`), the
-    engine's, which it fills for an output of another shape too (ours is then NaN)."""
-    engine = frame(rows, OutputRow)
-    keep = ["output"] + [c for c in engine.columns if c not in outputs.columns or c == "numel"]
-    mine = outputs.drop(columns=["numel"], errors="ignore")
-    return mine.merge(engine[keep], on="output", how="left") if len(outputs) else outputs
+def output_table(rows: list[OutputRow]) -> pd.DataFrame:
+    """The engine's rows with `passes_alone`: what the export test's rule says of each output on its own, which the
+    first-failure rule never shows."""
+    return frame(rows, OutputRow).assign(passes_alone=pd.Series([passes_alone(r) for r in rows], dtype=bool))
