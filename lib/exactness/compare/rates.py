@@ -81,7 +81,7 @@ def estimate(k_in: int, checked_in: int, size_in: int, total: int,
     Beyond reach an event needs a sample of its own (`outside`: events and checks among the calibration seeds
     there, for failures no flip explains), else none happens there (the screen's premise: no flip beyond the
     noise's reach). When every seed where an event can happen was checked, the count is exact and the interval
-    is Wilson's for a rate seen k times in `total`."""
+    is Wilson's for a rate seen k times in `total` (for none, the one-sided 95% bound `RatePolicy.upper_bound`)."""
     k_s, n_s, size_s = sampled
     if n_s >= size_s:  # the sample is the whole stratum: its count is exact, like a stratum checked whole
         k_in, checked_in, size_in, k_s, n_s, size_s = k_in + k_s, checked_in + n_s, size_in + size_s, 0, 0, 0
@@ -90,6 +90,8 @@ def estimate(k_in: int, checked_in: int, size_in: int, total: int,
         return Estimate(float("nan"), float("nan"), float("nan"), 0, 0, 0, False)
     if unchecked <= 0 and outside is None and not size_s:
         low, high = wilson_interval(k_in, total)
+        if not k_in:  # none seen: the one bound a count of none has on every page (`RatePolicy`), not Wilson's end
+            high = RatePolicy().upper_bound(total)
         return Estimate(PER * k_in / total, PER * low, PER * high, k_in, checked_in, total, True)
     point = k_in + (unchecked * k_in / checked_in if checked_in else 0.0)
     low, high = float(k_in), float(k_in + max(unchecked, 0))

@@ -148,21 +148,32 @@ def finite_decisions(category: str, read: list, selection: Selection | None = No
     return np.isfinite(x.astype(np.float64)).ravel()
 
 
+def _first(rows: np.ndarray, selection: Selection) -> np.ndarray:
+    """Per row, the positions of the k + 1 values a selection ranks first (in no particular order)."""
+    keys = -rows if selection.largest else rows
+    kept = min(selection.k + 1, rows.shape[1])
+    if kept >= rows.shape[1]:
+        return np.broadcast_to(np.arange(rows.shape[1]), rows.shape)
+    return np.argpartition(keys, kept - 1, axis=1)[:, :kept]
+
+
 def read_noise_ulps(category: str, eager_read: list, ort_read: list, selection: Selection | None = None) -> float:
     """How far ORT's copy of what the op read is from eager's, in the margins' own unit: per decision, the
-    largest |eager - ORT| among the values it weighs (a selection's row; a comparison's difference of its two
-    sides; a rounding's value) over 1 float32 ulp of that decision's scale (the margin's own: `Margins.scale`);
-    the largest over decisions. A
-    margin below it can flip. Decisions whose values are all zero in eager are left out (no scale). NaN where
-    the two reads differ in size."""
+    largest |eager - ORT| among the values it weighs (a selection's k + 1 first values on either side; a comparison's
+    difference of its two sides; a rounding's value) over 1 float32 ulp of that decision's scale (the margin's own:
+    `Margins.scale`); the largest over decisions. A margin below it can flip. Decisions whose values are all zero
+    in eager are left out (no scale). NaN where the two reads differ in size."""
     if category in ("argmax", "argmin", "topk"):
         eager, ort = np.asarray(eager_read[0], np.float64), np.asarray(ort_read[0], np.float64)
         if eager.size != ort.size or not eager.size:
             return float("nan")
         rows_e, rows_o = _rows(eager, selection.axis), _rows(ort.reshape(eager.shape), selection.axis)
-        # in the unit of the decision's margin: ulps at the magnitude of the values it chooses between (a row's
-        # largest magnitude elsewhere, a large negative logit, would shrink the noise against that margin)
-        diff, scale = np.abs(rows_e - rows_o).max(axis=1), selection_margins(eager, selection).scale
+        # in the unit of the decision's margin, and of the values it weighs: the noise at the positions either side
+        # ranks among its k + 1 first (what the choice is between), in ulps at their magnitude; a far-off value,
+        # a masked -1e4 logit, neither moves the choice nor sets the unit its noise is counted in
+        chosen = np.concatenate([_first(rows_e, selection), _first(rows_o, selection)], axis=1)
+        diff = np.abs(np.take_along_axis(rows_e, chosen, 1) - np.take_along_axis(rows_o, chosen, 1)).max(axis=1)
+        scale = selection_margins(eager, selection).scale
     elif category == "compare":
         sides = [np.broadcast_arrays(*(np.asarray(x, np.float64) for x in read[:2])) for read in (eager_read, ort_read)]
         if sides[0][0].size != sides[1][0].size:

@@ -116,8 +116,8 @@ def action(cause: Cause, e: Evidence, compare: list[str], exclude: list[str], er
     if cause in (Cause.EXACT_TIE, Cause.NEAR_TIE):
         if exclude:
             return (f"compare {', '.join(compare) or 'nothing'}; exclude {', '.join(exclude)}"
-                    + (" (or compare them tie-aware: measured here to pass every check and catch every planted "
-                       "defect)" if cause is Cause.NEAR_TIE and e.tie_aware else ""))
+                    + (" (or compare them tie-aware: measured here to pass every check and catch every required "
+                       "planted defect)" if cause is Cause.NEAR_TIE and e.tie_aware else ""))
         left = f"; {e.unchecked:,} of the {e.size_in:,} within reach of a tie left unchecked" if e.unchecked else ""
         tolerance = (f"a tolerance the noise needs (the export test's fails on {e.failing} of {e.checked} seeds)"
                      if e.failing else "the test's tolerance")

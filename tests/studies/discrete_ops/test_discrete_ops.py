@@ -178,6 +178,14 @@ def test_read_noise_is_in_the_unit_of_the_margin_it_is_set_against():
     found = margins.margins("argmax", "ArgMax", [eager], sel)
     assert found.ulps[0] == pytest.approx(8.0)  # 2**-20 over float32's ulp at 1.0 (2**-23)
     assert margins.read_noise_ulps("argmax", [eager], [ort], sel) == pytest.approx(2.0)  # 2**-22 over 2**-23
+    # noise on the far-off value the argmax never weighs is not the decision's noise
+    far = eager + np.array([[0.0, 0.0, 2 ** -13]])
+    assert margins.read_noise_ulps("argmax", [eager], [far], sel) == 0.0
+    # where ORT ranks another value among the first, its noise there counts: it is what the choice was between
+    swapped = eager + np.array([[0.0, 0.0, 1002.0]])
+    assert margins.read_noise_ulps("argmax", [eager], [swapped], sel) == pytest.approx(1002.0 / 2 ** -23)
+    smallest = margins.Selection(-1, 1, largest=False)  # an argmin weighs the two smallest
+    assert margins.read_noise_ulps("argmin", [eager], [far], smallest) == pytest.approx(2 ** -13 / 2 ** -14)
 
 
 def test_inputs_are_drawn_in_the_testers_order_and_repeat_per_seed():

@@ -221,6 +221,11 @@ def test_counts_taken_at_a_rules_tolerances_judge_as_the_rule_applied_to_the_ten
         engine_outputs.compare_output(row, actual["a"].numpy(), expected["a"], None, atol, rtol)
         judged.append(verdicts.rule_passes(frame([row], OutputRow), rule))
     assert applied and judged == [True, False]
+    # a half-precision output the rule leaves out widens nothing: the tolerances are those of what it compares
+    picked = Rule("newer", left_out=frozenset({"idx"}), half_tolerance=1e-2)
+    mixed = {"a": torch.ones(4), "idx": torch.ones(2, dtype=torch.float16)}
+    assert picked.tolerances(mixed, 1e-3, 1e-3) == (1e-3, 1e-3)
+    assert picked.tolerances({"idx": mixed["idx"]}, 1e-3, 1e-3) == (1e-2, 1e-2)  # alone, it is compared
 
 
 def test_a_planted_defect_after_a_forgiven_output_is_not_caught():

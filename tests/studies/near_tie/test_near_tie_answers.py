@@ -73,16 +73,21 @@ def test_flipped_near_ties_are_a_near_tie_with_the_rate_from_the_one_estimate_an
 def test_a_tie_aware_comparison_is_offered_only_where_it_was_measured_to_keep_value_checks():
     screen, (checks, outputs, margins) = _screen(SEED_MODEL, 4000, 4), _run(SEED_MODEL, [1, 1, 1, 0],
                                                                            [False, False, True, True])
-    defects = pd.DataFrame({"model": SEED_MODEL, "required": [True, True], "caught_by_tie_aware": [True, True],
-                            "caught_by_test_rule": [True, False]})
+    defects = pd.DataFrame({"model": SEED_MODEL, "shape_mode": "static", "required": [True, True],
+                            "caught_by_tie_aware": [True, True], "caught_by_test_rule": [True, False]})
     judged = checks.assign(tie_aware_passed=True)
     (kept,) = answers.answers(screen, judged, outputs, margins, threshold=1e-4, defects=defects)
     assert kept.action.endswith("(or compare them tie-aware: measured here to pass every check and catch every "
-                                "planted defect)")
+                                "required planted defect)")
+    assert answers.tie_aware_kept(judged, defects) == {SEED_MODEL}
     missed = defects.assign(caught_by_tie_aware=[True, False])  # 1 of 2 required defects caught
     failed = judged.assign(tie_aware_passed=[True, False, True, True])  # one check it does not pass
+    unjudged = judged.assign(tie_aware_passed=[True, None, True, True])  # one check never judged
     other = defects.assign(model="UniSpeechForPreTraining")  # another class's defects say nothing of this one
-    for c, d in ((judged, missed), (failed, defects), (judged, other), (checks, defects)):
+    dynamic = defects.assign(shape_mode="dynamic")  # nor another shape mode's
+    for c, d in ((judged, missed), (failed, defects), (unjudged, defects), (judged, other), (judged, dynamic),
+                 (checks, defects)):
+        assert answers.tie_aware_kept(c, d) == frozenset()
         (line,) = answers.answers(screen, c, outputs, margins, threshold=1e-4, defects=d)
         assert line.action == "compare projected_states; exclude codevector_perplexity, projected_quantized_states"
 
@@ -187,8 +192,10 @@ def test_the_study_checks_the_seeds_beyond_its_threshold_that_the_engines_reach_
                            "smallest_gap_ulps": [8.0, 40.0, 70.0, 900.0]})
     rows = [MarginRow(SEED_MODEL, "static", 0, "quantizer.argmax", "ArgMax", "argmax", "by name",
                       match_verified=True, read_noise_ulps=20.0)]
-    assert study.in_reach_beyond(screen, {0}, rows) == [1, 2]  # within 4 x 20 ulps, smallest first; 900 is not
+    assert study.in_reach_beyond(screen, {0}, rows) == [1, 2]  # within 4 x 20 ulps; 900 is not
     assert study.in_reach_beyond(screen, {0}, rows, cap=1) == [1]  # a budget takes the smallest gaps first
+    swapped = screen.assign(smallest_gap_ulps=[8.0, 70.0, 40.0, 900.0])
+    assert study.in_reach_beyond(swapped, {0}, rows, cap=1) == [2]  # (returned in seed order)
     assert study.in_reach_beyond(screen.drop(columns="smallest_gap_ulps"), {0}, rows) == []
     assert frame(rows, MarginRow).read_noise_ulps.tolist() == [20.0]
 
@@ -225,6 +232,11 @@ def test_the_rates_table_states_the_answers_rate_over_the_seeds_within_reach():
     (row,) = buckets(_screen(SEED_MODEL, 200, 4), *capped, threshold=1e-4).itertuples()
     (line,) = answers.answers(_screen(SEED_MODEL, 200, 4), *capped, threshold=1e-4)
     assert row.rate == line.rate and "worst case" in row.rate and (row.candidates, row.checked) == (4, 2)
+    assert row.worst_case and row.checked_candidates == 2
+    # a class checked but never screened has no seeds to state a rate over: left out, not a crash
+    other = tuple(t.assign(model="UniSpeechForPreTraining") for t in capped)
+    both = tuple(pd.concat([a, b], ignore_index=True) for a, b in zip(capped, other, strict=True))
+    assert buckets(_screen(SEED_MODEL, 200, 4), *both, threshold=1e-4).model.tolist() == [SEED_MODEL]
 
 
 def test_none_in_n_seeds_has_one_bound_on_every_page():
@@ -236,4 +248,6 @@ def test_none_in_n_seeds_has_one_bound_on_every_page():
     assert bound == "1 in 67"
     assert wording.rate(0, 200) == f"none in 200 seeds: at most {bound} (95% bound)"
     assert rate_text(0, 200) == f"no failures in 200 seeds: at most {bound} (95% bound)"
-    assert answers.engine_answers.rate_words(estimate(0, 3, 3, 200)) == wording.rate(0, 200)
+    words = answers.engine_answers.rate_words(estimate(0, 3, 3, 200))
+    assert words == f"none in 200 seeds: at most {bound} (95% bound)"
+    assert estimate(0, 3, 3, 200).high == pytest.approx(PER * RatePolicy().upper_bound(200))  # the numbers too

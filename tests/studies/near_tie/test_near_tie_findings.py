@@ -34,7 +34,8 @@ def _rates(model=SEED_MODEL, failed=1, screened=2000, checked=2, below=2):
     from exactness.workbook import wording
 
     return pd.DataFrame([{"model": model, "shape_mode": "dynamic", "screened": screened, "failed": failed,
-                          "checked": checked, "candidates": below, "rate": wording.rate(failed, screened)}])
+                          "checked": checked, "checked_candidates": checked, "candidates": below,
+                          "worst_case": checked < below, "rate": wording.rate(failed, screened)}])
 
 
 def test_failures_that_are_flipped_ties_are_named_so_and_the_seed_rate_is_compared():
@@ -79,7 +80,7 @@ def test_other_classes_carry_no_seed_figure():
 def test_capped_checks_make_the_rate_not_comparable():
     finding = class_finding(SEED_MODEL, _checks(flipped=(0,), passed=(True,), aligned=(True,), ties=(False,)),
                             _rates(failed=0, checked=1, below=4))
-    assert finding.verdict == "not comparable" and "only 1 of the 4 seeds within reach checked" in finding.claim
+    assert finding.verdict == "not comparable" and "only 1 of the 4 seeds within reach of a tie checked" in finding.why
 
 
 def _screen(n_below, n=2000, model=SEED_MODEL):

@@ -55,3 +55,14 @@ def answers(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, m
     return [engine_answers.answer(v, v.model) for v in class_verdicts(screen, checks, outputs, margins, threshold,
                                                                         immune, threshold_ulps,
                                                                         shape_mode=shape_mode, defects=defects)]
+
+
+def tie_aware_kept(checks: pd.DataFrame, defects: pd.DataFrame | None, shape_mode: str = "") -> frozenset[str]:
+    """The classes on which the tie-aware comparison was measured to keep value checks in `shape_mode` (default:
+    the checks' first), as the engine's offer reads it (`engine_tables.tie_aware_keeps`)."""
+    if not len(checks):
+        return frozenset()
+    mode = shape_mode or str(checks.shape_mode.iloc[0])
+    mine = checks[checks.shape_mode == mode]
+    return frozenset(m for m in sorted(set(mine.model))
+                     if engine_tables.tie_aware_keeps(*engine_tables.tie_aware_rows(m, mode, mine, defects)))

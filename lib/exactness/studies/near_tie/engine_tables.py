@@ -70,7 +70,15 @@ def tie_aware_keeps(checks: pd.DataFrame, defects: pd.DataFrame | None) -> bool 
     check or no planted defect)."""
     if defects is None or not len(defects) or not len(checks) or "tie_aware_passed" not in checks:
         return None
-    return bool(checks.tie_aware_passed.astype(bool).all()) and DefectTally.of(defects).keeps
+    passed = checks.tie_aware_passed.astype("boolean").fillna(False).astype(bool)  # not judged is not passed
+    return bool(passed.all()) and DefectTally.of(defects).keeps
+
+
+def tie_aware_rows(model: str, shape_mode: str, checks: pd.DataFrame,
+                   defects: pd.DataFrame | None) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    """One class's checks and planted defects in one shape mode (what `tie_aware_keeps` judges)."""
+    planted = _mine(defects, model, shape_mode) if defects is not None and len(defects) else None
+    return _mine(checks, model, shape_mode), planted
 
 
 def class_tables(model: str, shape_mode: str, screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame,
@@ -78,8 +86,7 @@ def class_tables(model: str, shape_mode: str, screen: pd.DataFrame, checks: pd.D
                  reach: float = 0.0, defects: pd.DataFrame | None = None) -> ClassTables:
     """One class's rows in one shape mode, as the engine's verdict reads them (`reach`: the engine's, in ulps;
     `defects`: the planted defects' table, for the tie-aware comparison's measured verdict)."""
-    mine = _mine(checks, model, shape_mode)
-    planted = defects[defects.model == model] if defects is not None and len(defects) else None
+    mine, planted = tie_aware_rows(model, shape_mode, checks, defects)
     return ClassTables(pd.Series({"model": model, "shape_mode": shape_mode, "error": ""}),
                        quantizer_op(model, shape_mode),
                        screen_rows(screen, model, shape_mode, threshold, threshold_ulps, reach),

@@ -83,10 +83,9 @@ def class_finding(model: str, checks: pd.DataFrame, rates: pd.DataFrame) -> Find
     rate = _first_mode(rates, model)
     failed, screened = int(rate.failed), int(rate.screened)
     ours = named(rate.rate)  # the engine's estimate, as the answer table states it (`rate.buckets`)
-    partial = int(rate.checked) < int(rate.candidates)
-    capped = (f" (only {count(rate.checked)} of the {count(rate.candidates)} seeds within reach checked)"
-              if partial else "")
-    claim = f"{model} ({rate.shape_mode} export): {_cause_words(cause)}; {ours}{capped}."
+    # seeds within reach left unchecked (max_checks, or the reach rounds' limit): the rate's upper end counts them
+    partial = bool(rate.worst_case)
+    claim = f"{model} ({rate.shape_mode} export): {_cause_words(cause)}; {ours}."
     unexplained = cause.failures - cause.flipped_near_tie
     if model != SEED_MODEL:
         return Finding(claim, ours, "new", evidence="failure causes and rates tables")
@@ -97,8 +96,8 @@ def class_finding(model: str, checks: pd.DataFrame, rates: pd.DataFrame) -> Find
     ours = f"{ours}; {expected}"  # a zero is shown with what the investigation's rate expected
     if partial and not unexplained:
         return Finding(claim, ours, "not comparable", source=seed, evidence="failure causes and rates tables",
-                       why=f"only {count(rate.checked)} of the {count(rate.candidates)} seeds within reach checked "
-                           "(max_checks)")
+                       why=f"only {count(rate.checked_candidates)} of the {count(rate.candidates)} seeds within "
+                           "reach of a tie checked: the rate's upper end counts every other as a failure")
     if unexplained:
         return Finding(claim, ours, "differs", source=seed, evidence="failure causes and rates tables",
                        why=f"{count(unexplained)} failures not explained by a flipped near-tie (possible bug)")

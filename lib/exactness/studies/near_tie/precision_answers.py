@@ -29,8 +29,10 @@ def cause(s: PairSummary) -> Cause:
                       s.failures_without_flip)
 
 
-def answer(s: PairSummary, fp32_rate: str = "") -> Answer:
-    """`fp32_rate`: this run's rate for the class with both sides in fp32 (the eager-vs-ORT line), if any."""
+def answer(s: PairSummary, fp32_rate: str = "", tie_aware: bool = False) -> Answer:
+    """`fp32_rate`: this run's rate for the class with both sides in fp32 (the eager-vs-ORT line), if any;
+    `tie_aware`: a tie-aware comparison was measured to keep value checks on the class (`engine_tables.
+    tie_aware_keeps`), so it may be offered; else the flipped codes' outputs are excluded, as against ORT."""
     pair = Pair.parse(s.pair)
     precision = pair.other.precision if pair.other.precision is not Precision.FP32 else pair.reference.precision
     noise = (f"{pair.other.label} errs at most {significant(s.other_error_units)} of its roundoff x RMS from float64, "
@@ -44,7 +46,10 @@ def answer(s: PairSummary, fp32_rate: str = "") -> Answer:
                   "noise)")
         proof = noise
     else:
-        tie_aware = "compare tie-aware (excuse code rows within the noise, compare the rest)"
+        tie_aware = ("compare tie-aware (excuse code rows within the noise, compare the rest; measured against ORT "
+                     "to keep value checks)" if tie_aware else
+                     "exclude the outputs a flipped code reaches, as against ORT (a tie-aware comparison was not "
+                     "measured to keep value checks here)")
         becomes = f": this rate becomes {fp32_rate}" if fp32_rate else ""
         if precision is Precision.FP32:
             action = tie_aware if s.failures.events else "compare every output at the test's tolerance"
@@ -223,9 +228,10 @@ def prototype_sentence(summaries: Sequence[PairSummary]) -> str:
 
 
 def with_pairs(ort_answers: list[Answer], pairs: Sequence[PairSummary], gpu_pairs: Sequence[PairSummary],
-               gpu=None) -> list[Answer]:
+               gpu=None, tie_aware: frozenset[str] = frozenset()) -> list[Answer]:
     """The answer table: each class's line against ORT named by the class alone (as in discrete_ops, so the index
-    finds it), then a line per class and pair, named with the pair's sides."""
+    finds it), then a line per class and pair, named with the pair's sides. `tie_aware`: the classes on which a
+    tie-aware comparison was measured to keep value checks."""
     from dataclasses import replace
 
     if not pairs and not gpu_pairs:
@@ -234,12 +240,12 @@ def with_pairs(ort_answers: list[Answer], pairs: Sequence[PairSummary], gpu_pair
     ort_rate = {a.subject: a.rate for a in ort_answers}
     fp32_gpu = {s.model: wording.rate(s.failures.events, s.failures.seeds) for s in gpu_pairs
                 if Pair.parse(s.pair).other.spec == "eager:cuda:fp32"}
-    found += [answer(s, ort_rate.get(s.model, "")) for s in pairs]
+    found += [answer(s, ort_rate.get(s.model, ""), s.model in tie_aware) for s in pairs]
     where = f" (GPU run: {gpu.facts.get('gpu', 'no GPU')})" if gpu is not None else ""
     for s in gpu_pairs:
         if not Pair.parse(s.pair).needs_cuda:  # the GPU machine's own emulation: in the agreement table
             continue
-        line = answer(s, fp32_gpu.get(s.model, ""))
+        line = answer(s, fp32_gpu.get(s.model, ""), s.model in tie_aware)
         found.append(replace(line, subject=line.subject + where))
     return found
 

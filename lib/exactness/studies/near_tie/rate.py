@@ -55,11 +55,14 @@ def buckets(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, m
         found = {v.model: v for v in class_verdicts(screen, checks, outputs, margins, threshold,
                                                     threshold_ulps=threshold_ulps, shape_mode=mode)}
         for model, group in in_mode.groupby("model"):
+            if model not in found:  # checked but never screened: no seed count to state a rate over
+                continue
             tally, v = Tally.of(group), found[model]
             e = v.failures
             rows.append({
                 "model": model, "shape_mode": mode, "screened": v.screened, "candidates": v.candidates,
-                "checked": tally.checks, "flipped": tally.flipped, "failed": tally.failed,
+                "checked": tally.checks, "checked_candidates": v.checked_candidates,
+                "worst_case": bool(e.worst_case), "flipped": tally.flipped, "failed": tally.failed,
                 "flipped_but_passed": tally.flipped_but_passed, "exact_ties_failed": tally.exact_ties_failed,
                 "failure_rate": e.per / PER, "rate_low": e.low / PER, "rate_high": e.high / PER,
                 "one_in": PER / e.per if e.per else float("inf"), "rate": rate_words(e),
