@@ -19,7 +19,7 @@ ENGINE = LIB / "engine"
 ONCE = {"verdict": ENGINE / "verdicts.py", "find_defect": ENGINE / "verdicts.py",
         "changed_by_flips": ENGINE / "verdicts.py", "reach_ulps": ENGINE / "verdicts.py",
         "noise_ulps": ENGINE / "verdicts.py", "verify": ENGINE / "verdicts.py",
-        "pair_cause": ENGINE / "verdicts.py", "pair_noise": ENGINE / "verdicts.py",
+        "pair_cause": ENGINE / "pairs.py", "pair_noise": ENGINE / "pairs.py", "pair_answer": ENGINE / "answers.py",
         "compare_output": ENGINE / "outputs.py", "compare_forced": ENGINE / "outputs.py",
         "fill_reads": ENGINE / "margins.py", "fill_flips": ENGINE / "margins.py",
         "candidates": ENGINE / "candidates.py", "in_reach": ENGINE / "candidates.py",

@@ -1,14 +1,18 @@
 """A verdict's answer line (`workbook.answers.Answer`), worded once for every study that asks the engine: its cause,
 action, the export test's failures and the flips as rates of one shape (`workbook.wording`), and the proof with
-where the flips were counted and what the recommended comparison still catches."""
+where the flips were counted and what the recommended comparison still catches; and a precision pair's line
+(`pairs.PairEvidence`), the same for both studies that run pairs."""
 
 from __future__ import annotations
 
+from exactness.causes import Cause
 from exactness.engine import verdicts as v
 from exactness.engine.outputs import PLANTS
+from exactness.engine.pairs import PAIR_NOISE_FACTOR, PairEvidence
+from exactness.runtimes.sides import Pair, Precision
 from exactness.workbook import wording
 from exactness.workbook.answers import Answer
-from exactness.workbook.wording import count, plural
+from exactness.workbook.wording import count, plural, significant
 
 
 def rate_words(estimate: v.Estimate | None) -> str:
@@ -80,3 +84,58 @@ def answer(verdict: v.ClassVerdict, subject: str) -> Answer:
                   verdict.exclude, verdict.where, failures.per if failures else None,
                   failures.low if failures else None, failures.high if failures else None,
                   verdict.verification.holds if verdict.verification.seeds else None, flip_rate(verdict))
+
+
+_TURN_OFF = {
+    Precision.TF32_CONV: "turn TF32 off on both sides (torch: torch.backends.cudnn.allow_tf32 = False, as "
+                         "transformers' conftest does; ORT's CUDA provider: use_tf32=0)",
+    Precision.TF32: "turn TF32 off on both sides (torch: torch.backends.cudnn.allow_tf32 = False and "
+                    "torch.backends.cuda.matmul.allow_tf32 = False; ORT's CUDA provider: use_tf32=0)",
+    Precision.FP16: "run the export test outside autocast (fp32 on both sides)",
+    Precision.BF16: "run the export test outside autocast (fp32 on both sides)",
+}
+
+
+def pair_answer(e: PairEvidence, fp32_rate: str = "", tie_aware: bool = False) -> Answer:
+    """A class under a precision pair, its line in the answer table. `fp32_rate`: the class's rate with both sides
+    in fp32 (what turning the precision off leaves), if measured; `tie_aware`: a tie-aware comparison was measured
+    to keep value checks on the class, so it may be offered; else the flipped choices' outputs are excluded."""
+    pair = Pair.parse(e.pair)
+    subject, what = f"{e.model} · {pair.label}", e.cause
+    if what is Cause.NO_EXPORT:
+        return Answer(subject, what.value, "see the error: the class cannot run on this side", "", e.error)
+    noise = (f"{pair.other.label} errs at most {significant(e.other_error_units)} of its roundoff x RMS from float64 "
+             f"(its own choices forced), {pair.reference.label} {significant(e.reference_error_units)} of its own")
+    if what is Cause.UNDECIDED:
+        action = "run with calibration seeds (pair_calibration_seeds): no side was measured against float64"
+        proof = "no float64 forward ran, so noise cannot be told from a defect"
+    elif what is Cause.DEFECT:
+        action = (f"find where {pair.other.label} leaves the float64 reference (more than {PAIR_NOISE_FACTOR}x the "
+                  "noise)")
+        proof = noise
+    elif what is Cause.NEVER_FAILS:
+        action = "nothing to change for this precision: the export test passes on every seed run"
+        proof = f"a discrete choice flips on {plural(e.flipped, 'seed')} of {count(e.seeds)}, none failing; {noise}"
+    else:
+        precision = pair.other.precision if pair.other.precision is not Precision.FP32 else pair.reference.precision
+        excuse = ("compare tie-aware (excuse flipped choices within the noise, compare the rest; measured against ORT "
+                  "to keep value checks)" if tie_aware else
+                  "exclude the outputs a flipped choice reaches, as against ORT (a tie-aware comparison was not "
+                  "measured to keep value checks here)")
+        turn_off = _TURN_OFF.get(precision, "run the export test in fp32 on both sides") + (
+            f": this rate becomes {fp32_rate}" if fp32_rate else "")
+        if precision is Precision.FP32:
+            action = excuse
+        elif what is Cause.PRECISION_NOISE:  # the choices agree: excusing flipped ones would change nothing
+            action = turn_off
+        else:
+            action = f"{turn_off}; or {excuse}"
+        flips = (f"{count(e.failed_without_flip)} of {plural(e.failed, 'failure')} with no flipped choice (the "
+                 "precision's noise in the outputs)" if e.failed_without_flip else
+                 f"every one of {plural(e.failed, 'failure')} flipped a choice")
+        inputs = (f"; the choice's inputs differ by a median of {significant(e.input_noise_median)}, at most "
+                  f"{significant(e.input_noise_max)}" if e.input_noise_max == e.input_noise_max else "")
+        proof = f"{flips}; {noise} (noise){inputs}"
+    per, low, high = e.per_scale(e.failed)
+    return Answer(subject, what.value, action, wording.rate(e.failed, e.seeds), proof, failures_per_40000=per,
+                  failures_low=low, failures_high=high, flips=wording.rate(e.flipped, e.seeds))

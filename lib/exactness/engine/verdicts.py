@@ -448,31 +448,3 @@ def tie_seeds(screen: pd.DataFrame) -> set[int]:
         return set()
     per_seed = screen.groupby("seed").agg(margin=("min_margin_ulps", "min"), nonfinite=("reads_nonfinite", "max"))
     return {int(s) for s in per_seed.index[(per_seed.margin == 0) & (per_seed.nonfinite == 0)]}
-
-
-# Two eager sides in two precisions: the other side's error from float64, in its own roundoff x RMS, within this many
-# times the reference side's (at least one unit) is the precision's noise, not another computation.
-PAIR_NOISE_FACTOR = 16
-
-
-def pair_noise(reference_units: float, other_units: float) -> bool | None:
-    """Whether the other side's error from float64 is its precision's noise; None where no float64 forward ran."""
-    if math.isnan(reference_units) or math.isnan(other_units):
-        return None
-    return other_units <= PAIR_NOISE_FACTOR * max(reference_units, 1.0)
-
-
-def pair_cause(ran: bool, noise: bool | None, failures: int, failures_without_flip: int) -> Cause:
-    """The cause of a precision pair's failures (every seed compared on both eager sides, so no screen and no
-    bound): not run, undecided without a float64 forward, a defect beyond the noise, then what the failures show."""
-    if not ran:
-        return Cause.NO_EXPORT
-    if noise is None:
-        return Cause.UNDECIDED
-    if not noise:
-        return Cause.DEFECT
-    if failures and failures_without_flip == failures:
-        return Cause.PRECISION_NOISE  # the outputs move beyond the tolerance with the same choices
-    if failures_without_flip:
-        return Cause.TIE_AND_NOISE
-    return Cause.NEAR_TIE if failures else Cause.NEVER_FAILS

@@ -11,6 +11,7 @@ import torch
 
 from conftest import REPO
 from exactness.causes import Cause
+from exactness.engine.answers import pair_answer
 from exactness.runtimes.sides import Pair, SideError
 from exactness.studies.near_tie import gpu_run, precision, precision_answers
 from exactness.studies.near_tie.rules import STUDY
@@ -42,30 +43,30 @@ def test_tf32_flips_codes_and_every_failure_flipped_one(tf32_table):
     assert summary.failures_without_flip == 0 and summary.calibration_seeds == 60 and summary.held_out == 100
     # noise: a few of TF32's own roundoff units from float64, as float32 is a few tens of its own
     assert summary.other_error_units < 30 and summary.reference_error_units < 200
-    assert precision_answers.cause(summary) is Cause.NEAR_TIE
+    assert summary.evidence.cause is Cause.NEAR_TIE
     assert summary.every_row_law.low <= summary.held_out_failures <= summary.every_row_law.high
 
 
 def test_a_defect_is_not_called_noise(tf32_table):
     (summary,) = precision.summarize(tf32_table.assign(other_error_units=1e6))
-    assert precision_answers.cause(summary) is Cause.DEFECT
+    assert summary.evidence.cause is Cause.DEFECT
     # failures with the codes unchanged and both sides near float64: the precision's noise in the perplexity itself
     (summary,) = precision.summarize(tf32_table.assign(n_flipped_rows=0))
-    assert precision_answers.cause(summary) is Cause.PRECISION_NOISE
-    assert "use_tf32=0" in precision_answers.answer(summary).action
-    assert "tie-aware" not in precision_answers.answer(summary).action  # no flip to excuse
+    assert summary.evidence.cause is Cause.PRECISION_NOISE
+    assert "use_tf32=0" in pair_answer(summary.evidence).action
+    assert "tie-aware" not in pair_answer(summary.evidence).action  # no flip to excuse
 
 
 def test_the_answer_names_both_sides_and_what_to_turn_off(tf32_table):
     (summary,) = precision.summarize(tf32_table)
-    line = precision_answers.answer(summary, "none in 160 seeds")
+    line = pair_answer(summary.evidence, "none in 160 seeds")
     assert "eager CPU fp32 vs eager CPU TF32 convolutions (emulated)" in line.subject
     assert "torch.backends.cudnn.allow_tf32 = False" in line.action and "none in 160 seeds" in line.action
     assert line.rate.endswith(f"{int((~tf32_table.test_rule_passed).sum())} of 160 seeds)")
     assert line.flips.endswith(f"{int((tf32_table.n_flipped_rows > 0).sum())} of 160 seeds)")
     # a tie-aware comparison is offered only where it was measured to keep value checks on the class
-    assert "or compare tie-aware" not in line.action and "exclude the outputs a flipped code reaches" in line.action
-    assert "or compare tie-aware" in precision_answers.answer(summary, "none in 160 seeds", tie_aware=True).action
+    assert "or compare tie-aware" not in line.action and "exclude the outputs a flipped choice reaches" in line.action
+    assert "or compare tie-aware" in pair_answer(summary.evidence, "none in 160 seeds", tie_aware=True).action
 
 
 def test_the_laws_count_a_seed_once_and_ignore_gaps_no_noise_reaches():
@@ -138,7 +139,7 @@ def test_a_low_precision_sides_perplexity_rounds_in_its_own_dtype():
 def test_missing_float64_errors_are_undecided_never_a_defect(tf32_table):
     (summary,) = precision.summarize(tf32_table.assign(reference_error_units=float("nan"),
                                                        other_error_units=float("nan")))
-    assert precision_answers.cause(summary) is Cause.UNDECIDED
+    assert summary.evidence.cause is Cause.UNDECIDED
 
 
 def test_no_flipped_calibration_seed_predicts_nothing_and_says_so(tf32_table):

@@ -11,24 +11,20 @@ its own roundoff units) tells from a defect.
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 import torch
 
-from exactness.causes import Cause
 from exactness.compare.export_rule import export_test_rule
-from exactness.compare.rates import PER, estimate
-from exactness.engine.verdicts import PAIR_NOISE_FACTOR, pair_cause, pair_noise
+from exactness.engine.pairs import PairEvidence
 from exactness.models import sources
 from exactness.runtimes import discrete_recorder
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.sides import Pair
 from exactness.studies.discrete_ops.check import flatten_outputs, own_choices
-from exactness.workbook import sweep
+from exactness.workbook import sweep, wording
 
-SCALE = PER  # every rate is stated per the investigation's scale (`compare.rates.PER`)
 COLUMNS = ["model", "pair", "seed", "choices", "flipped_choices", "first_flip", "test_rule_passed",
            "first_failing_output", "max_abs_diff", "reference_error_units", "other_error_units", "error"]
 
@@ -110,88 +106,26 @@ def compare_pairs(models, pairs: list[Pair], seed_start: int, n_seeds: int, *, c
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
 
 
-@dataclass(frozen=True)
-class ClassUnderPair:
-    model: str
-    pair: str
-    seeds: int
-    flipped: int  # seeds with a flipped discrete choice
-    failed: int
-    failed_without_flip: int
-    reference_error_units: float
-    other_error_units: float
-    error: str
-
-    @property
-    def noise(self) -> bool | None:
-        return pair_noise(self.reference_error_units, self.other_error_units)
-
-    @property
-    def cause(self) -> Cause:
-        return pair_cause(not self.error, self.noise, self.failed, self.failed_without_flip)
-
-    def per_scale(self, events: int) -> tuple[float, float, float]:
-        e = estimate(events, self.seeds, self.seeds, self.seeds)  # every seed checked: Wilson's interval
-        return e.per, e.low, e.high
-
-
-def summarize(table: pd.DataFrame) -> list[ClassUnderPair]:
+def summarize(table: pd.DataFrame) -> list[PairEvidence]:
     found = []
     for (model, pair), group in table.groupby(["model", "pair"], sort=False):
         ran = group[group.error.fillna("") == ""]
         failed = ~ran.test_rule_passed.astype(bool)
         flipped = ran.flipped_choices > 0
         errors = group.error.fillna("")
-        found.append(ClassUnderPair(model, pair, len(ran), int(flipped.sum()), int(failed.sum()),
+        found.append(PairEvidence(model, pair, len(ran), int(flipped.sum()), int(failed.sum()),
                                     int((failed & ~flipped).sum()), float(ran.reference_error_units.max()),
                                     float(ran.other_error_units.max()), next((e for e in errors if e), "")))
     return found
 
 
-def rate_words(events: int, seeds: int) -> str:
-    """The one rate shape (`wording.rate`): '1 in N (95% 1 in a to 1 in b; k of n seeds)', or a bound."""
-    from exactness.workbook.wording import rate
-
-    return rate(events, seeds)
-
-
-def answer(c: ClassUnderPair):
-    """One answer line: the class under the pair, its cause with the numbers that show it, what to do."""
-    from exactness.workbook.answers import Answer
-    from exactness.workbook.findings import significant
-    from exactness.workbook.presentation import plural
-
-    pair = Pair.parse(c.pair)
-    subject = f"{c.model} · {pair.label}"
-    if c.cause is Cause.NO_EXPORT:
-        return Answer(subject, c.cause.value, "see the error: the class cannot run on this side", "", c.error)
-    noise = (f"{pair.other.label} errs up to {significant(c.other_error_units)} of its roundoff x RMS from float64 "
-             f"(its own choices forced), {pair.reference.label} {significant(c.reference_error_units)} of its own")
-    flips = f"a discrete choice flips on {plural(c.flipped, 'seed')} of {c.seeds:,}"
-    if c.cause is Cause.DEFECT:
-        action, proof = (f"find where {pair.other.label} leaves float64 (more than {PAIR_NOISE_FACTOR}x the noise)",
-                         noise)
-    elif c.cause is Cause.NEVER_FAILS:
-        action = "nothing to change for this precision: the export test passes on every seed run"
-        proof = f"{flips}, none failing; {noise}"
-    else:
-        off = ("turn TF32 off on both sides (torch.backends.cudnn.allow_tf32 = False; ORT's CUDA provider "
-               "use_tf32=0)" if "tf32" in pair.other.precision.value else "run the export test in fp32 on both sides")
-        action = f"{off}; or compare the outputs no flipped choice reaches"
-        proof = (f"{flips}; {c.failed:,} fail the export test, {c.failed_without_flip:,} of them without a flip "
-                 f"(the precision's noise in the outputs); {noise}")
-    per, low, high = c.per_scale(c.failed)
-    return Answer(subject, c.cause.value, action, rate_words(c.failed, c.seeds), proof, failures_per_40000=per,
-                  failures_low=low, failures_high=high, flips=rate_words(c.flipped, c.seeds))
-
-
-def summary_table(found: list[ClassUnderPair]) -> pd.DataFrame:
+def summary_table(found: list[PairEvidence]) -> pd.DataFrame:
     return pd.DataFrame([{"model": c.model, "sides": Pair.parse(c.pair).label, "seeds": c.seeds, "flipped": c.flipped,
                           "failed": c.failed, "failed_without_flip": c.failed_without_flip, "cause": c.cause.value,
-                          "rate": rate_words(c.failed, c.seeds) if c.seeds else ""} for c in found])
+                          "rate": wording.rate(c.failed, c.seeds) if c.seeds else ""} for c in found])
 
 
-def sentence(found: list[ClassUnderPair], pairs: list[Pair]) -> str:
+def sentence(found: list[PairEvidence], pairs: list[Pair]) -> str:
     """Which classes a precision makes fail, and the emulation's note."""
     from exactness.runtimes.sides import emulation_note
     from exactness.workbook.presentation import plural

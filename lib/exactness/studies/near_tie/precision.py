@@ -25,7 +25,7 @@ import torch
 
 from exactness import compat
 from exactness.compare.near_tie import top_two
-from exactness.compare.rates import PER, estimate
+from exactness.engine.pairs import PairEvidence
 from exactness.models import wav2vec2_family as family
 from exactness.models.quantizer_logits import FastLogits, plain_logits
 from exactness.runtimes import worker_state
@@ -36,7 +36,6 @@ FLOAT64_SEEDS = 20  # calibration seeds whose logits are also computed in float6
 SMALLEST_ROWS = 64  # the gaps a seed keeps for the prediction; the table says whether the 64th is out of reach
 BOOTSTRAP = 200
 RANDOM_SEED = 14
-SCALE = PER  # every rate is stated per the investigation's scale (`compare.rates.PER`)
 
 PAIR_COLUMNS = ["model", "pair", "seed", "n_flipped_rows", "flipped_gap_max", "min_gap", "max_logit_diff",
                 "perplexity_reference", "perplexity_other", "perplexity_allowed", "test_rule_passed",
@@ -168,17 +167,10 @@ def compare_pairs(models: Sequence[str], pairs: Sequence[Pair], seed_start: int,
 
 @dataclass(frozen=True)
 class Rate:
-    """k events in n seeds, stated per `SCALE` seeds with Wilson's 95% interval (the study's one rate shape)."""
+    """k events in n seeds (stated per `compare.rates.PER` seeds by `engine.pairs.PairEvidence.per_scale`)."""
 
     events: int
     seeds: int
-
-    @property
-    def per_scale(self) -> tuple[float, float, float]:
-        if not self.seeds:
-            return float("nan"), float("nan"), float("nan")
-        e = estimate(self.events, self.seeds, self.seeds, self.seeds)  # every seed checked: Wilson's interval
-        return e.per, e.low, e.high
 
 
 @dataclass(frozen=True)
@@ -209,6 +201,13 @@ class PairSummary:
     smallest_row_law: Predicted  # the study's ORT law: each seed's smallest-gap row alone
     every_row_law: Predicted
     reach_covered: bool  # every seed's 64th smallest gap beyond the most negative noise: no row left out could flip
+
+    @property
+    def evidence(self) -> PairEvidence:
+        """What the engine judges and words (`engine.answers.pair_answer`)."""
+        return PairEvidence(self.model, self.pair, self.failures.seeds, self.flips.events, self.failures.events,
+                            self.failures_without_flip, self.reference_error_units, self.other_error_units,
+                            input_noise_median=self.noise_median, input_noise_max=self.noise_max)
 
 
 def _ecdf(noise: np.ndarray) -> np.ndarray:
@@ -281,10 +280,10 @@ def _predictions(gaps: np.ndarray, noise_rows: np.ndarray, fails_of_flips: np.nd
 
 
 def summary_table(summaries: Sequence[PairSummary]) -> pd.DataFrame:
-    """The summaries as a table for people and for summary.json (rates per SCALE seeds)."""
+    """The summaries as a table for people and for summary.json (rates per `compare.rates.PER` seeds)."""
     rows = []
     for s in summaries:
-        flips, fails = s.flips.per_scale, s.failures.per_scale
+        flips, fails = s.evidence.per_scale(s.flips.events), s.evidence.per_scale(s.failures.events)
         rows.append({"model": s.model, "pair": s.pair, "seeds": s.flips.seeds,
                      "flips": s.flips.events, "flips_per_scale": flips[0], "flips_low": flips[1],
                      "flips_high": flips[2], "failures": s.failures.events, "failures_per_scale": fails[0],

@@ -1,74 +1,17 @@
-"""The answer lines and sentences of the precision pairs: words from `precision.PairSummary`, nothing computed."""
+"""The sentences of the precision pairs, words from `precision.PairSummary`, nothing computed; each class's answer
+line is the engine's (`engine.answers.pair_answer`), as in discrete_ops."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from exactness.causes import Cause
-from exactness.engine.verdicts import PAIR_NOISE_FACTOR, pair_cause, pair_noise
-from exactness.runtimes.sides import Pair, Precision
+from exactness.engine.answers import pair_answer
+from exactness.runtimes.sides import Pair
 from exactness.studies.near_tie.precision import PairSummary, Predicted
 from exactness.workbook import wording
 from exactness.workbook.answers import Answer
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
-
-_TURN_OFF = {
-    Precision.TF32_CONV: "turn TF32 off on both sides (torch: torch.backends.cudnn.allow_tf32 = False, as "
-                         "transformers' conftest does; ORT's CUDA provider: use_tf32=0)",
-    Precision.TF32: "turn TF32 off on both sides (torch: torch.backends.cudnn.allow_tf32 = False and "
-                    "torch.backends.cuda.matmul.allow_tf32 = False; ORT's CUDA provider: use_tf32=0)",
-    Precision.FP16: "run the export test outside autocast (fp32 on both sides)",
-    Precision.BF16: "run the export test outside autocast (fp32 on both sides)",
-}
-
-
-def cause(s: PairSummary) -> Cause:
-    """The engine's cause of a precision pair (`engine.verdicts.pair_cause`)."""
-    return pair_cause(True, pair_noise(s.reference_error_units, s.other_error_units), s.failures.events,
-                      s.failures_without_flip)
-
-
-def answer(s: PairSummary, fp32_rate: str = "", tie_aware: bool = False) -> Answer:
-    """`fp32_rate`: this run's rate for the class with both sides in fp32 (the eager-vs-ORT line), if any;
-    `tie_aware`: a tie-aware comparison was measured to keep value checks on the class (`engine_tables.
-    tie_aware_keeps`), so it may be offered; else the flipped codes' outputs are excluded, as against ORT."""
-    pair = Pair.parse(s.pair)
-    precision = pair.other.precision if pair.other.precision is not Precision.FP32 else pair.reference.precision
-    noise = (f"{pair.other.label} errs at most {significant(s.other_error_units)} of its roundoff x RMS from float64, "
-             f"{pair.reference.label} {significant(s.reference_error_units)} of its own")
-    what = cause(s)
-    if what is Cause.UNDECIDED:
-        action = "run with calibration seeds (pair_calibration_seeds): no side was measured against float64"
-        proof = "no float64 forward ran, so noise cannot be told from a defect"
-    elif what is Cause.DEFECT:
-        action = (f"find where {pair.other.label} leaves the float64 reference (more than {PAIR_NOISE_FACTOR}x the "
-                  "noise)")
-        proof = noise
-    else:
-        tie_aware = ("compare tie-aware (excuse code rows within the noise, compare the rest; measured against ORT "
-                     "to keep value checks)" if tie_aware else
-                     "exclude the outputs a flipped code reaches, as against ORT (a tie-aware comparison was not "
-                     "measured to keep value checks here)")
-        becomes = f": this rate becomes {fp32_rate}" if fp32_rate else ""
-        if precision is Precision.FP32:
-            action = tie_aware if s.failures.events else "compare every output at the test's tolerance"
-        elif what is Cause.PRECISION_NOISE:  # the codes agree: excusing flipped rows would change nothing
-            action = f"{_TURN_OFF[precision]}{becomes}"
-        else:
-            action = f"{_TURN_OFF[precision]}{becomes}; or {tie_aware}"
-        if s.failures_without_flip:
-            flips = (f"{count(s.failures_without_flip)} of {plural(s.failures.events, 'failure')} with no flipped "
-                     "code (the perplexity computed in this precision moves beyond the tolerance)")
-        else:
-            flips = f"every one of {plural(s.failures.events, 'failure')} flipped a code row"
-        proof = (f"{flips}; {noise} (noise); the logits differ by a median of {significant(s.noise_median)}, at most "
-                 f"{significant(s.noise_max)}")
-    per, low, high = s.failures.per_scale
-    return Answer(f"{s.model} · {pair.label}", what.value, action, wording.rate(s.failures.events, s.failures.seeds),
-                  proof,
-                  failures_per_40000=per, failures_low=low, failures_high=high,
-                  flips=wording.rate(s.flips.events, s.flips.seeds))
 
 
 def _predicted(p: Predicted) -> str:
@@ -240,12 +183,12 @@ def with_pairs(ort_answers: list[Answer], pairs: Sequence[PairSummary], gpu_pair
     ort_rate = {a.subject: a.rate for a in ort_answers}
     fp32_gpu = {s.model: wording.rate(s.failures.events, s.failures.seeds) for s in gpu_pairs
                 if Pair.parse(s.pair).other.spec == "eager:cuda:fp32"}
-    found += [answer(s, ort_rate.get(s.model, ""), s.model in tie_aware) for s in pairs]
+    found += [pair_answer(s.evidence, ort_rate.get(s.model, ""), s.model in tie_aware) for s in pairs]
     where = f" (GPU run: {gpu.facts.get('gpu', 'no GPU')})" if gpu is not None else ""
     for s in gpu_pairs:
         if not Pair.parse(s.pair).needs_cuda:  # the GPU machine's own emulation: in the agreement table
             continue
-        line = answer(s, fp32_gpu.get(s.model, ""), s.model in tie_aware)
+        line = pair_answer(s.evidence, fp32_gpu.get(s.model, ""), s.model in tie_aware)
         found.append(replace(line, subject=line.subject + where))
     return found
 
