@@ -30,6 +30,7 @@ from exactness.models import wav2vec2_family as family
 from exactness.models.quantizer_logits import FastLogits, plain_logits
 from exactness.runtimes import worker_state
 from exactness.runtimes.sides import Pair, Runtime, SideError
+from exactness.studies.near_tie.rate import flip_probability
 from exactness.workbook import sweep
 
 FLOAT64_SEEDS = 20  # calibration seeds whose logits are also computed in float64: each side's error from it
@@ -210,20 +211,11 @@ class PairSummary:
                             input_noise_median=self.noise_median, input_noise_max=self.noise_max)
 
 
-def _ecdf(noise: np.ndarray) -> np.ndarray:
-    return np.sort(noise)
-
-
-def _below(sorted_noise: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """P(noise < value), strictly: an exact tie that the other side keeps exact does not flip."""
-    return np.searchsorted(sorted_noise, values, side="left") / len(sorted_noise)
-
-
 def _laws(gaps: np.ndarray, sorted_noise: np.ndarray) -> tuple[float, float]:
     """Expected flips over seeds (rows: seeds, columns: their smallest gaps, ascending) by both laws. A gap no
     noise reaches has probability 0: only the others are looked up."""
     seeds, rows = np.nonzero(gaps < -sorted_noise[0]) if len(sorted_noise) else (np.array([], int),) * 2
-    p = _below(sorted_noise, -gaps[seeds, rows])
+    p = flip_probability(gaps[seeds, rows], sorted_noise)  # strictly below: a tie kept exact does not flip
     smallest = float(p[rows == 0].sum())
     survive = np.zeros(len(gaps))
     np.add.at(survive, seeds, np.log1p(-np.minimum(p, 1 - 1e-16)))
@@ -266,13 +258,13 @@ def _predictions(gaps: np.ndarray, noise_rows: np.ndarray, fails_of_flips: np.nd
         nan = Predicted(float("nan"), float("nan"), float("nan"))
         return nan, nan
     rng = np.random.default_rng(RANDOM_SEED)
-    point = np.array(_laws(gaps, _ecdf(noise_rows.ravel()))) * fails_of_flips.mean()
+    point = np.array(_laws(gaps, np.sort(noise_rows.ravel()))) * fails_of_flips.mean()
     draws = np.empty((BOOTSTRAP, 2))
     n = len(noise_rows)
     for b in range(BOOTSTRAP):
         picked = noise_rows[rng.integers(0, n, n)]
         fraction = fails_of_flips[rng.integers(0, len(fails_of_flips), len(fails_of_flips))].mean()
-        draws[b] = np.array(_laws(gaps, _ecdf(picked.ravel()))) * fraction
+        draws[b] = np.array(_laws(gaps, np.sort(picked.ravel()))) * fraction
     counts = rng.poisson(draws)
     low, high = np.percentile(counts, [2.5, 97.5], axis=0)
     return (Predicted(float(point[0]), float(low[0]), float(high[0])),

@@ -86,7 +86,8 @@ def seed_buckets() -> pd.DataFrame:
 
 
 def flip_probability(gaps: np.ndarray, deltas: np.ndarray) -> np.ndarray:
-    """P(flip | eager gap g) = P(delta < -g), from the empirical law of the gap noise delta."""
+    """P(flip | eager gap g) = P(delta < -g), strictly (a tie the other side keeps exact does not flip), from the
+    empirical law of the gap noise delta: the one noise law of the ORT curve and the precision pairs' predictions."""
     ordered = np.sort(deltas)
     return np.searchsorted(ordered, -np.asarray(gaps), side="left") / max(len(ordered), 1)
 
