@@ -59,3 +59,25 @@ def test_a_graph_without_a_feature_extractor_gelu_or_an_unknown_defect_is_refuse
 def test_a_node_without_scopes_belongs_to_no_module():
     assert defects.node_modules_from_proto(helper.make_node("Relu", ["a"], ["b"])) == []
     assert defects.node_modules_from_proto(_graph().graph.node[0]) == ["wav2vec2.feature_extractor", "conv_0"]
+
+
+def test_a_graded_defect_moves_one_channel_of_the_output_where_it_is_written_whatever_reads_it():
+    """Planted in the output itself, so that '10x the test's atol' is what the output moves by in every class (a bias
+    one layer earlier moves it by that layer's gain: UniSpeech's second projection)."""
+    import onnxruntime as ort
+
+    model = _graph()
+    model.graph.output[0].name = "projected_quantized_states"
+    model.graph.node[-1].output[0] = "projected_quantized_states"
+    model.graph.node.append(helper.make_node("Neg", ["projected_quantized_states"], ["Z"]))  # a reader after it
+    model.graph.output.append(helper.make_tensor_value_info("Z", TensorProto.FLOAT, [3]))
+    assert defects.inject(model, "one_bias_10x") == "projected_quantized_states[..., 0] + 0.01 (10x the test's atol)"
+    onnx.checker.check_model(model)
+    x = np.array([1.0, -2.0, 3.0], np.float32)
+    bare = _graph()
+    bare.ir_version = model.ir_version = 10  # what this ONNX Runtime reads (the helper writes onnx's newest)
+    plain = ort.InferenceSession(bare.SerializeToString()).run(None, {"X": x})[0]
+    y, z = ort.InferenceSession(model.SerializeToString()).run(["projected_quantized_states", "Z"], {"X": x})
+    assert abs((y - plain)[0] - 0.01) < 1e-7 and np.array_equal(y[1:], plain[1:]) and np.array_equal(z, -y)
+    with pytest.raises(KeyError, match="no graph output 'projected_quantized_states'"):
+        defects.inject(_graph(), "one_bias_1x")

@@ -42,8 +42,8 @@ class DefectTally:
 
 
 def size_words(tolerances: float) -> str:
-    """What a comparison catches of the graded defects on every seed: 'one bias element off by 10x the tolerance
+    """What a comparison catches of the graded defects on every seed: 'one output channel off by 10x the tolerance
     and more', or 'no graded size'."""
     if tolerances != tolerances:  # NaN
         return "no graded size"
-    return f"one bias element off by {tolerances:g}x the tolerance and more"
+    return f"one output channel off by {tolerances:g}x the tolerance and more"

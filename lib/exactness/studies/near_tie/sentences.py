@@ -140,9 +140,9 @@ def tie_aware_sentence(checks: pd.DataFrame, defects: pd.DataFrame, bound: float
     return (f"Noise bound {bound:.2e}. The tie-aware comparison passes {int(checks.tie_aware_passed.sum())} of "
             f"{plural(len(checks), 'check')} (the export test's rule: {int(checks.test_rule_passed.sum())}), and "
             f"catches {tally.tie_aware} of {plural(tally.required, 'required planted defect')} (the export test's "
-            f"rule: {tally.test_rule}). Of the graded ones (one bias element off by 1, 10 and 100 times the "
-            f"tolerance) it catches on every seed {size_words(tally.smallest_tie_aware)}; the export test's rule "
-            f"catches {size_words(tally.smallest_test_rule)}.")
+            f"rule: {tally.test_rule}). Of the graded ones (one channel of projected_quantized_states off by 1, 10 "
+            f"and 100 times the tolerance) it catches on every seed {size_words(tally.smallest_tie_aware)}; the "
+            f"export test's rule catches {size_words(tally.smallest_test_rule)}.")
 
 
 def summary(screen: pd.DataFrame, checks: pd.DataFrame, rates: pd.DataFrame, defects: pd.DataFrame,
