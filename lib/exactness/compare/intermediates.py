@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import torch
 
-from exactness.compare.per_output import tensor_difference
+from exactness.compare.one_tensor import tensor_difference
 
 
 def intermediate_table(eager_modules: dict[str, list[torch.Tensor]], produced: dict[str, np.ndarray],

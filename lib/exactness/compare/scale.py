@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from exactness.compare.per_output import linear_quantiles
+from exactness.compare.one_tensor import linear_quantiles
 from exactness.compare.ulp import ulp_distance
 
 

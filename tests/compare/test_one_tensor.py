@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from exactness.compare.per_output import linear_quantiles, tensor_difference
+from exactness.compare.one_tensor import linear_quantiles, tensor_difference
 from exactness.compare.ulp import ulp_distance
 
 
