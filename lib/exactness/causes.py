@@ -20,7 +20,7 @@ class Cause(Enum):
     FLOAT_NOISE = "float noise"
     NOTHING_REACHES = "nothing reaches"  # no discrete op that can flip reaches an output (or none runs at all)
     NEVER_FLIPS = "never flips"
-    # two eager sides in different precisions, every seed compared (`engine.verdicts.pair_cause`)
+    # two eager sides in different precisions, every seed compared (`engine.pairs.pair_cause`)
     PRECISION_NOISE = "precision noise"  # failures with every choice the same: the precision's rounding
     TIE_AND_NOISE = "near-tie and noise"  # some failures flipped a near-tie, others are rounding
     NEVER_FAILS = "never fails here"  # no failure in the seeds run (a count, not a bound)

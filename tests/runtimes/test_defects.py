@@ -81,3 +81,13 @@ def test_a_graded_defect_moves_one_channel_of_the_output_where_it_is_written_wha
     assert abs((y - plain)[0] - 0.01) < 1e-7 and np.array_equal(y[1:], plain[1:]) and np.array_equal(z, -y)
     with pytest.raises(KeyError, match="no graph output 'projected_quantized_states'"):
         defects.inject(_graph(), "one_bias_1x")
+
+
+def test_a_graded_defect_on_an_output_without_a_fixed_width_or_without_a_producer_is_one_clear_line():
+    model = _graph()
+    model.graph.output[0].name = "projected_quantized_states"
+    with pytest.raises(ValueError, match="no node writes the graph output 'projected_quantized_states'"):
+        defects.inject(model, "one_bias_10x")
+    model.graph.output[0].type.tensor_type.shape.dim[0].dim_param = "n"
+    with pytest.raises(ValueError, match="has no fixed size"):
+        defects.inject(model, "one_bias_10x")

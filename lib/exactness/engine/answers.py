@@ -105,9 +105,10 @@ def pair_answer(e: PairEvidence, fp32_rate: str = "", tie_aware: bool = False) -
     if what is Cause.NO_EXPORT:
         return Answer(subject, what.value, "see the error: the class cannot run on this side", "", e.error)
     noise = (f"{pair.other.label} errs at most {significant(e.other_error_units)} of its roundoff x RMS from float64 "
-             f"(its own choices forced), {pair.reference.label} {significant(e.reference_error_units)} of its own")
+             f"({e.measured_on}), {pair.reference.label} {significant(e.reference_error_units)} of its own")
     if what is Cause.UNDECIDED:
-        action = "run with calibration seeds (pair_calibration_seeds): no side was measured against float64"
+        action = ("run float64 forwards on some seeds (near_tie: pair_calibration_seeds): no side was measured "
+                  "against float64")
         proof = "no float64 forward ran, so noise cannot be told from a defect"
     elif what is Cause.DEFECT:
         action = (f"find where {pair.other.label} leaves the float64 reference (more than {PAIR_NOISE_FACTOR}x the "
@@ -124,10 +125,16 @@ def pair_answer(e: PairEvidence, fp32_rate: str = "", tie_aware: bool = False) -
                   "measured to keep value checks here)")
         turn_off = _TURN_OFF.get(precision, "run the export test in fp32 on both sides") + (
             f": this rate becomes {fp32_rate}" if fp32_rate else "")
-        if precision is Precision.FP32:
-            action = excuse
+        if what is Cause.PRECISION_NOISE and precision is Precision.FP32:  # two devices' fp32, the same choices
+            action = ("no choice to excuse: the two sides' own fp32 rounding moves an output beyond the tolerance "
+                      "(within float64's noise); widen the tolerance for the outputs that fail")
         elif what is Cause.PRECISION_NOISE:  # the choices agree: excusing flipped ones would change nothing
             action = turn_off
+        elif precision is Precision.FP32:
+            action = excuse
+        elif what is Cause.TIE_AND_NOISE:  # excusing flips clears only the failures a flip made
+            action = (f"{turn_off}; excusing flipped choices alone would leave {count(e.failed_without_flip)} of "
+                      f"{plural(e.failed, 'failure')} (no flip)")
         else:
             action = f"{turn_off}; or {excuse}"
         flips = (f"{count(e.failed_without_flip)} of {plural(e.failed, 'failure')} with no flipped choice (the "

@@ -41,8 +41,8 @@ def pair_cause(ran: bool, noise: bool | None, failures: int, failures_without_fl
 class PairEvidence:
     """One class under one pair (`runtimes.sides.Pair.spec`): seeds run, seeds with a flipped discrete choice,
     export-test failures (and those with no flip), each side's largest error from float64 in its own roundoff x
-    RMS (NaN where no float64 forward ran), the error that stopped the class, and how far the flipped choice's
-    inputs differ between the sides (NaN where a study does not measure it)."""
+    RMS (NaN where no float64 forward ran) and what it was measured on, the error that stopped the class, and how far
+    the flipped choice's inputs differ between the sides (NaN where a study does not measure it)."""
 
     model: str
     pair: str
@@ -55,6 +55,7 @@ class PairEvidence:
     error: str = ""
     input_noise_median: float = math.nan
     input_noise_max: float = math.nan
+    measured_on: str = "its own choices forced"  # what the error from float64 was measured on
 
     @property
     def noise(self) -> bool | None:

@@ -47,11 +47,14 @@ def _add_to_output(model: onnx.ModelProto, output: str, channel: int, amount: fl
     value = next((o for o in model.graph.output if o.name == output), None)
     if value is None:
         raise KeyError(f"no graph output {output!r} to plant a graded defect in")
-    width = value.type.tensor_type.shape.dim[-1].dim_value
-    if not width:
+    dims = value.type.tensor_type.shape.dim
+    if not dims or not dims[-1].dim_value:
         raise ValueError(f"the last axis of {output!r} has no fixed size: a graded defect needs one")
     nodes = list(model.graph.node)
-    at = next(i for i, n in enumerate(nodes) if output in n.output)
+    at = next((i for i, n in enumerate(nodes) if output in n.output), None)
+    if at is None:
+        raise ValueError(f"no node writes the graph output {output!r} (an input or a constant): nothing to plant in")
+    width = dims[-1].dim_value
     before = f"{output}__before_planted"
     nodes[at].output[list(nodes[at].output).index(output)] = before
     delta = np.zeros(width, np.float32)

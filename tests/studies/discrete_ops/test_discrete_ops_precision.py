@@ -53,3 +53,14 @@ def test_one_wording_for_both_studies_pairs_and_nothing_recommended_where_nothin
     assert "or compare tie-aware" in pair_answer(near, tie_aware=True).action
     undecided = PairEvidence("X", TF32.spec, 10, 3, 3, 0, float("nan"), float("nan"))
     assert undecided.cause is Cause.UNDECIDED and "calibration" in pair_answer(undecided).action
+
+
+def test_a_pairs_action_fits_what_its_failures_show():
+    devices = Pair.parse("eager:cpu:fp32 vs eager:cuda:fp32").spec
+    noise_only = pair_answer(PairEvidence("X", devices, 10, 0, 3, 3, 20.0, 3.0))
+    assert noise_only.cause == Cause.PRECISION_NOISE.value and "no choice to excuse" in noise_only.action
+    both = PairEvidence("X", TF32.spec, 10, 4, 4, 1, 20.0, 3.0)
+    assert both.cause is Cause.TIE_AND_NOISE
+    assert "use_tf32=0" in pair_answer(both).action and "would leave 1 of 4 failures" in pair_answer(both).action
+    near_tie_side = PairEvidence("X", TF32.spec, 10, 3, 3, 0, 20.0, 3.0, measured_on="the quantizer's logits")
+    assert "(the quantizer's logits)" in pair_answer(near_tie_side).proof

@@ -208,7 +208,8 @@ class PairSummary:
         """What the engine judges and words (`engine.answers.pair_answer`)."""
         return PairEvidence(self.model, self.pair, self.failures.seeds, self.flips.events, self.failures.events,
                             self.failures_without_flip, self.reference_error_units, self.other_error_units,
-                            input_noise_median=self.noise_median, input_noise_max=self.noise_max)
+                            input_noise_median=self.noise_median, input_noise_max=self.noise_max,
+                            measured_on="the quantizer's logits, before any choice")
 
 
 def _laws(gaps: np.ndarray, sorted_noise: np.ndarray) -> tuple[float, float]:
