@@ -24,7 +24,10 @@ ONCE = {"verdict": ENGINE / "verdicts.py", "find_defect": ENGINE / "verdicts.py"
         "fill_reads": ENGINE / "margins.py", "fill_flips": ENGINE / "margins.py",
         "candidates": ENGINE / "candidates.py", "in_reach": ENGINE / "candidates.py",
         "smallest_margins": ENGINE / "candidates.py",
-        "estimate": LIB / "compare" / "rates.py", "wilson_interval": LIB / "compare" / "rates.py"}
+        "estimate": LIB / "compare" / "rates.py", "wilson_interval": LIB / "compare" / "rates.py",
+        # the quantizer's flip law and its one predictor (against ORT per 40,000 seeds, and a pair's held-out seeds)
+        "noise_below": LIB / "studies" / "near_tie" / "rate.py",
+        "forecast": LIB / "studies" / "near_tie" / "prediction.py"}
 
 
 def _sources(root: Path = LIB) -> dict[Path, ast.Module]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import numpy as np
 import pandas as pd
 import pytest
 import torch
@@ -67,14 +66,6 @@ def test_the_answer_names_both_sides_and_what_to_turn_off(tf32_table):
     # a tie-aware comparison is offered only where it was measured to keep value checks on the class
     assert "or compare tie-aware" not in line.action and "exclude the outputs a flipped choice reaches" in line.action
     assert "or compare tie-aware" in pair_answer(summary.evidence, "none in 160 seeds", tie_aware=True).action
-
-
-def test_the_laws_count_a_seed_once_and_ignore_gaps_no_noise_reaches():
-    noise = np.sort(np.array([-0.3, -0.1, 0.0, 0.1, 0.2]))
-    gaps = np.array([[0.05, 0.2, 5.0], [10.0, 11.0, 12.0]])
-    smallest, every = precision._laws(gaps, noise)
-    assert smallest == pytest.approx(0.4)  # P(noise < -0.05) = 2 of 5
-    assert every == pytest.approx(1 - (1 - 0.4) * (1 - 0.2))
 
 
 def test_a_cuda_pair_is_refused_here_in_one_line():

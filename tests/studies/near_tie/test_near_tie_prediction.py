@@ -89,3 +89,18 @@ def test_a_miss_is_split_into_the_small_samples_share_and_the_noise_laws_share()
     predicted = prediction.predict(screen, checks, deltas, from_seeds=2000, replicates=100)
     text = prediction.calibration_sentence(predicted, pd.DataFrame([reasons]))
     assert "Target missed" in text and "Why:" in text and "x0.26 of the measured count" in text
+
+
+def test_one_forecast_serves_both_laws_counting_a_seed_once_and_ignoring_gaps_no_noise_reaches():
+    noise = np.array([[-0.3, -0.1, 0.0, 0.1, 0.2]])
+    gaps = np.array([[0.05, 0.2, 5.0], [10.0, 11.0, 12.0]])
+    (held,) = prediction.forecast(gaps, noise, np.array([0.5]), [len(gaps)], np.random.default_rng(0), 50,
+                                  resample_seeds=False)
+    assert held.flips.expected == pytest.approx(0.4)  # P(noise < -0.05) = 2 of 5; the second seed never flips
+    assert held.every_row_flips.expected == pytest.approx(1 - (1 - 0.4) * (1 - 0.2))
+    assert held.every_row_failures.expected == pytest.approx(0.5 * held.every_row_flips.expected)
+    # one row a seed: the laws coincide; a seed's own measured chance of failing replaces the mean
+    (one,) = prediction.forecast(gaps[:, :1], noise, np.array([0.5]), [2], np.random.default_rng(0), 50,
+                                 known=np.array([1.0, np.nan]))
+    assert one.every_row_flips == one.flips and one.failures.expected == pytest.approx(0.4)
+    assert one.flips.low <= one.flips.expected <= one.flips.high

@@ -30,13 +30,14 @@ from exactness.models import wav2vec2_family as family
 from exactness.models.quantizer_logits import FastLogits, plain_logits
 from exactness.runtimes import worker_state
 from exactness.runtimes.sides import Pair, Runtime, SideError
-from exactness.studies.near_tie.rate import flip_probability
+from exactness.studies.near_tie.prediction import RANDOM_SEED, Predicted, forecast
 from exactness.workbook import sweep
 
 FLOAT64_SEEDS = 20  # calibration seeds whose logits are also computed in float64: each side's error from it
 SMALLEST_ROWS = 64  # the gaps a seed keeps for the prediction; the table says whether the 64th is out of reach
+# replicates of a pair's forecast: each looks up every kept row of every held-out seed (a GPU folder's 19,685 seeds x 64
+# rows, six pairs: 18 s at 200, 3 min at the ORT forecast's 2,000)
 BOOTSTRAP = 200
-RANDOM_SEED = 14
 
 PAIR_COLUMNS = ["model", "pair", "seed", "n_flipped_rows", "flipped_gap_max", "min_gap", "max_logit_diff",
                 "perplexity_reference", "perplexity_other", "perplexity_allowed", "test_rule_passed",
@@ -175,15 +176,6 @@ class Rate:
 
 
 @dataclass(frozen=True)
-class Predicted:
-    """Expected events on the held-out seeds, with the 95% interval of the count a run of them would see."""
-
-    expected: float
-    low: float
-    high: float
-
-
-@dataclass(frozen=True)
 class PairSummary:
     model: str
     pair: str
@@ -210,17 +202,6 @@ class PairSummary:
                             self.failures_without_flip, self.reference_error_units, self.other_error_units,
                             input_noise_median=self.noise_median, input_noise_max=self.noise_max,
                             measured_on="the quantizer's logits, before any choice")
-
-
-def _laws(gaps: np.ndarray, sorted_noise: np.ndarray) -> tuple[float, float]:
-    """Expected flips over seeds (rows: seeds, columns: their smallest gaps, ascending) by both laws. A gap no
-    noise reaches has probability 0: only the others are looked up."""
-    seeds, rows = np.nonzero(gaps < -sorted_noise[0]) if len(sorted_noise) else (np.array([], int),) * 2
-    p = flip_probability(gaps[seeds, rows], sorted_noise)  # strictly below: a tie kept exact does not flip
-    smallest = float(p[rows == 0].sum())
-    survive = np.zeros(len(gaps))
-    np.add.at(survive, seeds, np.log1p(-np.minimum(p, 1 - 1e-16)))
-    return smallest, float((1.0 - np.exp(survive)).sum())
 
 
 def summarize(table: pd.DataFrame) -> list[PairSummary]:
@@ -251,25 +232,15 @@ def summarize(table: pd.DataFrame) -> list[PairSummary]:
 
 
 def _predictions(gaps: np.ndarray, noise_rows: np.ndarray, fails_of_flips: np.ndarray) -> tuple[Predicted, Predicted]:
-    """Failures expected on the held-out seeds by each law: flips from the noise law times the fraction of the
-    calibration seeds' flips that failed. The bootstrap resamples the calibration seeds whole (a seed's rows share
-    its weights) and, with them, that fraction; a Poisson draw stands for the count itself. Without a flipped
-    calibration seed the fraction is unknown and nothing is predicted (NaN)."""
+    """Failures expected on the held-out seeds (their own gaps, not resampled) by each law, from
+    `prediction.forecast`: without a flipped calibration seed the fraction of flips that fail is unknown and
+    nothing is predicted (NaN)."""
     if not len(gaps) or not noise_rows.size or not len(fails_of_flips):
         nan = Predicted(float("nan"), float("nan"), float("nan"))
         return nan, nan
-    rng = np.random.default_rng(RANDOM_SEED)
-    point = np.array(_laws(gaps, np.sort(noise_rows.ravel()))) * fails_of_flips.mean()
-    draws = np.empty((BOOTSTRAP, 2))
-    n = len(noise_rows)
-    for b in range(BOOTSTRAP):
-        picked = noise_rows[rng.integers(0, n, n)]
-        fraction = fails_of_flips[rng.integers(0, len(fails_of_flips), len(fails_of_flips))].mean()
-        draws[b] = np.array(_laws(gaps, np.sort(picked.ravel()))) * fraction
-    counts = rng.poisson(draws)
-    low, high = np.percentile(counts, [2.5, 97.5], axis=0)
-    return (Predicted(float(point[0]), float(low[0]), float(high[0])),
-            Predicted(float(point[1]), float(low[1]), float(high[1])))
+    (held,) = forecast(gaps, noise_rows, fails_of_flips, [len(gaps)], np.random.default_rng(RANDOM_SEED), BOOTSTRAP,
+                       resample_seeds=False)
+    return held.failures, held.every_row_failures
 
 
 def summary_table(summaries: Sequence[PairSummary]) -> pd.DataFrame:

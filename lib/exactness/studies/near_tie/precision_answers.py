@@ -7,7 +7,8 @@ from collections.abc import Sequence
 
 from exactness.engine.answers import pair_answer
 from exactness.runtimes.sides import Pair
-from exactness.studies.near_tie.precision import PairSummary, Predicted
+from exactness.studies.near_tie.precision import PairSummary
+from exactness.studies.near_tie.prediction import Predicted
 from exactness.workbook import wording
 from exactness.workbook.answers import Answer
 from exactness.workbook.findings import count, significant

@@ -1,28 +1,33 @@
-"""Predicted flips and failures per 40,000 seeds, with a 95% interval, from a screen and the gap-noise law.
+"""The one prediction of flips and failures, with a 95% interval, from screened gaps and the gap-noise law:
+per 40,000 seeds from a screen against ONNX Runtime (`predict`), and on a precision pair's held-out seeds
+(`precision.summarize`), both through `forecast`.
 
-A seed flips when ORT's change to its smallest-gap row's top-1 minus top-2 difference (the gap noise) is below
+A seed flips when the other side's change to a row's top-1 minus top-2 difference (the gap noise) is below
 minus the eager gap: P(flip) = P(delta < -gap), from the empirical law of the noise over every row of every
-check. Summed over the screened seeds (and multiplied by whether one flip would fail the export test), it gives
-the expected count. Three things are uncertain, and all three enter the interval by a bootstrap with a fixed
-seed (same tables, same interval, bit for bit):
+check (`rate.noise_below`). Summed over the seeds (and multiplied by whether one flip would fail the export
+test), it gives the expected count. Three things are uncertain, and all three enter the interval by a bootstrap
+with a fixed seed (same tables, same interval, bit for bit):
 
-- the density of the smallest gap near zero: the screened seeds are resampled (a class with 3 seeds in the
-  few-ulp range has a density known to a factor of two at best);
+- the density of the smallest gap near zero, where the seeds stand for a fresh run's: the screened seeds are
+  resampled (a class with 3 seeds in the few-ulp range has a density known to a factor of two at best); a
+  count on the very seeds whose gaps are known (a pair's held-out seeds) does not resample them;
 - the noise law: the checked seeds are resampled whole (the rows of one seed share its weights, so they are
   not independent draws);
 - whether a flip fails: the measured fraction is resampled.
 
-Each replicate's expected count then draws a Poisson count: the interval says where the count measured on a
-fresh run of that many seeds should fall, not only where its mean is.
+Each replicate's expected count then draws a Poisson count: the interval says where the count measured on
+that many seeds should fall, not only where its mean is.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
 from exactness.compare.rates import PER
-from exactness.studies.near_tie.rate import Tally
+from exactness.studies.near_tie.rate import Tally, noise_below
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
 from exactness.workbook.wording import interval, one_in
@@ -41,44 +46,97 @@ def _clusters(deltas: np.ndarray, checks: int) -> np.ndarray:
     return np.asarray(deltas, dtype=float).reshape(checks, -1)
 
 
-def _class_prediction(gaps: np.ndarray, noise: np.ndarray, fails_known: dict[int, float], seeds: np.ndarray,
-                      scale: int, run_seeds: int, rng: np.random.Generator, replicates: int) -> dict:
+@dataclass(frozen=True)
+class Predicted:
+    """A count expected on some seeds, with the 95% interval where the count measured on them should fall."""
+
+    expected: float
+    low: float
+    high: float
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """Flips and failures expected on some seeds: by each seed's smallest-gap row alone, and by every row a seed
+    kept (it flips when any of them does; the same law where a seed kept one row)."""
+
+    near_seeds: int  # seeds with a gap within the noise's reach: the only ones that can flip
+    flips: Predicted
+    failures: Predicted
+    every_row_flips: Predicted
+    every_row_failures: Predicted
+
+
+def forecast(gaps: np.ndarray, noise: np.ndarray, fail_given_flip: np.ndarray, scales: list[float],
+             rng: np.random.Generator, replicates: int, known: np.ndarray | None = None,
+             resample_seeds: bool = True) -> list[Forecast]:
+    """The one prediction of flips and failures from screened gaps and a measured gap-noise law, per scale.
+
+    `gaps`: (seeds, rows), each seed's smallest gaps ascending; `noise`: (checked seeds, rows), the gap noise
+    of every row of each checked seed; `fail_given_flip`: the measured chance that a flip fails the test, one
+    value per measurement (none measured: every flip counts as a failure, an upper bound); `known`: per seed,
+    its own measured chance where there is one (NaN: the mean). `resample_seeds`: the seeds stand for a fresh
+    run's (their density near a tie is uncertain); False: the count on these very seeds is predicted."""
     n, (n_checks, rows) = len(gaps), noise.shape
-    reach = float(np.clip(-noise, 0, None).max())
-    near = np.flatnonzero(gaps < reach) if reach > 0 else np.array([], dtype=int)  # others never flip
-    # below[c, i]: rows of checked seed c whose noise is below minus near-gap i (strictly: an exact tie that
-    # ORT keeps exact does not flip)
-    ordered = np.sort(noise, axis=1)
-    below = np.stack([np.searchsorted(r, -gaps[near], side="left") for r in ordered]).astype(float)
-    measured = np.array(list(fails_known.values()), dtype=float)
-    known = np.array([fails_known.get(int(s), np.nan) for s in seeds[near]])
+    reach = float(np.clip(-noise, 0, None).max()) if noise.size else 0.0
+    # only a gap the noise reaches can flip: the others are never looked up
+    seed_of, row_of = np.nonzero(gaps < reach) if reach > 0 else (np.array([], int),) * 2
+    near = np.unique(seed_of)
+    at = np.searchsorted(near, seed_of)
+    # every check's rows pooled in order: a replicate's weighted count of noise below minus a gap is a cumulative
+    # sum of its checks' weights up to that gap's place (integers, so exact whatever the order of the sum)
+    order = np.argsort(noise.ravel(), kind="stable")
+    owner = np.repeat(np.arange(n_checks), rows)[order]
+    place = noise_below(gaps[seed_of, row_of], noise.ravel()[order])
+    own = np.full(len(near), np.nan) if known is None else np.asarray(known, dtype=float)[near]
+    smallest = row_of == 0
+    one_row = gaps.shape[1] == 1
 
-    def expected(check_weights, seed_weights, fail_mean) -> tuple[float, float]:
-        p_flip = check_weights @ below / (check_weights.sum() * rows)
-        p_fail = p_flip * np.where(np.isnan(known), fail_mean, known)
-        return float(seed_weights @ p_flip) / n, float(seed_weights @ p_fail) / n
+    def expected(check_weights, seed_weights, fail_mean) -> np.ndarray:
+        below = np.concatenate([[0.0], np.cumsum(check_weights[owner])])[place]
+        p = below / (check_weights.sum() * rows)
+        fails = np.where(np.isnan(own), fail_mean, own)
+        flip = np.zeros(len(near))
+        flip[at[smallest]] = p[smallest]
+        laws = [flip]
+        if not one_row:
+            survive = np.bincount(at, np.log1p(-np.minimum(p, 1 - 1e-16)), minlength=len(near))
+            laws.append(1.0 - np.exp(survive))
+        return np.array([[float(seed_weights @ f) / n, float(seed_weights @ (f * fails)) / n] for f in laws])
 
-    fail_mean = float(measured.mean()) if len(measured) else 1.0
-    flips, fails = expected(np.ones(n_checks), np.ones(len(near)), fail_mean)
-    draws = np.empty((replicates, 2))
+    fail_mean = float(fail_given_flip.mean()) if len(fail_given_flip) else 1.0
+    point = expected(np.ones(n_checks), np.ones(len(near)), fail_mean)
+    draws = np.empty((replicates, *point.shape))
     for b in range(replicates):
         check_weights = rng.multinomial(n_checks, np.full(n_checks, 1 / n_checks)).astype(float)
         # the near seeds' weights in a resample of all n: a binomial count each (the rest carry no probability)
-        seed_weights = rng.binomial(n, 1 / n, size=len(near)).astype(float)
-        mean_b = float(rng.choice(measured, len(measured)).mean()) if len(measured) else 1.0
+        seed_weights = rng.binomial(n, 1 / n, size=len(near)).astype(float) if resample_seeds else \
+            np.ones(len(near))
+        mean_b = float(rng.choice(fail_given_flip, len(fail_given_flip)).mean()) if len(fail_given_flip) else 1.0
         draws[b] = expected(check_weights, seed_weights, mean_b)
-    at_scale = rng.poisson(draws * scale)
-    at_run = rng.poisson(draws * run_seeds)
-    low_scale, high_scale = np.percentile(at_scale, [2.5, 97.5], axis=0)
-    low_run, high_run = np.percentile(at_run, [2.5, 97.5], axis=0)
-    return {"flips_per_scale": flips * scale, "flips_per_scale_low": low_scale[0],
-            "flips_per_scale_high": high_scale[0],
-            "failures_per_scale": fails * scale, "failures_per_scale_low": low_scale[1],
-            "failures_per_scale_high": high_scale[1],
-            "flips_at_run": flips * run_seeds, "flips_at_run_low": low_run[0], "flips_at_run_high": high_run[0],
-            "failures_at_run": fails * run_seeds, "failures_at_run_low": low_run[1],
-            "failures_at_run_high": high_run[1], "near_seeds": len(near), "noise_checks": n_checks,
-            "noise_rows": n_checks * rows, "fail_given_flip": fail_mean}
+    out = []
+    for scale in scales:
+        # each replicate's expected count draws a Poisson count: where a measured count should fall
+        counts = np.stack([rng.poisson(draws[:, law] * scale) for law in range(len(point))], axis=1)
+        low, high = np.percentile(counts, [2.5, 97.5], axis=0)
+        laws = [[Predicted(float(point[law, k] * scale), float(low[law, k]), float(high[law, k])) for k in (0, 1)]
+                for law in range(len(point))]
+        out.append(Forecast(len(near), *laws[0], *laws[-1]))
+    return out
+
+
+def _class_prediction(gaps: np.ndarray, noise: np.ndarray, fails_known: dict[int, float], seeds: np.ndarray,
+                      scale: int, run_seeds: int, rng: np.random.Generator, replicates: int) -> dict:
+    measured = np.array(list(fails_known.values()), dtype=float)
+    known = np.array([fails_known.get(int(s), np.nan) for s in seeds])
+    forecasts = forecast(gaps[:, None], noise, measured, [scale, run_seeds], rng, replicates, known)
+    row = {}
+    for at, f in zip(("per_scale", "at_run"), forecasts, strict=True):
+        for what in ("flips", "failures"):
+            p = getattr(f, what)
+            row |= {f"{what}_{at}": p.expected, f"{what}_{at}_low": p.low, f"{what}_{at}_high": p.high}
+    return row | {"near_seeds": forecasts[0].near_seeds, "noise_checks": len(noise), "noise_rows": noise.size,
+                  "fail_given_flip": float(measured.mean()) if len(measured) else 1.0}
 
 
 def predict(screen: pd.DataFrame, checks: pd.DataFrame, deltas: dict[str, np.ndarray], from_seeds: int = 0,

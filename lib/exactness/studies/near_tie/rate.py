@@ -85,11 +85,15 @@ def seed_buckets() -> pd.DataFrame:
         "one_in": screened / failed, "rate": wording.rate(failed, screened)}])
 
 
+def noise_below(gaps: np.ndarray, deltas: np.ndarray) -> np.ndarray:
+    """For each eager gap g, how many gap-noise values delta lie strictly below -g (a tie the other side keeps
+    exact does not flip): the one noise law, counted; `prediction.forecast` weighs it per checked seed."""
+    return np.searchsorted(np.sort(deltas), -np.asarray(gaps), side="left")
+
+
 def flip_probability(gaps: np.ndarray, deltas: np.ndarray) -> np.ndarray:
-    """P(flip | eager gap g) = P(delta < -g), strictly (a tie the other side keeps exact does not flip), from the
-    empirical law of the gap noise delta: the one noise law of the ORT curve and the precision pairs' predictions."""
-    ordered = np.sort(deltas)
-    return np.searchsorted(ordered, -np.asarray(gaps), side="left") / max(len(ordered), 1)
+    """P(flip | eager gap g) = P(delta < -g) from the empirical law of the gap noise delta (`noise_below`)."""
+    return noise_below(gaps, deltas) / max(len(deltas), 1)
 
 
 def screen_summary(screen: pd.DataFrame, threshold: float, threshold_ulps: float = 0.0) -> pd.DataFrame:
