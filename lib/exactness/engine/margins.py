@@ -135,10 +135,16 @@ def flipped(category: str, eager_choice, ort_choice, selection: Selection | None
 
 
 def finite_decisions(category: str, read: list, selection: Selection | None = None) -> np.ndarray:
-    """Per decision (in the order of `margins`), whether every value it weighs is finite."""
+    """Per decision (in the order of `margins`), whether every value it weighs is finite. A selection weighs the
+    k + 1 values it ranks first, and a NaN anywhere in its row (unordered: torch's argmax takes it as the largest);
+    a masked -inf far down the row is never chosen and leaves the decision finite."""
     if category in ("argmax", "argmin", "topk"):
         rows = _rows(read[0], selection.axis)
-        return np.isfinite(rows).all(axis=1) if rows.shape[1] else np.ones(rows.shape[0], dtype=bool)
+        if not rows.shape[1]:
+            return np.ones(rows.shape[0], dtype=bool)
+        with np.errstate(invalid="ignore"):
+            first = np.take_along_axis(rows, _first(rows, selection), axis=1)
+        return ~np.isnan(rows).any(axis=1) & np.isfinite(first).all(axis=1)
     if category == "compare":
         a, b = np.broadcast_arrays(np.asarray(read[0], dtype=np.float64), np.asarray(read[1], dtype=np.float64))
         return (np.isfinite(a) & np.isfinite(b)).ravel()
@@ -172,7 +178,9 @@ def read_noise_ulps(category: str, eager_read: list, ort_read: list, selection: 
         # ranks among its k + 1 first (what the choice is between), in ulps at their magnitude; a far-off value,
         # a masked -1e4 logit, neither moves the choice nor sets the unit its noise is counted in
         chosen = np.concatenate([_first(rows_e, selection), _first(rows_o, selection)], axis=1)
-        diff = np.abs(np.take_along_axis(rows_e, chosen, 1) - np.take_along_axis(rows_o, chosen, 1)).max(axis=1)
+        picked_e, picked_o = np.take_along_axis(rows_e, chosen, 1), np.take_along_axis(rows_o, chosen, 1)
+        with np.errstate(invalid="ignore"):  # the same infinity on both sides (a masked value) has not moved
+            diff = np.where(picked_e == picked_o, 0.0, np.abs(picked_e - picked_o)).max(axis=1)
         scale = selection_margins(eager, selection).scale
     elif category == "compare":
         sides = [np.broadcast_arrays(*(np.asarray(x, np.float64) for x in read[:2])) for read in (eager_read, ort_read)]
@@ -221,7 +229,9 @@ def fill_reads(row, category: str, op_type: str, eager_read: list, ort_read: lis
         with np.errstate(invalid="ignore"):
             row.read_max_diff = float(np.nanmax(np.abs(np.asarray(first_eager, np.float64).reshape(-1)
                                                        - first_ort.reshape(-1).astype(np.float64)), initial=0.0))
-    largest = float(np.nanmax(np.abs(first_eager), initial=0)) if np.size(first_eager) else 0.0
+    magnitudes = np.abs(np.asarray(first_eager, np.float64))
+    # an infinity (a masked value) would make any difference relative to it pass
+    largest = float(magnitudes[np.isfinite(magnitudes)].max(initial=0.0))
     row.match_verified = bool(same_size and row.read_max_diff <= atol + rtol * largest)
     if same_size:
         row.read_noise_ulps = read_noise_ulps(category, eager_read, ort_read, eager_sel)

@@ -10,7 +10,7 @@ import torch
 from exactness import published
 from exactness.engine import margins, verdicts
 from exactness.engine import outputs as engine_outputs
-from exactness.engine.rows import ClassTask
+from exactness.engine.rows import ClassTask, MarginRow
 from exactness.models import class_registry
 from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph
 from exactness.runtimes.export_cache import ExportCache
@@ -186,6 +186,26 @@ def test_read_noise_is_in_the_unit_of_the_margin_it_is_set_against():
     assert margins.read_noise_ulps("argmax", [eager], [swapped], sel) == pytest.approx(1002.0 / 2 ** -23)
     smallest = margins.Selection(-1, 1, largest=False)  # an argmin weighs the two smallest
     assert margins.read_noise_ulps("argmin", [eager], [far], smallest) == pytest.approx(2 ** -13 / 2 ** -14)
+
+
+def test_a_masked_value_the_choice_never_weighs_leaves_it_finite_and_a_nan_anywhere_does_not():
+    """A row with a masked -inf far down is a finite decision between its first values (a flip there is judged
+    by its margin, not called broken); a NaN anywhere is unordered; an infinity among the first is not finite.
+    And an infinity in what both sides read does not make every difference relative to it pass."""
+    inf, nan = float("inf"), float("nan")
+    sel = margins.Selection(-1, 1)
+    eager = np.array([[1.0, 1.0 - 2 ** -22, -inf], [nan, 0.0, 1.0], [2.0, -inf, -inf]])
+    assert margins.finite_decisions("argmax", [eager], sel).tolist() == [True, False, False]
+    row = MarginRow("M", "static", 0, "n", "ArgMax", "argmax", "test")
+    ort = eager.copy()
+    eager_margins, eager_finite = margins.fill_reads(row, "argmax", "ArgMax", [eager], [ort], sel, sel, 1e-3, 1e-3)
+    assert row.reads_nonfinite_eager == row.reads_nonfinite_ort == 2
+    margins.fill_flips(row, "argmax", np.array([True, False, False]), eager_margins, eager_finite, [ort], sel)
+    assert row.flipped_nonfinite == 0 and row.flipped_margin_ulps == pytest.approx(2.0)
+    assert margins.read_noise_ulps("argmax", [eager[[0, 2]]], [ort[[0, 2]]], sel) == 0.0  # -inf beside -inf: no noise
+    apart = MarginRow("M", "static", 0, "n", "ArgMax", "argmax", "test")
+    margins.fill_reads(apart, "argmax", "ArgMax", [eager[:1]], [eager[:1] + [[0.5, 0, 0]]], sel, sel, 1e-3, 1e-3)
+    assert not apart.match_verified  # 0.5 apart at values of 1, whatever the -inf beside them
 
 
 def test_inputs_are_drawn_in_the_testers_order_and_repeat_per_seed():
