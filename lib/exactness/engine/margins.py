@@ -65,8 +65,10 @@ def selection_margins(values: np.ndarray, selection: Selection) -> Margins:
         return Margins(np.full(rows.shape[0], np.inf), np.abs(rows[:, 0]) if n else np.zeros(rows.shape[0]))
     kept = min(selection.k + 1, n)
     ordered = -np.sort(-rows, axis=1)[:, :kept]  # the kept largest, descending
-    gaps = ordered[:, :-1] - ordered[:, 1:]
-    return Margins(gaps.min(axis=1), np.abs(ordered).max(axis=1))
+    with np.errstate(invalid="ignore"):
+        gaps = ordered[:, :-1] - ordered[:, 1:]
+    # the scale of the finite values chosen between (an infinity has no ulp to count a margin or noise in)
+    return Margins(gaps.min(axis=1), np.where(np.isfinite(ordered), np.abs(ordered), 0.0).max(axis=1))
 
 
 def compare_margins(left, right) -> Margins:
@@ -134,17 +136,27 @@ def flipped(category: str, eager_choice, ort_choice, selection: Selection | None
     return int(flipped_decisions(category, eager_choice, ort_choice, selection).sum())
 
 
-def finite_decisions(category: str, read: list, selection: Selection | None = None) -> np.ndarray:
+def finite_decisions(category: str, read: list, selection: Selection | None = None,
+                     other: list | None = None) -> np.ndarray:
     """Per decision (in the order of `margins`), whether every value it weighs is finite. A selection weighs the
     k + 1 values it ranks first, and a NaN anywhere in its row (unordered: torch's argmax takes it as the largest);
-    a masked -inf far down the row is never chosen and leaves the decision finite."""
+    a masked -inf far down the row is never chosen and leaves the decision finite. With `other` (the other
+    side's read of the same call, same size) it also weighs the values the other side ranks first, and any value
+    non-finite here that the other side does not have: an infinity one side alone makes is never a mask."""
     if category in ("argmax", "argmin", "topk"):
         rows = _rows(read[0], selection.axis)
         if not rows.shape[1]:
             return np.ones(rows.shape[0], dtype=bool)
+        theirs = (_rows(np.asarray(other[0], np.float64).reshape(np.shape(read[0])), selection.axis)
+                  if other is not None and np.size(other[0]) == rows.size else None)
+        at = _first(rows, selection)
+        if theirs is not None:
+            at = np.concatenate([at, _first(theirs, selection)], axis=1)
         with np.errstate(invalid="ignore"):
-            first = np.take_along_axis(rows, _first(rows, selection), axis=1)
-        return ~np.isnan(rows).any(axis=1) & np.isfinite(first).all(axis=1)
+            finite = ~np.isnan(rows).any(axis=1) & np.isfinite(np.take_along_axis(rows, at, axis=1)).all(axis=1)
+            if theirs is not None:
+                finite &= ~(~np.isfinite(rows) & (rows != theirs)).any(axis=1)
+        return finite
     if category == "compare":
         a, b = np.broadcast_arrays(np.asarray(read[0], dtype=np.float64), np.asarray(read[1], dtype=np.float64))
         return (np.isfinite(a) & np.isfinite(b)).ravel()
@@ -201,12 +213,14 @@ def read_noise_ulps(category: str, eager_read: list, ort_read: list, selection: 
     return float(np.max(ulps))
 
 
-def fill_ort(row, category: str, op_type: str, ort_read: list, ort_sel: Selection | None) -> dict:
-    """Fill a margin row's ORT side (its margins and non-finite decisions); returns the margins' summary."""
+def fill_ort(row, category: str, op_type: str, ort_read: list, ort_sel: Selection | None,
+             eager_read: list | None = None) -> dict:
+    """Fill a margin row's ORT side (its margins and non-finite decisions, against eager's read where there is
+    one); returns the margins' summary."""
     summary = margins(category, op_type, ort_read, ort_sel).summary()
     row.ort_min_margin, row.ort_min_margin_ulps = summary["min_margin"], summary["min_margin_ulps"]
     row.ort_exact_ties = summary["exact_ties"]
-    row.reads_nonfinite_ort = int((~finite_decisions(category, ort_read, ort_sel)).sum())
+    row.reads_nonfinite_ort = int((~finite_decisions(category, ort_read, ort_sel, eager_read)).sum())
     return summary
 
 
@@ -214,15 +228,19 @@ def fill_reads(row, category: str, op_type: str, eager_read: list, ort_read: lis
                ort_sel: Selection | None, atol: float, rtol: float) -> tuple[Margins, np.ndarray]:
     """Fill a margin row (`engine.rows.MarginRow`) from what both sides read at one call: each side's margins,
     their non-finite decisions, how far apart the reads are (and whether that is within the test's tolerance,
-    `match_verified`), and the read noise in ulps. Returns eager's margins and which of its decisions are finite."""
-    fill_ort(row, category, op_type, ort_read, ort_sel)
+    `match_verified`), and the read noise in ulps. Returns eager's margins and which decisions weigh only finite
+    values on both sides."""
+    fill_ort(row, category, op_type, ort_read, ort_sel, eager_read)
     eager_margins = margins(category, op_type, eager_read, eager_sel)
     summary = eager_margins.summary()
     row.decisions, row.min_margin, row.min_margin_ulps = (summary["decisions"], summary["min_margin"],
                                                           summary["min_margin_ulps"])
     row.exact_ties = summary["exact_ties"]
-    eager_finite = finite_decisions(category, eager_read, eager_sel)
+    eager_finite = finite_decisions(category, eager_read, eager_sel, ort_read)
     row.reads_nonfinite_eager = int((~eager_finite).sum())
+    ort_finite = finite_decisions(category, ort_read, ort_sel, eager_read)
+    if ort_finite.size == eager_finite.size:
+        eager_finite = eager_finite & ort_finite
     first_eager, first_ort = eager_read[0], np.asarray(ort_read[0])
     same_size = np.size(first_eager) == first_ort.size
     if same_size and first_ort.size:

@@ -377,3 +377,21 @@ def test_the_librarys_settings_default_to_the_main_jobs_parameters():
     assert shared >= {"atol", "rtol", "calibration_seeds", "max_checks", "max_fresh_exports", "fast_paths"}
     assert {name: getattr(settings, name) for name in shared} == {name: default[name] for name in shared}
     assert settings.policy.rate == pytest.approx(default["never_flip_rate"], rel=0.01)
+
+
+def test_an_infinity_only_one_side_makes_is_never_a_mask():
+    """ORT writes -inf where eager has its largest value: ORT ranks it last, eager ranks it first; either way the
+    decision weighs a value that only ORT made non-finite (a defect at the op's input, not a near-tie)."""
+    inf = float("inf")
+    sel = margins.Selection(-1, 1)
+    eager, ort = np.array([[1.0, 1.0 - 2 ** -22, -5.0]]), np.array([[-inf, 1.0 - 2 ** -22, -5.0]])
+    row = MarginRow("M", "static", 0, "n", "ArgMax", "argmax", "test")
+    margins.fill_reads(row, "argmax", "ArgMax", [eager], [ort], sel, sel, 1e-3, 1e-3)
+    assert (row.reads_nonfinite_eager, row.reads_nonfinite_ort) == (0, 1)
+    far = np.array([[1.0, 1.0 - 2 ** -22, -inf]])  # only ORT's, far down: still only ORT's
+    assert margins.finite_decisions("argmax", [far], sel, [eager]).tolist() == [False]
+    # a top-2 keeping its whole row with a masked -inf on both sides: the other row's noise still counts
+    top2 = margins.Selection(-1, 2)
+    both = np.array([[1.0, 1.0 - 2 ** -22, -inf], [4.0, 3.0, 2.0]])
+    moved = both + np.array([[0.0, 0.0, 0.0], [0.0, 2 ** -20, 0.0]])
+    assert margins.read_noise_ulps("topk", [both], [moved], top2) == pytest.approx(2.0)  # 2**-20 at 4: ulp 2**-21

@@ -104,3 +104,12 @@ def test_one_forecast_serves_both_laws_counting_a_seed_once_and_ignoring_gaps_no
                                  known=np.array([1.0, np.nan]))
     assert one.every_row_flips == one.flips and one.failures.expected == pytest.approx(0.4)
     assert one.flips.low <= one.flips.expected <= one.flips.high
+
+
+def test_a_nan_move_in_the_noise_flips_nothing_and_leaves_the_rest_of_the_law():
+    gaps = np.array([[0.05, 0.2, 5.0]])
+    clean = prediction.forecast(gaps, np.array([[-0.3, -0.1, 0.0, 0.1, 0.2]]), np.array([1.0]), [1],
+                                np.random.default_rng(0), 20, resample_seeds=False)[0]
+    with_nan = prediction.forecast(gaps, np.array([[-0.3, -0.1, 0.0, 0.1, np.nan]]), np.array([1.0]), [1],
+                                   np.random.default_rng(0), 20, resample_seeds=False)[0]
+    assert with_nan.flips.expected == clean.flips.expected == pytest.approx(0.4)

@@ -78,7 +78,7 @@ def forecast(gaps: np.ndarray, noise: np.ndarray, fail_given_flip: np.ndarray, s
     its own measured chance where there is one (NaN: the mean). `resample_seeds`: the seeds stand for a fresh
     run's (their density near a tie is uncertain); False: the count on these very seeds is predicted."""
     n, (n_checks, rows) = len(gaps), noise.shape
-    reach = float(np.clip(-noise, 0, None).max()) if noise.size else 0.0
+    reach = float(np.nanmax(np.clip(-noise, 0, None), initial=0.0))  # a NaN move (inf - inf) flips nothing
     # only a gap the noise reaches can flip: the others are never looked up
     seed_of, row_of = np.nonzero(gaps < reach) if reach > 0 else (np.array([], int),) * 2
     near = np.unique(seed_of)
