@@ -256,15 +256,12 @@ def fill_reads(row, category: str, op_type: str, eager_read: list, ort_read: lis
     return eager_margins, eager_finite
 
 
-def fill_flips(row, category: str, changed: np.ndarray, eager_margins: Margins, eager_finite: np.ndarray,
-               ort_read: list, ort_sel: Selection | None) -> None:
+def fill_flips(row, changed: np.ndarray, eager_margins: Margins, finite: np.ndarray) -> None:
     """Fill a margin row's flips from `changed` (`flipped_decisions`): how many, eager's smallest margin among
-    them, and how many weighed a value that is not finite on one side or both."""
+    them, and how many weighed a value that is not finite on one side or both (`finite`: from `fill_reads`)."""
     row.flipped = float(changed.sum())
     if not changed.any():
         return
     at = changed if changed.size == eager_margins.margin.size else np.ones_like(eager_margins.margin, dtype=bool)
     row.flipped_margin_ulps = float(np.min(eager_margins.ulps[at]))
-    ort_finite = finite_decisions(category, ort_read, ort_sel)
-    both = eager_finite & ort_finite if ort_finite.size == eager_finite.size else eager_finite
-    row.flipped_nonfinite = int((at & ~both).sum()) if both.size == at.size else int(at.sum())
+    row.flipped_nonfinite = int((at & ~finite).sum()) if finite.size == at.size else int(at.sum())

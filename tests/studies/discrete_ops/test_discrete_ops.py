@@ -200,7 +200,7 @@ def test_a_masked_value_the_choice_never_weighs_leaves_it_finite_and_a_nan_anywh
     ort = eager.copy()
     eager_margins, eager_finite = margins.fill_reads(row, "argmax", "ArgMax", [eager], [ort], sel, sel, 1e-3, 1e-3)
     assert row.reads_nonfinite_eager == row.reads_nonfinite_ort == 2
-    margins.fill_flips(row, "argmax", np.array([True, False, False]), eager_margins, eager_finite, [ort], sel)
+    margins.fill_flips(row, np.array([True, False, False]), eager_margins, eager_finite)
     assert row.flipped_nonfinite == 0 and row.flipped_margin_ulps == pytest.approx(2.0)
     assert margins.read_noise_ulps("argmax", [eager[[0, 2]]], [ort[[0, 2]]], sel) == 0.0  # -inf beside -inf: no noise
     apart = MarginRow("M", "static", 0, "n", "ArgMax", "argmax", "test")

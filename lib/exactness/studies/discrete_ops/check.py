@@ -327,7 +327,7 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
             ort = ort_choice(op, values, rec)
             changed = margins_of.flipped_decisions(op.category, eager_choice(rec), ort, sel,
                                                    shape=np.shape(eager_read[0]))
-            margins_of.fill_flips(row, op.category, changed, eager_margins, eager_finite, ort_read, ort_sel)
+            margins_of.fill_flips(row, changed, eager_margins, eager_finite)
             if changed.any():
                 force[(rec.op, rec.call)] = forcing(rec, ort)
                 flipped_outputs |= set(op.reaches_outputs)

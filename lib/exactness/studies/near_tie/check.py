@@ -153,7 +153,7 @@ def _margin_row(model: str, seed: int, shape_mode: str, eager_logits: torch.Tens
                                                         ARGMAX, atol, rtol)
     row.match_trusted = True  # the graph's value is the module's output by name, whatever the values show
     changed = margins_of.flipped_decisions("argmax", eager_codes.numpy(), ort_codes.numpy(), ARGMAX)
-    margins_of.fill_flips(row, "argmax", changed, eager_margins, eager_finite, ort_read, ARGMAX)
+    margins_of.fill_flips(row, changed, eager_margins, eager_finite)
     return row
 
 

@@ -87,7 +87,7 @@ def forecast(gaps: np.ndarray, noise: np.ndarray, fail_given_flip: np.ndarray, s
     # sum of its checks' weights up to that gap's place (integers, so exact whatever the order of the sum)
     order = np.argsort(noise.ravel(), kind="stable")
     owner = np.repeat(np.arange(n_checks), rows)[order]
-    place = noise_below(gaps[seed_of, row_of], noise.ravel()[order])
+    place = noise_below(gaps[seed_of, row_of], noise.ravel())  # its place in that order
     own = np.full(len(near), np.nan) if known is None else np.asarray(known, dtype=float)[near]
     smallest = row_of == 0
     one_row = gaps.shape[1] == 1
