@@ -98,6 +98,7 @@ def compare_output(row: OutputRow, produced: np.ndarray, eager: torch.Tensor, re
     wanted = eager.detach().double().numpy()
     got = np.asarray(produced)
     row.numel, row.zero_dim = int(wanted.size), eager.dim() == 0
+    row.eager_nan = int(np.isnan(wanted).sum())
     row.same_shape = got.size == wanted.size and tuple(got.shape) == tuple(wanted.shape)
     if not row.same_shape:
         row.max_abs_diff, row.mismatched, row.rule_mismatched = float("inf"), int(wanted.size), int(wanted.size)

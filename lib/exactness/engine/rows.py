@@ -113,6 +113,7 @@ class OutputRow:
     max_ulps_of_scale: float = float("nan")
     mismatched: int = 0  # elements beyond atol + rtol * |eager|
     nonfinite_mismatch: int = 0  # elements finite on one side only, or NaN on one side and inf on the other
+    eager_nan: int = 0  # elements NaN in eager: the rule counts them not close whatever ORT computes
     eager_f64_err: float = float("nan")  # max |eager - float64 reference|
     ort_f64_err: float = float("nan")  # max |ORT - float64 reference|
     scale_ulp: float = float("nan")  # one float32 ulp at the reference's RMS

@@ -40,6 +40,12 @@ def defect(d: Defect) -> str:
     if d.sign is DefectSign.NONFINITE_INPUT:
         return at + (f"the input of {_op(d)} is non-finite in {d.count} of {d.of} decisions in ORT, "
                      f"{d.eager_count} in eager")
+    if d.sign is DefectSign.NONFINITE_IN_EAGER and d.output:
+        return at + (f"{d.output} is NaN in {d.count} of {d.of} values in eager float32 itself: the model's forward "
+                     "breaks before any export, and NaN is never close to NaN, so the test fails whatever ORT computes")
+    if d.sign is DefectSign.NONFINITE_IN_EAGER:
+        return at + (f"{_op(d)} chose differently among values eager float32 itself reads non-finite ({d.eager_count} "
+                     f"of {d.of} decisions in eager, {d.count} in ORT): the model's forward breaks before any export")
     if d.sign is DefectSign.FLIP_AMONG_NONFINITE:
         return at + (f"{_op(d)} chose differently among values that are not all finite: no tie, a "
                      "computation that breaks")

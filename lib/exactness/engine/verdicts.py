@@ -224,12 +224,25 @@ def find_defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect
             r = unexplained.iloc[0]
             return Defect(int(r.seed), r.output, DefectSign.NOT_EXPLAINED,
                           forced_difference=float(r.forced_max_abs_diff))
-    if len(m):
-        live = m[m.node.isin(counted_nodes)]
+    live = m[m.node.isin(counted_nodes)] if len(m) else m
+    if len(live):
         broken = live[(live.reads_nonfinite_ort != live.reads_nonfinite_eager)]
         if len(broken):
             r = broken.iloc[0]
             return Defect(int(r.seed), "", DefectSign.NONFINITE_INPUT, count=int(r.reads_nonfinite_ort),
+                          of=int(r.decisions), eager_count=int(r.reads_nonfinite_eager), op_type=r.op_type,
+                          node=r.node, scope=_scope(r.node, t.ops))
+    # non-finite on both sides: eager breaks too, so the model does, not the export; a NaN output fails the test's
+    # rule (NaN is never close to NaN) whatever ORT computes, and a choice among eager's non-finite values is no tie
+    nan = out[out.eager_nan > 0] if len(out) and "eager_nan" in out else out.iloc[:0]
+    if len(nan):
+        r = nan.iloc[0]
+        return Defect(int(r.seed), r.output, DefectSign.NONFINITE_IN_EAGER, count=int(r.eager_nan), of=int(r.numel))
+    if len(live):
+        both = live[(live.flipped > 0) & (live.flipped_nonfinite > 0) & (live.reads_nonfinite_eager > 0)]
+        if len(both):
+            r = both.iloc[0]
+            return Defect(int(r.seed), "", DefectSign.NONFINITE_IN_EAGER, count=int(r.reads_nonfinite_ort),
                           of=int(r.decisions), eager_count=int(r.reads_nonfinite_eager), op_type=r.op_type,
                           node=r.node, scope=_scope(r.node, t.ops))
         unfinite = live[(live.flipped > 0) & ((live.flipped_nonfinite > 0) | live.flipped_margin_ulps.isna())]

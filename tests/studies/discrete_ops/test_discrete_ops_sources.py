@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from exactness.engine.evidence import DefectSign
 from exactness.engine.verdicts import Cause
-from exactness.studies.discrete_ops import sentences, study
+from exactness.studies.discrete_ops import localize, sentences, study
 
 CHECKOUT = str(Path(__file__).resolve().parents[2] / "fixtures" / "transformers_checkout")
 
@@ -126,3 +127,44 @@ def test_a_registry_class_the_checkouts_skips_leave_out_is_compared_by_that_test
     assert model_sources.stated("BitModel").reason  # the built-in skip list skips it
     assert model_sources.stated("BitModel", CHECKOUT).reason == ""  # this checkout's EXPORT_SKIPS does not
     assert model_sources.stated("BertModel", CHECKOUT).reason.startswith("The tiny config's pooler ties")
+
+
+def test_a_model_that_breaks_in_eager_too_is_localized_in_eager_with_no_export_stage(tmp_path):
+    """An argmax over log(linear): NaN in eager and in ORT alike. The defect is the model's: it starts at the
+    module whose eager output is first non-finite (float64's too), and no stage of the export pipeline is named."""
+    path = tmp_path / "picks.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+
+
+        class LogLayer(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(4, 6)
+
+            def forward(self, x):
+                return torch.log(self.proj(x))
+
+
+        class Picks(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.logs = LogLayer()
+
+            def forward(self, x):
+                return {"best": self.logs(x).argmax(-1)}
+
+
+        def build(seed):
+            torch.manual_seed(seed)
+            return Picks(), {"x": torch.randn(5, 4)}
+        """))
+    mine = f"{path}:build"
+    settings = study.Settings(calibration_seeds=2, max_checks=2, cache=str(tmp_path / "cache"))
+    result = study.run([mine], 0, 3, ["static"], settings=settings, progress_every=1e9)
+    (found,) = result.verdicts
+    assert found.cause is Cause.DEFECT and found.evidence.defect.sign is DefectSign.NONFINITE_IN_EAGER
+    spot = result.localizations.iloc[0]
+    assert (spot.module, spot.op_type, spot.kind) == ("logs", "Log", "non-finite in eager")
+    assert "float64's is non-finite" in spot.detail and spot.stage == localize.MODEL_STAGE
+    assert spot.pass_name == "" and spot.trials == 0  # no pipeline configuration was switched

@@ -15,6 +15,7 @@ from exactness.engine import answers as engine_answers
 from exactness.engine import candidates as engine_candidates
 from exactness.engine import outputs as engine_outputs
 from exactness.engine import verdicts
+from exactness.engine.evidence import DefectSign
 from exactness.engine.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
 from exactness.studies.discrete_ops import check, figures, findings, sentences
 from exactness.studies.discrete_ops.study import Result
@@ -169,6 +170,26 @@ def test_a_flip_among_values_that_are_not_finite_is_a_defect_not_a_tie():
                        [_seed(0, flipped=True)], [_margin(0, 1, float("nan"), flipped_nonfinite=13)])
     found = verdicts.verdict(both_nan, verdicts.RatePolicy(), 16.0)
     assert found.cause is verdicts.Cause.DEFECT and "not all finite" in found.proof
+
+
+def test_non_finite_in_eager_too_is_the_models_defect_and_one_side_alone_still_the_exports():
+    # NaN at the same places on both sides: the rule fails on it whatever ORT computes (NaN is never close to NaN)
+    nan = _tables([_output(0, eager_nan=7, rule_mismatched=7)], [_seed(0, passed=False)], [], ops=OPS.iloc[:0])
+    found = verdicts.verdict(nan, verdicts.RatePolicy(), 16.0)
+    defect = found.evidence.defect
+    assert found.cause is verdicts.Cause.DEFECT and defect.sign is DefectSign.NONFINITE_IN_EAGER
+    assert (defect.output, defect.count, defect.of) == ("y", 7, 100)
+    # a choice among values eager reads non-finite too is no tie, and no export made it
+    both = _tables([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, within_noise=None)],
+                   [_seed(0, flipped=True)], [_margin(0, 1, float("nan"), flipped_nonfinite=13,
+                                                      reads_nonfinite_eager=13, reads_nonfinite_ort=13)])
+    defect = verdicts.verdict(both, verdicts.RatePolicy(), 16.0).evidence.defect
+    assert (defect.sign, defect.eager_count, defect.count, defect.op_type) == (DefectSign.NONFINITE_IN_EAGER, 13,
+                                                                                 13, "TopK")
+    # a value ORT alone makes non-finite is the export's defect, said first, whatever eager's NaN elsewhere
+    one_side = _tables([_output(0, eager_nan=7, nonfinite_mismatch=3)], [_seed(0, passed=False)], [],
+                       ops=OPS.iloc[:0])
+    assert verdicts.verdict(one_side, verdicts.RatePolicy(), 16.0).evidence.defect.sign is DefectSign.NONFINITE_OUTPUT
 
 
 def test_a_flip_downstream_of_another_is_not_judged_by_its_margin():

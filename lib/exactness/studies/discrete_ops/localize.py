@@ -145,9 +145,12 @@ def first_nonfinite_node(graph: onnx.ModelProto, initializers: dict | None, inpu
 
 
 def localize(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, cache: ExportCache,
-             output: str = "") -> Localization:
+             output: str = "", in_eager: bool = False) -> Localization:
     """The first module where ORT departs from the float64 reference on `seed`, the stage of the pipeline that
-    makes it, and a missing value the first non-finite node's traced call reads."""
+    makes it, and a missing value the first non-finite node's traced call reads. `in_eager`: the defect shows in
+    eager float32 too (`DefectSign.NONFINITE_IN_EAGER`): where eager first breaks, and no pipeline stage."""
+    if in_eager:
+        return eager_place(cg, seed, built, inputs, cache)
     found = place(cg, seed, built, inputs, cache, output)
     dynamic = cg.task.shape_mode == "dynamic"
     if found.node:
@@ -175,23 +178,71 @@ def localize(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: di
     return found
 
 
-def place(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, cache: ExportCache,
-          output: str = "") -> Localization:
-    """The first module where ORT departs from the float64 reference on `seed`."""
-    task = cg.task
-    graph, bare, initializers = cg.full, cg.bare, None
+def _seed_graph(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, cache: ExportCache) -> tuple:
+    """(graph, bare graph, initializers) that compute `seed` in ORT: the template's graph with the seed's weights
+    swapped in, or the seed's own export where no swap was learnt."""
     if seed != cg.template_seed and cg.plan is not None:
-        initializers = cg.plan.initializers(built)
-    elif seed != cg.template_seed:  # no learnt swap: the seed's own export
-        graph = cache.export(built, inputs, dynamic=task.shape_mode == "dynamic").graph
-        bare = graph.exposing(()).model
-    full = graph.exposing(set(graph.intermediates))
-    ort = check.run_graph(full.model, initializers, inputs)
+        return cg.full, cg.bare, cg.plan.initializers(built)
+    if seed != cg.template_seed:
+        graph = cache.export(built, inputs, dynamic=cg.task.shape_mode == "dynamic").graph
+        return graph, graph.exposing(()).model, None
+    return cg.full, cg.bare, None
+
+
+def _eager_and_float64(built: torch.nn.Module, inputs: dict) -> tuple[dict, dict, list]:
+    """Every module's output in eager float32, and in float64 with eager's own choices forced; eager's records of
+    its discrete calls."""
     _, records = discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED)
     eager = module_outputs(built, inputs)
     wide_model = copy.deepcopy(built).double()
     wide_inputs = {k: v.double() if v.is_floating_point() else v for k, v in inputs.items()}
-    wide = module_outputs(wide_model, wide_inputs, check.own_choices(records))
+    return eager, module_outputs(wide_model, wide_inputs, check.own_choices(records)), records
+
+
+MODEL_STAGE = "the model itself: eager float32 breaks too, before any export"
+MODEL_REMEDY = ("the model's, not the export's: guard the value that breaks where it starts, or have the tester draw "
+                "inputs that keep it finite")
+
+
+def eager_place(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: dict,
+                cache: ExportCache) -> Localization:
+    """Where eager float32 itself first makes a non-finite value on `seed`: the first module (in the order the
+    modules finish) whose output holds one, with the float64 reference's count there (non-finite too: the
+    arithmetic itself; finite: float32's range), and the exported graph's first node that makes one from finite
+    inputs. No pipeline stage is switched: eager runs no export."""
+    task = cg.task
+    _, bare, initializers = _seed_graph(cg, seed, built, inputs, cache)
+    eager, wide, _ = _eager_and_float64(built, inputs)
+    found = Localization(task.model, task.shape_mode, seed, "", "non-finite in eager", stage=MODEL_STAGE,
+                         stage_proof=MODEL_STAGE, remedy=MODEL_REMEDY)
+    for label, mine in eager.items():
+        broken = int((~np.isfinite(mine)).sum()) if mine.dtype.kind == "f" else 0
+        if not broken:
+            continue
+        reference = wide.get(label)
+        at_float64 = ("" if reference is None or reference.shape != mine.shape else
+                      f"; float64's is non-finite in {int((~np.isfinite(reference)).sum())}: the arithmetic itself"
+                      if not np.isfinite(reference).all() else "; float64's is finite: float32's range")
+        found.module = label
+        found.detail = f"eager's output is non-finite in {broken} of {mine.size} values{at_float64}"
+        break
+    node, op_type, detail = first_nonfinite_node(bare, initializers, inputs, found.module)
+    found.node, found.op_type = node, op_type
+    found.detail = "; ".join(part for part in (found.detail or "no module's output is non-finite in eager, the "
+                                               "forward's own operations make it",
+                                               f"in the exported graph, this node makes {detail}" if node else "")
+                             if part)
+    return found
+
+
+def place(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, cache: ExportCache,
+          output: str = "") -> Localization:
+    """The first module where ORT departs from the float64 reference on `seed`."""
+    task = cg.task
+    graph, bare, initializers = _seed_graph(cg, seed, built, inputs, cache)
+    full = graph.exposing(set(graph.intermediates))
+    ort = check.run_graph(full.model, initializers, inputs)
+    eager, wide, records = _eager_and_float64(built, inputs)
     for label, value in graph.intermediates.items():
         if label not in eager or label not in wide or value not in ort:
             continue

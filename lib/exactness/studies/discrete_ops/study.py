@@ -38,6 +38,7 @@ import pandas as pd
 from exactness.compare.export_rule import Rule
 from exactness.engine import candidates as engine_candidates
 from exactness.engine import verdicts as verdicts_of
+from exactness.engine.evidence import DefectSign
 from exactness.engine.rows import (
     ClassTask,
     GraphRow,
@@ -566,7 +567,8 @@ def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graph
             made = _fresh(task.model, settings.transformers_tests)(seed)
             try:
                 spot = localize.localize(graphs[task], seed, made.model, made.inputs, ExportCache(settings.cache),
-                                         first.defect_output)
+                                         first.defect_output,
+                                         first.evidence.defect.sign is DefectSign.NONFINITE_IN_EAGER)
             except Exception as error:  # the defect stands, proven; only where it starts is not found
                 spot = localize.Localization(task.model, task.shape_mode, seed, "", "not localized",
                                              detail=f"{type(error).__name__}: {' '.join(str(error).split())[:300]}")
