@@ -214,14 +214,15 @@ def read_noise_ulps(category: str, eager_read: list, ort_read: list, selection: 
 
 
 def fill_ort(row, category: str, op_type: str, ort_read: list, ort_sel: Selection | None,
-             eager_read: list | None = None) -> dict:
+             eager_read: list | None = None) -> tuple[dict, np.ndarray]:
     """Fill a margin row's ORT side (its margins and non-finite decisions, against eager's read where there is
-    one); returns the margins' summary."""
+    one); returns the margins' summary and which of ORT's decisions weigh only finite values."""
     summary = margins(category, op_type, ort_read, ort_sel).summary()
     row.ort_min_margin, row.ort_min_margin_ulps = summary["min_margin"], summary["min_margin_ulps"]
     row.ort_exact_ties = summary["exact_ties"]
-    row.reads_nonfinite_ort = int((~finite_decisions(category, ort_read, ort_sel, eager_read)).sum())
-    return summary
+    finite = finite_decisions(category, ort_read, ort_sel, eager_read)
+    row.reads_nonfinite_ort = int((~finite).sum())
+    return summary, finite
 
 
 def fill_reads(row, category: str, op_type: str, eager_read: list, ort_read: list, eager_sel: Selection | None,
@@ -230,7 +231,7 @@ def fill_reads(row, category: str, op_type: str, eager_read: list, ort_read: lis
     their non-finite decisions, how far apart the reads are (and whether that is within the test's tolerance,
     `match_verified`), and the read noise in ulps. Returns eager's margins and which decisions weigh only finite
     values on both sides."""
-    fill_ort(row, category, op_type, ort_read, ort_sel, eager_read)
+    _, ort_finite = fill_ort(row, category, op_type, ort_read, ort_sel, eager_read)
     eager_margins = margins(category, op_type, eager_read, eager_sel)
     summary = eager_margins.summary()
     row.decisions, row.min_margin, row.min_margin_ulps = (summary["decisions"], summary["min_margin"],
@@ -238,7 +239,6 @@ def fill_reads(row, category: str, op_type: str, eager_read: list, ort_read: lis
     row.exact_ties = summary["exact_ties"]
     eager_finite = finite_decisions(category, eager_read, eager_sel, ort_read)
     row.reads_nonfinite_eager = int((~eager_finite).sum())
-    ort_finite = finite_decisions(category, ort_read, ort_sel, eager_read)
     if ort_finite.size == eager_finite.size:
         eager_finite = eager_finite & ort_finite
     first_eager, first_ort = eager_read[0], np.asarray(ort_read[0])

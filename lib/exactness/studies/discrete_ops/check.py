@@ -309,7 +309,7 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
         ort_read = _read_ort(op, values)
         ort_sel = _selection_onnx(op, nodes[op.node], values)
         if rec is None:  # no eager call matched: ORT's margins stand for the op's
-            ort_margins = margins_of.fill_ort(row, op.category, op.op_type, ort_read, ort_sel)
+            ort_margins, _ = margins_of.fill_ort(row, op.category, op.op_type, ort_read, ort_sel)
             row.decisions, row.min_margin, row.min_margin_ulps = (ort_margins["decisions"], row.ort_min_margin,
                                                                   row.ort_min_margin_ulps)
             row.exact_ties = row.ort_exact_ties
