@@ -18,6 +18,15 @@ sys.path.insert(0, str(Path(__file__).parent))
 collect_ignore = ["fixtures"]
 
 
+@pytest.fixture(autouse=True)
+def _close_figures() -> Iterator[None]:
+    """Every figure a test drew is closed after it: pyplot keeps each open one, and a worker warns past 20."""
+    yield
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is not None:
+        pyplot.close("all")
+
+
 def write_notebook(path: Path, parameters: str, *cells: str) -> Path:
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"name": "exactness", "display_name": "Python (exactness)", "language": "python"}

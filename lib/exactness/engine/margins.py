@@ -226,11 +226,11 @@ def fill_ort(row, category: str, op_type: str, ort_read: list, ort_sel: Selectio
 
 
 def fill_reads(row, category: str, op_type: str, eager_read: list, ort_read: list, eager_sel: Selection | None,
-               ort_sel: Selection | None, atol: float, rtol: float) -> tuple[Margins, np.ndarray]:
+               ort_sel: Selection | None, atol: float, rtol: float) -> tuple[Margins, np.ndarray, np.ndarray]:
     """Fill a margin row (`engine.rows.MarginRow`) from what both sides read at one call: each side's margins,
     their non-finite decisions, how far apart the reads are (and whether that is within the test's tolerance,
     `match_verified`), and the read noise in ulps. Returns eager's margins and which decisions weigh only finite
-    values on both sides."""
+    values in eager, and in ORT."""
     _, ort_finite = fill_ort(row, category, op_type, ort_read, ort_sel, eager_read)
     eager_margins = margins(category, op_type, eager_read, eager_sel)
     summary = eager_margins.summary()
@@ -239,8 +239,9 @@ def fill_reads(row, category: str, op_type: str, eager_read: list, ort_read: lis
     row.exact_ties = summary["exact_ties"]
     eager_finite = finite_decisions(category, eager_read, eager_sel, ort_read)
     row.reads_nonfinite_eager = int((~eager_finite).sum())
-    if ort_finite.size == eager_finite.size:
-        eager_finite = eager_finite & ort_finite
+    # what ORT alone breaks is the export's; where the decisions do not align, what ORT breaks beyond eager
+    row.reads_nonfinite_ort_only = (int((~ort_finite & eager_finite).sum()) if ort_finite.size == eager_finite.size
+                                    else max(row.reads_nonfinite_ort - row.reads_nonfinite_eager, 0))
     first_eager, first_ort = eager_read[0], np.asarray(ort_read[0])
     same_size = np.size(first_eager) == first_ort.size
     if same_size and first_ort.size:
@@ -253,15 +254,20 @@ def fill_reads(row, category: str, op_type: str, eager_read: list, ort_read: lis
     row.match_verified = bool(same_size and row.read_max_diff <= atol + rtol * largest)
     if same_size:
         row.read_noise_ulps = read_noise_ulps(category, eager_read, ort_read, eager_sel)
-    return eager_margins, eager_finite
+    return eager_margins, eager_finite, ort_finite
 
 
-def fill_flips(row, changed: np.ndarray, eager_margins: Margins, finite: np.ndarray) -> None:
+def fill_flips(row, changed: np.ndarray, eager_margins: Margins, eager_finite: np.ndarray,
+               ort_finite: np.ndarray) -> None:
     """Fill a margin row's flips from `changed` (`flipped_decisions`): how many, eager's smallest margin among
-    them, and how many weighed a value that is not finite on one side or both (`finite`: from `fill_reads`)."""
+    them, how many weighed a value that is not finite on one side or both, and how many in eager itself
+    (`eager_finite`, `ort_finite`: from `fill_reads`)."""
     row.flipped = float(changed.sum())
     if not changed.any():
         return
     at = changed if changed.size == eager_margins.margin.size else np.ones_like(eager_margins.margin, dtype=bool)
     row.flipped_margin_ulps = float(np.min(eager_margins.ulps[at]))
+    finite = eager_finite & ort_finite if ort_finite.size == eager_finite.size else eager_finite
     row.flipped_nonfinite = int((at & ~finite).sum()) if finite.size == at.size else int(at.sum())
+    # flips eager itself makes among non-finite values (where the decisions do not align, none is claimed)
+    row.flipped_nonfinite_eager = int((at & ~eager_finite).sum()) if eager_finite.size == at.size else 0

@@ -33,14 +33,17 @@ def max_abs(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.max(np.abs(a[both] - b[both]), initial=0.0))
 
 
-def nonfinite_mismatch(a: np.ndarray, b: np.ndarray) -> int:
-    """Elements finite on one side only, or NaN on one side and an infinity on the other, or infinities of
-    opposite sign."""
+def nonfinite_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Where one side is finite and the other not, or NaN on one side and an infinity on the other, or infinities
+    of opposite sign."""
     if a.dtype.kind != "f" and b.dtype.kind != "f":
-        return 0
+        return np.zeros(np.shape(a), dtype=bool)
     a, b = a.astype(np.float64), b.astype(np.float64)
-    differ = (np.isfinite(a) != np.isfinite(b)) | (np.isnan(a) != np.isnan(b)) | (np.isinf(a) & np.isinf(b) & (a != b))
-    return int(differ.sum())
+    return (np.isfinite(a) != np.isfinite(b)) | (np.isnan(a) != np.isnan(b)) | (np.isinf(a) & np.isinf(b) & (a != b))
+
+
+def nonfinite_mismatch(a: np.ndarray, b: np.ndarray) -> int:
+    return int(nonfinite_differ(a, b).sum())
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,6 @@ def compare_output(row: OutputRow, produced: np.ndarray, eager: torch.Tensor, re
     wanted = eager.detach().double().numpy()
     got = np.asarray(produced)
     row.numel, row.zero_dim = int(wanted.size), eager.dim() == 0
-    row.eager_nan = int(np.isnan(wanted).sum())
     row.same_shape = got.size == wanted.size and tuple(got.shape) == tuple(wanted.shape)
     if not row.same_shape:
         row.max_abs_diff, row.mismatched, row.rule_mismatched = float("inf"), int(wanted.size), int(wanted.size)
@@ -118,7 +120,10 @@ def compare_output(row: OutputRow, produced: np.ndarray, eager: torch.Tensor, re
             setattr(row, plant.column, int((~torch.isclose(moved, expected, rtol=rtol, atol=atol,
                                                            equal_nan=False)).sum()))
     got = got.astype(np.float64)
-    row.nonfinite_mismatch = nonfinite_mismatch(got, wanted)
+    differ, broken = nonfinite_differ(got, wanted), ~np.isfinite(wanted)
+    row.nonfinite_mismatch = int(differ.sum())
+    row.nonfinite_in_ort_only = int((differ & ~broken).sum())
+    row.nonfinite_in_eager = int((np.isnan(wanted) | (broken & differ)).sum())
     diff = np.abs(got - wanted)
     diff = np.where(np.isnan(got) & np.isnan(wanted), 0.0, diff)
     row.max_abs_diff = float(np.nanmax(diff)) if diff.size else 0.0
@@ -134,17 +139,19 @@ def compare_output(row: OutputRow, produced: np.ndarray, eager: torch.Tensor, re
     row.eager_f64_err, row.ort_f64_err = max_abs(wanted, wide), max_abs(got, wide)
     row.noise_bound = NOISE_FACTOR * max(row.eager_f64_err, row.scale_ulp)
     if not (row.reached_by_flip or row.reached_by_draw):
-        row.within_noise = bool(row.nonfinite_mismatch == 0 and row.ort_f64_err <= row.noise_bound)
+        row.within_noise = bool(row.nonfinite_in_ort_only == 0 and row.ort_f64_err <= row.noise_bound)
 
 
 def compare_forced(row: OutputRow, produced: np.ndarray, forced: torch.Tensor, atol: float, rtol: float) -> None:
     """Fill `row`'s counterfactual: eager with ORT's choices forced against ORT. Explained when the two agree
-    within the output's noise bound (exactly, for an integer output) and neither side alone is non-finite."""
+    within the output's noise bound (exactly, for an integer output) and ORT alone is nowhere non-finite; where
+    eager itself is non-finite, the model breaks, and no choice is asked to explain it."""
     after = np.asarray(forced.detach().double().numpy())
     got = np.asarray(produced, dtype=np.float64).reshape(after.shape)
-    diff = np.where(np.isnan(got) & np.isnan(after), 0.0, np.abs(got - after))
+    broken = ~np.isfinite(after)
+    diff = np.where(broken, 0.0, np.abs(got - after))
     row.forced_max_abs_diff = float(np.nanmax(diff)) if diff.size else 0.0
     row.forced_mismatched = int((~(diff <= atol + rtol * np.abs(after))).sum())
     bound = row.noise_bound if row.noise_bound == row.noise_bound else NOISE_FACTOR * max(row.scale_ulp, 0.0)
-    row.explained_by_flip = bool(nonfinite_mismatch(got, after) == 0 and (
+    row.explained_by_flip = bool(int((nonfinite_differ(got, after) & ~broken).sum()) == 0 and (
         row.forced_max_abs_diff <= bound if row.floating else row.forced_max_abs_diff == 0))

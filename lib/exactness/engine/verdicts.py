@@ -208,10 +208,10 @@ def find_defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect
         if len(dtype):
             r = dtype.iloc[0]
             return Defect(int(r.seed), r.output, DefectSign.DTYPE)
-        nonfinite = out[(out.nonfinite_mismatch > 0) & ~out.reached_by_flip.astype(bool)]
+        nonfinite = out[(out.nonfinite_in_ort_only > 0) & ~out.reached_by_flip.astype(bool)]
         if len(nonfinite):
             r = nonfinite.iloc[0]
-            return Defect(int(r.seed), r.output, DefectSign.NONFINITE_OUTPUT, count=int(r.nonfinite_mismatch),
+            return Defect(int(r.seed), r.output, DefectSign.NONFINITE_OUTPUT, count=int(r.nonfinite_in_ort_only),
                           of=int(r.numel))
         beyond = out[out.within_noise.eq(False)]
         if len(beyond):
@@ -226,38 +226,42 @@ def find_defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect
                           forced_difference=float(r.forced_max_abs_diff))
     live = m[m.node.isin(counted_nodes)] if len(m) else m
     if len(live):
-        broken = live[(live.reads_nonfinite_ort != live.reads_nonfinite_eager)]
+        broken = live[live.reads_nonfinite_ort_only > 0]
         if len(broken):
             r = broken.iloc[0]
             return Defect(int(r.seed), "", DefectSign.NONFINITE_INPUT, count=int(r.reads_nonfinite_ort),
                           of=int(r.decisions), eager_count=int(r.reads_nonfinite_eager), op_type=r.op_type,
                           node=r.node, scope=_scope(r.node, t.ops))
-    # non-finite on both sides: eager breaks too, so the model does, not the export; a NaN output fails the test's
-    # rule (NaN is never close to NaN) whatever ORT computes, and a choice among eager's non-finite values is no tie
-    nan = out[out.eager_nan > 0] if len(out) and "eager_nan" in out else out.iloc[:0]
-    if len(nan):
-        r = nan.iloc[0]
-        return Defect(int(r.seed), r.output, DefectSign.NONFINITE_IN_EAGER, count=int(r.eager_nan), of=int(r.numel))
-    if len(live):
-        both = live[(live.flipped > 0) & (live.flipped_nonfinite > 0) & (live.reads_nonfinite_eager > 0)]
-        if len(both):
-            r = both.iloc[0]
-            return Defect(int(r.seed), "", DefectSign.NONFINITE_IN_EAGER, count=int(r.reads_nonfinite_ort),
-                          of=int(r.decisions), eager_count=int(r.reads_nonfinite_eager), op_type=r.op_type,
-                          node=r.node, scope=_scope(r.node, t.ops))
-        unfinite = live[(live.flipped > 0) & ((live.flipped_nonfinite > 0) | live.flipped_margin_ulps.isna())]
+        # a flip that weighed a value non-finite in ORT alone (or, where the decisions do not align, any)
+        unfinite = live[(live.flipped > 0) & (live.flipped_nonfinite > live.flipped_nonfinite_eager)]
         if len(unfinite):
             r = unfinite.iloc[0]
             return Defect(int(r.seed), "", DefectSign.FLIP_AMONG_NONFINITE, op_type=r.op_type, node=r.node,
                           scope=_scope(r.node, t.ops))
         # a call verified on values whose choice flipped further from a tie than its own reads' noise can move it
-        # (a call downstream of another flip reads other values: not verified, so not judged here)
+        # (a call downstream of another flip reads other values: not verified, so not judged here; a flip among
+        # eager's own non-finite values has no margin to judge, only the model's sign below)
         own = np.maximum(2 * live.read_noise_ulps.fillna(0), reach)
-        far = live[(live.flipped > 0) & live.match_verified.astype(bool) & (live.flipped_margin_ulps > own)]
+        far = live[(live.flipped > 0) & (live.flipped_nonfinite == 0) & live.match_verified.astype(bool)
+                   & (live.flipped_margin_ulps > own)]
         if len(far):
             r = far.iloc[0]
             return Defect(int(r.seed), "", DefectSign.FLIP_BEYOND_REACH, op_type=r.op_type, node=r.node,
                           scope=_scope(r.node, t.ops), margin_ulps=float(r.flipped_margin_ulps), reach_ulps=reach)
+    # last, what eager itself breaks: the model's, not the export's (the export's signs above judge only what eager
+    # computes finite). A non-finite output fails the test's rule, and a choice among eager's non-finite values is
+    # no tie.
+    nan = out[out.nonfinite_in_eager > 0] if len(out) else out
+    if len(nan):
+        r = nan.iloc[0]
+        return Defect(int(r.seed), r.output, DefectSign.NONFINITE_IN_EAGER, count=int(r.nonfinite_in_eager),
+                      of=int(r.numel))
+    both = live[(live.flipped > 0) & (live.flipped_nonfinite_eager > 0)] if len(live) else live
+    if len(both):
+        r = both.iloc[0]
+        return Defect(int(r.seed), "", DefectSign.NONFINITE_IN_EAGER, count=int(r.reads_nonfinite_ort),
+                      of=int(r.decisions), eager_count=int(r.reads_nonfinite_eager), op_type=r.op_type,
+                      node=r.node, scope=_scope(r.node, t.ops))
     return None
 
 

@@ -198,10 +198,13 @@ def test_a_masked_value_the_choice_never_weighs_leaves_it_finite_and_a_nan_anywh
     assert margins.finite_decisions("argmax", [eager], sel).tolist() == [True, False, False]
     row = MarginRow("M", "static", 0, "n", "ArgMax", "argmax", "test")
     ort = eager.copy()
-    eager_margins, eager_finite = margins.fill_reads(row, "argmax", "ArgMax", [eager], [ort], sel, sel, 1e-3, 1e-3)
-    assert row.reads_nonfinite_eager == row.reads_nonfinite_ort == 2
-    margins.fill_flips(row, np.array([True, False, False]), eager_margins, eager_finite)
+    eager_margins, eager_finite, ort_finite = margins.fill_reads(row, "argmax", "ArgMax", [eager], [ort], sel, sel,
+                                                                 1e-3, 1e-3)
+    assert row.reads_nonfinite_eager == row.reads_nonfinite_ort == 2 and row.reads_nonfinite_ort_only == 0
+    margins.fill_flips(row, np.array([True, False, False]), eager_margins, eager_finite, ort_finite)
     assert row.flipped_nonfinite == 0 and row.flipped_margin_ulps == pytest.approx(2.0)
+    margins.fill_flips(row, np.array([False, True, False]), eager_margins, eager_finite, ort_finite)
+    assert row.flipped_nonfinite == row.flipped_nonfinite_eager == 1  # eager itself reads the NaN: the model's
     assert margins.read_noise_ulps("argmax", [eager[[0, 2]]], [ort[[0, 2]]], sel) == 0.0  # -inf beside -inf: no noise
     apart = MarginRow("M", "static", 0, "n", "ArgMax", "argmax", "test")
     margins.fill_reads(apart, "argmax", "ArgMax", [eager[:1]], [eager[:1] + [[0.5, 0, 0]]], sel, sel, 1e-3, 1e-3)
@@ -387,7 +390,7 @@ def test_an_infinity_only_one_side_makes_is_never_a_mask():
     eager, ort = np.array([[1.0, 1.0 - 2 ** -22, -5.0]]), np.array([[-inf, 1.0 - 2 ** -22, -5.0]])
     row = MarginRow("M", "static", 0, "n", "ArgMax", "argmax", "test")
     margins.fill_reads(row, "argmax", "ArgMax", [eager], [ort], sel, sel, 1e-3, 1e-3)
-    assert (row.reads_nonfinite_eager, row.reads_nonfinite_ort) == (0, 1)
+    assert (row.reads_nonfinite_eager, row.reads_nonfinite_ort, row.reads_nonfinite_ort_only) == (0, 1, 1)
     far = np.array([[1.0, 1.0 - 2 ** -22, -inf]])  # only ORT's, far down: still only ORT's
     assert margins.finite_decisions("argmax", [far], sel, [eager]).tolist() == [False]
     # a top-2 keeping its whole row with a masked -inf on both sides: the other row's noise still counts

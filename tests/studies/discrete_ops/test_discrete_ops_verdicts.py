@@ -67,7 +67,8 @@ def test_an_output_beyond_the_float64_bound_is_a_defect_and_within_it_is_noise()
 
 def test_a_nan_on_one_side_is_a_defect_even_where_a_flip_follows():
     flipped = _tables([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, within_noise=None)],
-                      [_seed(0, flipped=True)], [_margin(0, flipped=1, margin_ulps=0.0, reads_nonfinite_ort=13)])
+                      [_seed(0, flipped=True)], [_margin(0, flipped=1, margin_ulps=0.0, reads_nonfinite_ort=13,
+                                                               reads_nonfinite_ort_only=13)])
     found = verdicts.verdict(flipped, verdicts.RatePolicy(), 16.0)
     assert found.cause is verdicts.Cause.DEFECT and "non-finite in 13 of 13" in found.proof
 
@@ -169,27 +170,43 @@ def test_a_flip_among_values_that_are_not_finite_is_a_defect_not_a_tie():
     both_nan = _tables([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, within_noise=None)],
                        [_seed(0, flipped=True)], [_margin(0, 1, float("nan"), flipped_nonfinite=13)])
     found = verdicts.verdict(both_nan, verdicts.RatePolicy(), 16.0)
-    assert found.cause is verdicts.Cause.DEFECT and "not all finite" in found.proof
+    assert found.cause is verdicts.Cause.DEFECT and found.evidence.defect.sign is DefectSign.FLIP_AMONG_NONFINITE
 
 
-def test_non_finite_in_eager_too_is_the_models_defect_and_one_side_alone_still_the_exports():
-    # NaN at the same places on both sides: the rule fails on it whatever ORT computes (NaN is never close to NaN)
-    nan = _tables([_output(0, eager_nan=7, rule_mismatched=7)], [_seed(0, passed=False)], [], ops=OPS.iloc[:0])
-    found = verdicts.verdict(nan, verdicts.RatePolicy(), 16.0)
-    defect = found.evidence.defect
-    assert found.cause is verdicts.Cause.DEFECT and defect.sign is DefectSign.NONFINITE_IN_EAGER
-    assert (defect.output, defect.count, defect.of) == ("y", 7, 100)
-    # a choice among values eager reads non-finite too is no tie, and no export made it
-    both = _tables([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, within_noise=None)],
-                   [_seed(0, flipped=True)], [_margin(0, 1, float("nan"), flipped_nonfinite=13,
-                                                      reads_nonfinite_eager=13, reads_nonfinite_ort=13)])
-    defect = verdicts.verdict(both, verdicts.RatePolicy(), 16.0).evidence.defect
-    assert (defect.sign, defect.eager_count, defect.count, defect.op_type) == (DefectSign.NONFINITE_IN_EAGER, 13,
-                                                                                 13, "TopK")
-    # a value ORT alone makes non-finite is the export's defect, said first, whatever eager's NaN elsewhere
-    one_side = _tables([_output(0, eager_nan=7, nonfinite_mismatch=3)], [_seed(0, passed=False)], [],
-                       ops=OPS.iloc[:0])
-    assert verdicts.verdict(one_side, verdicts.RatePolicy(), 16.0).evidence.defect.sign is DefectSign.NONFINITE_OUTPUT
+def test_what_eager_itself_makes_non_finite_is_the_models_defect_judged_after_every_export_sign():
+    def sign(outputs, margins=(), passed=False, ops=OPS):
+        found = verdicts.verdict(_tables(outputs, [_seed(0, passed=passed, flipped=bool(margins))], list(margins),
+                                         ops=ops), verdicts.RatePolicy(), 16.0)
+        return found.evidence.defect.sign if found.cause is verdicts.Cause.DEFECT else found.cause
+
+    # NaN at the same places on both sides: not close under the rule, whatever ORT computes
+    nan = _output(0, nonfinite_in_eager=7, rule_mismatched=7)
+    assert sign([nan], ops=OPS.iloc[:0]) is DefectSign.NONFINITE_IN_EAGER
+    # NaN in eager alone (ORT's ReduceMax skips a NaN that torch's amax keeps): the model's too, never the export's
+    assert sign([_output(0, nonfinite_in_eager=4, nonfinite_mismatch=4, within_noise=True)],
+                ops=OPS.iloc[:0]) is DefectSign.NONFINITE_IN_EAGER
+    # what ORT alone makes non-finite is the export's, said first
+    assert sign([_output(0, nonfinite_in_eager=7, nonfinite_mismatch=3, nonfinite_in_ort_only=3)],
+                ops=OPS.iloc[:0]) is DefectSign.NONFINITE_OUTPUT
+    # an export defect at an op outranks eager's NaN in another output, on the same seed or another
+    far = _margin(0, 1, 300.0)  # a verified, finite flip 300 ulps from a tie
+    assert sign([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, within_noise=None)],
+                [far]) is DefectSign.FLIP_BEYOND_REACH
+    assert sign([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, within_noise=None),
+                 _output(0, output="z", nonfinite_in_eager=2)], [far]) is DefectSign.FLIP_BEYOND_REACH
+    # a flip among values eager itself reads non-finite: no tie, and the model's; among ORT's alone: the export's
+    flipped = [_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, within_noise=None)]
+    eager_too = _margin(0, 1, float("nan"), flipped_nonfinite=13, flipped_nonfinite_eager=13,
+                        reads_nonfinite_eager=13, reads_nonfinite_ort=13)
+    assert sign(flipped, [eager_too]) is DefectSign.NONFINITE_IN_EAGER
+    ort_alone = _margin(0, 1, 3.0, flipped_nonfinite=1, reads_nonfinite_eager=1, reads_nonfinite_ort=1)
+    assert sign(flipped, [ort_alone]) is DefectSign.FLIP_AMONG_NONFINITE
+    found = verdicts.verdict(_tables(flipped, [_seed(0, flipped=True)], [eager_too]), verdicts.RatePolicy(), 16.0)
+    assert (found.evidence.defect.eager_count, found.evidence.defect.op_type) == (13, "TopK")
+    # a NaN the 5% allowance forgives is said to be forgiven, not to be within the tolerance
+    forgiven = verdicts.verdict(_tables([_output(0, nonfinite_in_eager=1, rule_mismatched=1)], [_seed(0, passed=True)],
+                                        [], ops=OPS.iloc[:0]), verdicts.RatePolicy(), 16.0)
+    assert "allowance" in forgiven.action and "within its tolerance" not in forgiven.action
 
 
 def test_a_flip_downstream_of_another_is_not_judged_by_its_margin():
