@@ -18,9 +18,9 @@ class DefectSign(Enum):
     BEYOND_NOISE = "beyond the noise bound"
     NOT_EXPLAINED = "not explained by the flips"
     NONFINITE_INPUT = "a discrete op's input non-finite on one side"
-    FLIP_AMONG_NONFINITE = "a flip among values ORT alone makes non-finite"
+    FLIP_AMONG_NONFINITE = "a flip among values not all finite"
     FLIP_BEYOND_REACH = "a flip beyond the noise's reach"
-    NONFINITE_IN_EAGER = "non-finite in eager itself"  # the model's own forward breaks, before any export
+    NAN_IN_EAGER = "NaN in eager itself"  # the model's own forward breaks, before any export
 
 
 @dataclass(frozen=True)
@@ -28,8 +28,8 @@ class Defect:
     seed: int  # the seed whose rows prove it (and where it is localized)
     output: str  # the output that shows it ("" when an op's input shows it)
     sign: DefectSign
-    # values ORT alone makes non-finite (an output), or that eager makes non-finite (NONFINITE_IN_EAGER), or decisions
-    # reading non-finite values in ORT
+    # values non-finite on one side (an output; NaN in eager, for NAN_IN_EAGER), or decisions reading non-finite
+    # values in ORT
     count: int = 0
     of: int = 0  # the output's elements, or the op's decisions
     eager_count: int = 0  # decisions reading non-finite values in eager

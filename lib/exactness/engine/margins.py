@@ -19,6 +19,16 @@ from exactness.compare.scale import float32_ulp
 
 
 @dataclass(frozen=True)
+class Reads:
+    """Per decision of one call (`fill_reads`): whether every value it weighs is finite in eager and in ORT, and
+    whether eager's read holds a NaN (the model's own break, whatever ORT reads)."""
+
+    eager_finite: np.ndarray
+    ort_finite: np.ndarray
+    eager_nan: np.ndarray
+
+
+@dataclass(frozen=True)
 class Selection:
     """What a selecting op picks: along `axis` (None: the flattened tensor), the `k` largest (or smallest)."""
 
@@ -166,6 +176,19 @@ def finite_decisions(category: str, read: list, selection: Selection | None = No
     return np.isfinite(x.astype(np.float64)).ravel()
 
 
+def nan_decisions(category: str, read: list, selection: Selection | None = None) -> np.ndarray:
+    """Per decision (in the order of `margins`), whether what it reads holds a NaN: anywhere in a selection's row,
+    on either side of a comparison, in a rounding's value."""
+    if category in ("argmax", "argmin", "topk"):
+        rows = _rows(read[0], selection.axis)
+        return np.isnan(rows).any(axis=1) if rows.shape[1] else np.zeros(rows.shape[0], dtype=bool)
+    if category == "compare":
+        a, b = np.broadcast_arrays(np.asarray(read[0], dtype=np.float64), np.asarray(read[1], dtype=np.float64))
+        return (np.isnan(a) | np.isnan(b)).ravel()
+    x = np.asarray(read[0])
+    return np.isnan(x.astype(np.float64)).ravel() if x.dtype.kind == "f" else np.zeros(x.size, dtype=bool)
+
+
 def _first(rows: np.ndarray, selection: Selection) -> np.ndarray:
     """Per row, the positions of the k + 1 values a selection ranks first (in no particular order)."""
     keys = -rows if selection.largest else rows
@@ -226,11 +249,10 @@ def fill_ort(row, category: str, op_type: str, ort_read: list, ort_sel: Selectio
 
 
 def fill_reads(row, category: str, op_type: str, eager_read: list, ort_read: list, eager_sel: Selection | None,
-               ort_sel: Selection | None, atol: float, rtol: float) -> tuple[Margins, np.ndarray, np.ndarray]:
+               ort_sel: Selection | None, atol: float, rtol: float) -> tuple[Margins, Reads]:
     """Fill a margin row (`engine.rows.MarginRow`) from what both sides read at one call: each side's margins,
     their non-finite decisions, how far apart the reads are (and whether that is within the test's tolerance,
-    `match_verified`), and the read noise in ulps. Returns eager's margins and which decisions weigh only finite
-    values in eager, and in ORT."""
+    `match_verified`), and the read noise in ulps. Returns eager's margins and what each decision read (`Reads`)."""
     _, ort_finite = fill_ort(row, category, op_type, ort_read, ort_sel, eager_read)
     eager_margins = margins(category, op_type, eager_read, eager_sel)
     summary = eager_margins.summary()
@@ -254,20 +276,23 @@ def fill_reads(row, category: str, op_type: str, eager_read: list, ort_read: lis
     row.match_verified = bool(same_size and row.read_max_diff <= atol + rtol * largest)
     if same_size:
         row.read_noise_ulps = read_noise_ulps(category, eager_read, ort_read, eager_sel)
-    return eager_margins, eager_finite, ort_finite
+    return eager_margins, Reads(eager_finite, ort_finite, nan_decisions(category, eager_read, eager_sel))
 
 
-def fill_flips(row, changed: np.ndarray, eager_margins: Margins, eager_finite: np.ndarray,
-               ort_finite: np.ndarray) -> None:
+def fill_flips(row, changed: np.ndarray, eager_margins: Margins, reads: Reads) -> None:
     """Fill a margin row's flips from `changed` (`flipped_decisions`): how many, eager's smallest margin among
-    them, how many weighed a value that is not finite on one side or both, and how many in eager itself
-    (`eager_finite`, `ort_finite`: from `fill_reads`)."""
+    the flipped decisions whose values are finite in eager (NaN: none is; a margin over a row holding a NaN
+    measures nothing), how many weighed a value that is not finite on one side or both, and how many read a NaN
+    in eager itself (`reads`: from `fill_reads`)."""
     row.flipped = float(changed.sum())
     if not changed.any():
         return
     at = changed if changed.size == eager_margins.margin.size else np.ones_like(eager_margins.margin, dtype=bool)
-    row.flipped_margin_ulps = float(np.min(eager_margins.ulps[at]))
-    finite = eager_finite & ort_finite if ort_finite.size == eager_finite.size else eager_finite
-    row.flipped_nonfinite = int((at & ~finite).sum()) if finite.size == at.size else int(at.sum())
-    # flips eager itself makes among non-finite values (where the decisions do not align, none is claimed)
-    row.flipped_nonfinite_eager = int((at & ~eager_finite).sum()) if eager_finite.size == at.size else 0
+    finite = reads.eager_finite & reads.ort_finite if reads.ort_finite.size == reads.eager_finite.size \
+        else reads.eager_finite
+    aligned = finite.size == at.size
+    measured = eager_margins.ulps[at & reads.eager_finite] if aligned else eager_margins.ulps[at]
+    row.flipped_margin_ulps = float(np.min(measured)) if measured.size else float("nan")
+    row.flipped_nonfinite = int((at & ~finite).sum()) if aligned else int(at.sum())
+    # where the decisions do not align, no flip is claimed to be the model's
+    row.flipped_nan_eager = int((at & reads.eager_nan).sum()) if reads.eager_nan.size == at.size else 0

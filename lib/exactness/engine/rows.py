@@ -93,7 +93,7 @@ class MarginRow:
     flipped: float = float("nan")  # decisions ORT made differently (NaN: not compared)
     flipped_margin_ulps: float = float("nan")  # eager's smallest margin among the flipped decisions
     flipped_nonfinite: int = 0  # flipped decisions whose values are not all finite on one side or both
-    flipped_nonfinite_eager: int = 0  # of them, those whose values are not all finite in eager itself: the model's
+    flipped_nan_eager: int = 0  # flipped decisions whose row eager itself reads a NaN in: the model's
 
 
 @dataclass
@@ -115,10 +115,10 @@ class OutputRow:
     max_ulps_of_scale: float = float("nan")
     mismatched: int = 0  # elements beyond atol + rtol * |eager|
     nonfinite_mismatch: int = 0  # elements finite on one side only, or NaN on one side and inf on the other
-    nonfinite_in_ort_only: int = 0  # of them, those finite in eager: what the export breaks
-    # elements eager itself makes NaN, or non-finite where ORT is not the same: the model's, each not close under the
-    # rule (NaN is not close even to NaN)
-    nonfinite_in_eager: int = 0
+    # of them, those where eager is not NaN: the export's (an infinity eager makes can be the model's meaning, a max
+    # over a masked window, which ORT must keep)
+    nonfinite_by_export: int = 0
+    nan_in_eager: int = 0  # elements NaN in eager itself: the model's, each not close under the rule (not even to NaN)
     eager_f64_err: float = float("nan")  # max |eager - float64 reference|
     ort_f64_err: float = float("nan")  # max |ORT - float64 reference|
     scale_ulp: float = float("nan")  # one float32 ulp at the reference's RMS

@@ -41,17 +41,17 @@ def defect(d: Defect) -> str:
         return at + (f"the input of {_op(d)} is non-finite in {d.count} of {d.of} decisions in ORT, "
                      f"{d.eager_count} in eager")
     if d.sign is DefectSign.FLIP_AMONG_NONFINITE:
-        return at + (f"{_op(d)} chose differently among values ORT alone makes non-finite: no tie, a "
-                     "computation the export breaks")
+        return at + (f"{_op(d)} chose differently among values that are not all finite: no tie, a "
+                     "computation that breaks")
     if d.sign is DefectSign.FLIP_BEYOND_REACH:
         return at + (f"{_op(d)} flipped where eager's margin is {d.margin_ulps:.3g} ulps, beyond the "
                      f"{d.reach_ulps:.3g} noise can reach")
     if d.output:
-        return at + (f"{d.output} is non-finite in eager float32 itself in {d.count} of {d.of} values, each not close "
-                     "under the test's rule (NaN is not close even to NaN): the model's forward breaks before any "
-                     "export")
-    return at + (f"{_op(d)} chose differently among values eager float32 itself reads non-finite ({d.eager_count} "
-                 f"of {d.of} decisions in eager, {d.count} in ORT): the model's forward breaks before any export")
+        return at + (f"{d.output} is NaN in eager float32 itself in {d.count} of {d.of} values, each not close under "
+                     "the test's rule (not even to NaN): the model's forward breaks before any export")
+    return at + (f"{_op(d)} chose differently among values holding a NaN in eager float32 itself ({d.eager_count} of "
+                 f"{d.of} decisions read non-finite values in eager, {d.count} in ORT): the model's forward breaks "
+                 "before any export")
 
 
 def values(v: Values) -> str:
@@ -111,7 +111,7 @@ def action(cause: Cause, e: Evidence, compare: list[str], exclude: list[str], er
         if not e.passing:
             check = "the export test's value check fails on every checked seed: it is right to, so fix the cause"
         elif not e.failing:
-            forgiven = ("what breaks stays under its 5% allowance" if e.defect.sign is DefectSign.NONFINITE_IN_EAGER
+            forgiven = ("what breaks stays under its 5% allowance" if e.defect.sign is DefectSign.NAN_IN_EAGER
                         else "the error is within its tolerance")
             check = (f"the export test's value check passes on every checked seed all the same ({forgiven}): it "
                      "catches nothing here, so fix the cause")

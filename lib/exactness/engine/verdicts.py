@@ -208,10 +208,10 @@ def find_defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect
         if len(dtype):
             r = dtype.iloc[0]
             return Defect(int(r.seed), r.output, DefectSign.DTYPE)
-        nonfinite = out[(out.nonfinite_in_ort_only > 0) & ~out.reached_by_flip.astype(bool)]
+        nonfinite = out[(out.nonfinite_by_export > 0) & ~out.reached_by_flip.astype(bool)]
         if len(nonfinite):
             r = nonfinite.iloc[0]
-            return Defect(int(r.seed), r.output, DefectSign.NONFINITE_OUTPUT, count=int(r.nonfinite_in_ort_only),
+            return Defect(int(r.seed), r.output, DefectSign.NONFINITE_OUTPUT, count=int(r.nonfinite_by_export),
                           of=int(r.numel))
         beyond = out[out.within_noise.eq(False)]
         if len(beyond):
@@ -219,7 +219,8 @@ def find_defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect
             return Defect(int(r.seed), r.output, DefectSign.BEYOND_NOISE, ort_error=float(r.ort_f64_err),
                           eager_error=float(r.eager_f64_err), bound=float(r.noise_bound),
                           times=float(r.ort_f64_err / max(r.eager_f64_err, r.scale_ulp)))
-        unexplained = out[out.explained_by_flip.eq(False)]
+        # an output eager itself makes NaN in is the model's (below): forcing choices cannot explain a NaN away
+        unexplained = out[out.explained_by_flip.eq(False) & (out.nan_in_eager == 0)]
         if len(unexplained):
             r = unexplained.iloc[0]
             return Defect(int(r.seed), r.output, DefectSign.NOT_EXPLAINED,
@@ -232,34 +233,31 @@ def find_defect(t: ClassTables, counted_nodes: set[str], reach: float) -> Defect
             return Defect(int(r.seed), "", DefectSign.NONFINITE_INPUT, count=int(r.reads_nonfinite_ort),
                           of=int(r.decisions), eager_count=int(r.reads_nonfinite_eager), op_type=r.op_type,
                           node=r.node, scope=_scope(r.node, t.ops))
-        # a flip that weighed a value non-finite in ORT alone (or, where the decisions do not align, any)
-        unfinite = live[(live.flipped > 0) & (live.flipped_nonfinite > live.flipped_nonfinite_eager)]
+        # a flip that weighed a non-finite value where eager reads no NaN (or, where the decisions do not align, any)
+        unfinite = live[(live.flipped > 0) & (live.flipped_nonfinite > live.flipped_nan_eager)]
         if len(unfinite):
             r = unfinite.iloc[0]
             return Defect(int(r.seed), "", DefectSign.FLIP_AMONG_NONFINITE, op_type=r.op_type, node=r.node,
                           scope=_scope(r.node, t.ops))
         # a call verified on values whose choice flipped further from a tie than its own reads' noise can move it
-        # (a call downstream of another flip reads other values: not verified, so not judged here; a flip among
-        # eager's own non-finite values has no margin to judge, only the model's sign below)
+        # (a call downstream of another flip reads other values: not verified, so not judged here; the margin is
+        # the smallest among flips that weigh only finite values)
         own = np.maximum(2 * live.read_noise_ulps.fillna(0), reach)
-        far = live[(live.flipped > 0) & (live.flipped_nonfinite == 0) & live.match_verified.astype(bool)
-                   & (live.flipped_margin_ulps > own)]
+        far = live[(live.flipped > 0) & live.match_verified.astype(bool) & (live.flipped_margin_ulps > own)]
         if len(far):
             r = far.iloc[0]
             return Defect(int(r.seed), "", DefectSign.FLIP_BEYOND_REACH, op_type=r.op_type, node=r.node,
                           scope=_scope(r.node, t.ops), margin_ulps=float(r.flipped_margin_ulps), reach_ulps=reach)
-    # last, what eager itself breaks: the model's, not the export's (the export's signs above judge only what eager
-    # computes finite). A non-finite output fails the test's rule, and a choice among eager's non-finite values is
-    # no tie.
-    nan = out[out.nonfinite_in_eager > 0] if len(out) else out
+    # last, a NaN eager itself makes: the model's, not the export's (the export's signs above leave eager's NaN
+    # out). A NaN output fails the test's rule, and a choice among values holding eager's NaN is no tie.
+    nan = out[out.nan_in_eager > 0] if len(out) else out
     if len(nan):
         r = nan.iloc[0]
-        return Defect(int(r.seed), r.output, DefectSign.NONFINITE_IN_EAGER, count=int(r.nonfinite_in_eager),
-                      of=int(r.numel))
-    both = live[(live.flipped > 0) & (live.flipped_nonfinite_eager > 0)] if len(live) else live
+        return Defect(int(r.seed), r.output, DefectSign.NAN_IN_EAGER, count=int(r.nan_in_eager), of=int(r.numel))
+    both = live[(live.flipped > 0) & (live.flipped_nan_eager > 0)] if len(live) else live
     if len(both):
         r = both.iloc[0]
-        return Defect(int(r.seed), "", DefectSign.NONFINITE_IN_EAGER, count=int(r.reads_nonfinite_ort),
+        return Defect(int(r.seed), "", DefectSign.NAN_IN_EAGER, count=int(r.reads_nonfinite_ort),
                       of=int(r.decisions), eager_count=int(r.reads_nonfinite_eager), op_type=r.op_type,
                       node=r.node, scope=_scope(r.node, t.ops))
     return None

@@ -94,7 +94,7 @@ STYLE = """
 # Every cause word any study uses, explained once (the index and every report show the same legend).
 MEANINGS = {
     "defect": "one side computes something else: NaN or infinity on one side, or an error far beyond float rounding; "
-              "localized to where it starts",
+              "or the model itself breaks (NaN in eager too); localized to where it starts",
     "exact tie": "a discrete choice between exactly equal values, which the runtimes break differently",
     "near-tie": "a discrete choice between values closer than the float noise, flipped by rounding",
     "random draw": "a random op on the output path: the runtimes draw different numbers",

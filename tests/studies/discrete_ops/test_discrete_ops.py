@@ -1,6 +1,8 @@
 """The discrete-ops study's parts: the recorder-to-node match, margins, the counterfactual on a planted tie
 and a planted bug, verdicts, and bad input."""
 
+import math
+
 import numpy as np
 import onnx
 import pandas as pd
@@ -198,13 +200,16 @@ def test_a_masked_value_the_choice_never_weighs_leaves_it_finite_and_a_nan_anywh
     assert margins.finite_decisions("argmax", [eager], sel).tolist() == [True, False, False]
     row = MarginRow("M", "static", 0, "n", "ArgMax", "argmax", "test")
     ort = eager.copy()
-    eager_margins, eager_finite, ort_finite = margins.fill_reads(row, "argmax", "ArgMax", [eager], [ort], sel, sel,
-                                                                 1e-3, 1e-3)
+    eager_margins, reads = margins.fill_reads(row, "argmax", "ArgMax", [eager], [ort], sel, sel, 1e-3, 1e-3)
     assert row.reads_nonfinite_eager == row.reads_nonfinite_ort == 2 and row.reads_nonfinite_ort_only == 0
-    margins.fill_flips(row, np.array([True, False, False]), eager_margins, eager_finite, ort_finite)
+    assert reads.eager_nan.tolist() == [False, True, False]
+    margins.fill_flips(row, np.array([True, False, False]), eager_margins, reads)
     assert row.flipped_nonfinite == 0 and row.flipped_margin_ulps == pytest.approx(2.0)
-    margins.fill_flips(row, np.array([False, True, False]), eager_margins, eager_finite, ort_finite)
-    assert row.flipped_nonfinite == row.flipped_nonfinite_eager == 1  # eager itself reads the NaN: the model's
+    # a flip among eager's NaN and one on a finite row: the margin is the finite flip's, the NaN the model's
+    margins.fill_flips(row, np.array([True, True, False]), eager_margins, reads)
+    assert (row.flipped_nonfinite, row.flipped_nan_eager) == (1, 1) and row.flipped_margin_ulps == pytest.approx(2.0)
+    margins.fill_flips(row, np.array([False, False, True]), eager_margins, reads)  # masked -inf beside -inf: no NaN
+    assert (row.flipped_nonfinite, row.flipped_nan_eager) == (1, 0) and math.isnan(row.flipped_margin_ulps)
     assert margins.read_noise_ulps("argmax", [eager[[0, 2]]], [ort[[0, 2]]], sel) == 0.0  # -inf beside -inf: no noise
     apart = MarginRow("M", "static", 0, "n", "ArgMax", "argmax", "test")
     margins.fill_reads(apart, "argmax", "ArgMax", [eager[:1]], [eager[:1] + [[0.5, 0, 0]]], sel, sel, 1e-3, 1e-3)

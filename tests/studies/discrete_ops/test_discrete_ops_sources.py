@@ -163,7 +163,7 @@ def test_a_model_that_breaks_in_eager_too_is_localized_in_eager_with_no_export_s
     settings = study.Settings(calibration_seeds=2, max_checks=2, cache=str(tmp_path / "cache"))
     result = study.run([mine], 0, 3, ["static"], settings=settings, progress_every=1e9)
     (found,) = result.verdicts
-    assert found.cause is Cause.DEFECT and found.evidence.defect.sign is DefectSign.NONFINITE_IN_EAGER
+    assert found.cause is Cause.DEFECT and found.evidence.defect.sign is DefectSign.NAN_IN_EAGER
     spot = result.localizations.iloc[0]
     assert (spot.module, spot.op_type, spot.kind) == ("logs", "Log", "non-finite in eager")
     assert "float64's is non-finite" in spot.detail and spot.stage == localize.MODEL_STAGE

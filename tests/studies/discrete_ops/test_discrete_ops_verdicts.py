@@ -173,40 +173,61 @@ def test_a_flip_among_values_that_are_not_finite_is_a_defect_not_a_tie():
     assert found.cause is verdicts.Cause.DEFECT and found.evidence.defect.sign is DefectSign.FLIP_AMONG_NONFINITE
 
 
-def test_what_eager_itself_makes_non_finite_is_the_models_defect_judged_after_every_export_sign():
+def test_a_nan_eager_itself_makes_is_the_models_defect_judged_after_every_export_sign():
     def sign(outputs, margins=(), passed=False, ops=OPS):
         found = verdicts.verdict(_tables(outputs, [_seed(0, passed=passed, flipped=bool(margins))], list(margins),
                                          ops=ops), verdicts.RatePolicy(), 16.0)
         return found.evidence.defect.sign if found.cause is verdicts.Cause.DEFECT else found.cause
 
     # NaN at the same places on both sides: not close under the rule, whatever ORT computes
-    nan = _output(0, nonfinite_in_eager=7, rule_mismatched=7)
-    assert sign([nan], ops=OPS.iloc[:0]) is DefectSign.NONFINITE_IN_EAGER
+    nan = _output(0, nan_in_eager=7, rule_mismatched=7)
+    assert sign([nan], ops=OPS.iloc[:0]) is DefectSign.NAN_IN_EAGER
     # NaN in eager alone (ORT's ReduceMax skips a NaN that torch's amax keeps): the model's too, never the export's
-    assert sign([_output(0, nonfinite_in_eager=4, nonfinite_mismatch=4, within_noise=True)],
-                ops=OPS.iloc[:0]) is DefectSign.NONFINITE_IN_EAGER
+    assert sign([_output(0, nan_in_eager=4, nonfinite_mismatch=4, within_noise=True)],
+                ops=OPS.iloc[:0]) is DefectSign.NAN_IN_EAGER
     # what ORT alone makes non-finite is the export's, said first
-    assert sign([_output(0, nonfinite_in_eager=7, nonfinite_mismatch=3, nonfinite_in_ort_only=3)],
+    assert sign([_output(0, nan_in_eager=7, nonfinite_mismatch=3, nonfinite_by_export=3)],
                 ops=OPS.iloc[:0]) is DefectSign.NONFINITE_OUTPUT
     # an export defect at an op outranks eager's NaN in another output, on the same seed or another
     far = _margin(0, 1, 300.0)  # a verified, finite flip 300 ulps from a tie
     assert sign([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, within_noise=None)],
                 [far]) is DefectSign.FLIP_BEYOND_REACH
     assert sign([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, within_noise=None),
-                 _output(0, output="z", nonfinite_in_eager=2)], [far]) is DefectSign.FLIP_BEYOND_REACH
-    # a flip among values eager itself reads non-finite: no tie, and the model's; among ORT's alone: the export's
+                 _output(0, output="z", nan_in_eager=2)], [far]) is DefectSign.FLIP_BEYOND_REACH
+    # a flip among values eager itself reads a NaN in: no tie, and the model's; without eager's NaN: the export's
     flipped = [_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, within_noise=None)]
-    eager_too = _margin(0, 1, float("nan"), flipped_nonfinite=13, flipped_nonfinite_eager=13,
+    eager_too = _margin(0, 1, float("nan"), flipped_nonfinite=13, flipped_nan_eager=13,
                         reads_nonfinite_eager=13, reads_nonfinite_ort=13)
-    assert sign(flipped, [eager_too]) is DefectSign.NONFINITE_IN_EAGER
+    assert sign(flipped, [eager_too]) is DefectSign.NAN_IN_EAGER
     ort_alone = _margin(0, 1, 3.0, flipped_nonfinite=1, reads_nonfinite_eager=1, reads_nonfinite_ort=1)
     assert sign(flipped, [ort_alone]) is DefectSign.FLIP_AMONG_NONFINITE
+    # one call flipping twice, once among eager's NaN and once on finite values far from a tie: the export's
+    mixed = _margin(0, 2, 300.0, flipped_nonfinite=1, flipped_nan_eager=1, reads_nonfinite_eager=1,
+                    reads_nonfinite_ort=1)
+    assert sign(flipped, [mixed]) is DefectSign.FLIP_BEYOND_REACH
+    # forcing ORT's choices cannot explain eager's own NaN away: the model's, not "not explained"
+    assert sign([_output(0, output="idx", reached_by_flip=True, explained_by_flip=False, within_noise=None,
+                         nan_in_eager=3)], [_margin(0, 1, 0.0)]) is DefectSign.NAN_IN_EAGER
     found = verdicts.verdict(_tables(flipped, [_seed(0, flipped=True)], [eager_too]), verdicts.RatePolicy(), 16.0)
     assert (found.evidence.defect.eager_count, found.evidence.defect.op_type) == (13, "TopK")
     # a NaN the 5% allowance forgives is said to be forgiven, not to be within the tolerance
-    forgiven = verdicts.verdict(_tables([_output(0, nonfinite_in_eager=1, rule_mismatched=1)], [_seed(0, passed=True)],
+    forgiven = verdicts.verdict(_tables([_output(0, nan_in_eager=1, rule_mismatched=1)], [_seed(0, passed=True)],
                                         [], ops=OPS.iloc[:0]), verdicts.RatePolicy(), 16.0)
     assert "allowance" in forgiven.action and "within its tolerance" not in forgiven.action
+
+
+def test_an_infinity_eager_makes_and_ort_changes_is_the_exports_and_eagers_nan_the_models():
+    def row(eager, ort):
+        found = OutputRow(MODEL, "static", 0, "y", True, True)
+        engine_outputs.compare_output(found, np.array(ort, np.float32), torch.tensor(eager, dtype=torch.float32),
+                                      None, 1e-3, 1e-3)
+        return found.nonfinite_by_export, found.nan_in_eager
+
+    inf, nan = float("inf"), float("nan")
+    assert row([-inf, 1.0], [-3.4028235e38, 1.0]) == (1, 0)  # a max over a masked window: ORT's MaxPool differs
+    assert row([-inf, 1.0], [-inf, 1.0]) == (0, 0)  # the same mask on both sides: close under the rule
+    assert row([nan, 1.0], [1.0, 1.0]) == (0, 1) and row([nan, 1.0], [nan, 1.0]) == (0, 1)
+    assert row([1.0, 1.0], [nan, 1.0]) == (1, 0)
 
 
 def test_a_flip_downstream_of_another_is_not_judged_by_its_margin():

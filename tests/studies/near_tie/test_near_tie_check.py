@@ -109,7 +109,7 @@ def test_a_refused_swap_leaves_each_further_seed_its_own_export(monkeypatch):
 def test_a_seed_whose_logits_are_nan_on_both_sides_is_counted_as_non_finite_never_as_a_tie(pool):
     """A seed that reads non-finite logits enters the reach rounds (the screen cannot measure its gap); its check
     must record the non-finite reads on both sides and its 'flips' among them, so that no verdict reads them as
-    near-ties (the engine calls such a flip the model's `NONFINITE_IN_EAGER`, never a tie)."""
+    near-ties (the engine calls such a flip the model's `NAN_IN_EAGER`, never a tie)."""
     built = family.build_model(MODEL, 12)
     with torch.no_grad():
         built.quantizer.weight_proj.weight[3, :] = float("nan")  # one code's logit NaN in every row of group 0
@@ -117,5 +117,5 @@ def test_a_seed_whose_logits_are_nan_on_both_sides_is_counted_as_non_finite_neve
     m = check.margin
     assert m.reads_nonfinite_eager == m.reads_nonfinite_ort > 0
     assert m.flipped_nonfinite == m.flipped > 0  # torch and ORT pick differently among NaNs: every such flip counted
-    assert m.flipped_nonfinite_eager == m.flipped and m.reads_nonfinite_ort_only == 0  # eager's own NaN weight
+    assert m.flipped_nan_eager == m.flipped and m.reads_nonfinite_ort_only == 0  # eager's own NaN weight
     assert math.isnan(check.row.gaps.min_gap) and not check.row.gaps.exact_tie

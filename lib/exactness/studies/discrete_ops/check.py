@@ -316,7 +316,7 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
             margin_rows.append(row)
             continue
         eager_read, sel = _read_eager(rec), selection_eager(rec)
-        eager_margins, eager_finite, ort_finite = margins_of.fill_reads(row, op.category, op.op_type, eager_read,
+        eager_margins, reads = margins_of.fill_reads(row, op.category, op.op_type, eager_read,
                                                                         ort_read, sel, ort_sel, atol, rtol)
         same_size = np.size(eager_read[0]) == np.asarray(ort_read[0]).size
         # a choice is compared (and forced) only where the match is trusted: what both sides read agrees, or
@@ -327,7 +327,7 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
             ort = ort_choice(op, values, rec)
             changed = margins_of.flipped_decisions(op.category, eager_choice(rec), ort, sel,
                                                    shape=np.shape(eager_read[0]))
-            margins_of.fill_flips(row, changed, eager_margins, eager_finite, ort_finite)
+            margins_of.fill_flips(row, changed, eager_margins, reads)
             if changed.any():
                 force[(rec.op, rec.call)] = forcing(rec, ort)
                 flipped_outputs |= set(op.reaches_outputs)

@@ -148,7 +148,7 @@ def localize(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: di
              output: str = "", in_eager: bool = False) -> Localization:
     """The first module where ORT departs from the float64 reference on `seed`, the stage of the pipeline that
     makes it, and a missing value the first non-finite node's traced call reads. `in_eager`: the defect shows in
-    eager float32 too (`DefectSign.NONFINITE_IN_EAGER`): where eager first breaks, and no pipeline stage."""
+    eager float32 too (`DefectSign.NAN_IN_EAGER`): where eager first breaks, and no pipeline stage."""
     if in_eager:
         return eager_place(cg, seed, built, inputs, cache)
     found = place(cg, seed, built, inputs, cache, output)

@@ -568,7 +568,7 @@ def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graph
             try:
                 spot = localize.localize(graphs[task], seed, made.model, made.inputs, ExportCache(settings.cache),
                                          first.defect_output,
-                                         first.evidence.defect.sign is DefectSign.NONFINITE_IN_EAGER)
+                                         first.evidence.defect.sign is DefectSign.NAN_IN_EAGER)
             except Exception as error:  # the defect stands, proven; only where it starts is not found
                 spot = localize.Localization(task.model, task.shape_mode, seed, "", "not localized",
                                              detail=f"{type(error).__name__}: {' '.join(str(error).split())[:300]}")
