@@ -49,6 +49,28 @@ def test_anything_that_decides_the_graph_is_in_the_key():
     assert key != export_cache.export_key(model, {"x": torch.zeros(())}, dynamic=False)  # a 0-d input hashes too
 
 
+def test_an_edited_forward_in_your_own_file_is_another_key_and_a_packages_class_keys_on_its_version(tmp_path):
+    import importlib.util
+
+    path = tmp_path / "mine.py"
+
+    def load(body: str):
+        path.write_text("import torch\n\n\nclass Mine(torch.nn.Module):\n    def __init__(self):\n        super()"
+                        ".__init__()\n        self.proj = torch.nn.Linear(3, 2)\n\n    def forward(self, x):\n"
+                        f"        return {body}\n")
+        spec = importlib.util.spec_from_file_location("exactness_test_mine", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        torch.manual_seed(0)
+        return module.Mine().eval()
+
+    inputs = {"x": torch.randn(4, 3)}
+    before = export_cache.export_key(load("self.proj(x)"), inputs, dynamic=False)
+    assert before == export_cache.export_key(load("self.proj(x)"), inputs, dynamic=False)
+    assert before != export_cache.export_key(load("self.proj(x) * 2"), inputs, dynamic=False)  # same weights
+    assert export_cache._model_code(torch.nn.Sequential(torch.nn.Linear(3, 2))) == {}  # torch's: its version
+
+
 @pytest.mark.slow
 def test_a_damaged_entry_is_exported_again_never_used(tmp_path):
     cache = ExportCache(tmp_path)

@@ -100,6 +100,16 @@ def test_a_seed_dependent_value_no_model_tensor_explains_is_refused():
         weight_swap.learn(a_graph, a_model, b_graph, b_model, 1)
 
 
+def test_a_0d_value_the_seed_decides_is_one_of_its_elements_or_refused_never_a_crash():
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(4, 3)
+    state = weight_swap._state(layer)
+    linears = weight_swap._linears(layer, state)
+    element = layer.weight.detach().numpy()[1, 2].copy()  # a 0-d copy: rebuilt from the seed's weight
+    assert weight_swap._explain_seeded(element, state, linears).kind == "copies"
+    assert weight_swap._explain_seeded(np.array(0.123, np.float32), state, linears) is None  # learn refuses it
+
+
 # Values the exporter folds from a seed's parameters into constants that no model tensor holds as they are: each
 # module below has one, and the swap must rebuild it by the rule named, bit for bit, for a seed it has not seen.
 

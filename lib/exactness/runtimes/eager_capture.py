@@ -86,7 +86,28 @@ def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], capture: bool |
     finally:
         for handle in handles:
             handle.remove()
-    if isinstance(output, torch.Tensor):  # a plain module (a DAC encoder) returns one tensor
-        output = {"output": output}
-    outputs = {k: v for k, v in output.items() if isinstance(v, torch.Tensor)}
-    return EagerRun(outputs, captured, input_of=input_of)
+    return EagerRun(flatten_outputs(output), captured, input_of=input_of)
+
+
+def flatten_outputs(output) -> dict[str, torch.Tensor]:
+    """A model's outputs under the graph's names, as the exporter names them: a dict's by key, a tuple inside one
+    as `name.0`, `name.1`, ..., a returned tuple's as `0`, `1`, ... (`1.0` inside), one returned tensor as
+    `output`; None is left out."""
+    if hasattr(output, "items"):
+        items = output.items()
+    elif isinstance(output, (tuple, list)):
+        items = [(str(i), item) for i, item in enumerate(output)]
+    else:
+        items = [("output", output)]
+    flat = {}
+
+    def add(name, value):
+        if isinstance(value, torch.Tensor):
+            flat[name] = value
+        elif isinstance(value, (tuple, list)):
+            for i, item in enumerate(value):
+                add(f"{name}.{i}", item)
+
+    for name, value in items:
+        add(name, value)
+    return flat

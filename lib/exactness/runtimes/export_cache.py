@@ -3,9 +3,9 @@
 An export of a tiny model costs 10-100 s; the same model, weights, inputs, shape mode and package versions
 always give the same graph, so a second run exports nothing. The key is a SHA-256 over the class, its config,
 every parameter and buffer (bytes, shapes, dtypes), every input, the shape mode, the exporter's options
-(`onnx_graph.ExportOptions`: the optimizer on or off, the rules left out) and the versions of torch,
-transformers, onnx, onnxscript and onnxruntime: a changed weight, option or version is a different entry, never
-a stale one.
+(`onnx_graph.ExportOptions`: the optimizer on or off, the rules left out), the versions of torch,
+transformers, onnx, onnxscript and onnxruntime, and the source files of the model's classes outside those
+packages (your builder's): a changed weight, option, version or forward is a different entry, never a stale one.
 
 An entry is two files written under temporary names and renamed into place, the graph first and its record
 (`<key>.json`: its own key, the graph's SHA-256, its outputs and exposed intermediates, the export's duration,
@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import marshal
 import os
 import tempfile
 from dataclasses import dataclass
@@ -54,6 +55,26 @@ def _our_export_code() -> str:
     return hashlib.sha256(Path(onnx_graph.__file__).read_bytes()).hexdigest()
 
 
+def _model_code(model: torch.nn.Module) -> dict[str, str]:
+    """Per module class of the model outside the versioned packages (your builder's, this project's DAC), the
+    SHA-256 of the files its methods are written in (a helper the forward calls there included), or of the
+    methods' compiled code where there is no file (a class defined in a notebook cell): an edited forward is
+    another entry."""
+    code = {}
+    for kind in {type(module) for module in model.modules()}:
+        if kind.__module__.split(".")[0] in VERSIONED:
+            continue
+        functions = [f for f in vars(kind).values() if hasattr(f, "__code__")]
+        digest = hashlib.sha256()
+        for name in sorted({f.__code__.co_filename for f in functions}):
+            try:
+                digest.update(Path(name).read_bytes())
+            except OSError:
+                digest.update(b"".join(marshal.dumps(f.__code__) for f in functions if f.__code__.co_filename == name))
+        code[f"{kind.__module__}.{kind.__qualname__}"] = digest.hexdigest()
+    return code
+
+
 def _feed_value(hasher, name: str, value) -> None:
     if isinstance(value, torch.Tensor):
         _feed(hasher, name, value)
@@ -78,6 +99,9 @@ def export_key(model: torch.nn.Module, inputs: dict[str, torch.Tensor], dynamic:
               # not in the config's JSON, yet it picks the attention code the exporter traces
               "attention": str(getattr(config, "_attn_implementation", "")), "training": bool(model.training),
               "options": options.as_key(), "versions": _versions(), "code": _our_export_code()}
+    model_code = _model_code(model)
+    if model_code:  # only a model with classes of its own has any (the versions stand for the packages' code)
+        header["model_code"] = model_code
     hasher.update(json.dumps(header, sort_keys=True).encode())
     for name, tensor in sorted({**dict(model.named_parameters()), **dict(model.named_buffers())}.items()):
         _feed(hasher, f"state.{name}", tensor)

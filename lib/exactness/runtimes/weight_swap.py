@@ -268,7 +268,7 @@ def _explain_seeded(array: np.ndarray, state: dict[str, torch.Tensor],
         if state[source].numel() < array.size and broadcast_of(state[source], shape) is not None:
             if holds(rule := _Rule("broadcast", source, shape)):
                 return rule
-    for source in sources:
+    for source in sources if shape else ():  # a 0-d value has no rows
         table = _row_table(state[source], shape[-1])
         index = gathered_rows(table, array) if table is not None else None
         if index is not None:

@@ -9,6 +9,7 @@ import pytest
 
 from exactness.engine.evidence import DefectSign
 from exactness.engine.verdicts import Cause
+from exactness.models import sources
 from exactness.studies.discrete_ops import localize, sentences, study
 
 CHECKOUT = str(Path(__file__).resolve().parents[2] / "fixtures" / "transformers_checkout")
@@ -168,3 +169,33 @@ def test_a_model_that_breaks_in_eager_too_is_localized_in_eager_with_no_export_s
     assert (spot.module, spot.op_type, spot.kind) == ("logs", "Log", "non-finite in eager")
     assert "float64's is non-finite" in spot.detail and spot.stage == localize.MODEL_STAGE
     assert spot.pass_name == "" and spot.trials == 0  # no pipeline configuration was switched
+
+
+def test_a_builder_returning_a_tuple_has_every_output_compared_and_an_unanswered_output_stops_its_class(tmp_path):
+    from exactness.studies.discrete_ops import check
+
+    path = tmp_path / "pair.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+
+
+        class Pair(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(8, 4)
+
+            def forward(self, x):
+                h = self.proj(x)
+                return h, h.argmax(-1)
+
+
+        def build(seed):
+            torch.manual_seed(seed)
+            return Pair(), {"x": torch.randn(3, 8)}
+        """))
+    settings = study.Settings(calibration_seeds=2, max_checks=2, cache=str(tmp_path / "cache"))
+    result = study.run([f"{path}:build"], 0, 2, ["static"], settings=settings, progress_every=1e9)
+    assert set(result.outputs.output) == {"0", "1"} and len(result.outputs) == 4  # both outputs of both seeds
+    made = sources.make(f"{path}:build", 0)
+    with pytest.raises(check.OutputNamesError, match=r"outputs \['logits'\] have no eager output of that name"):
+        check.check_output_names(["0", "logits"], made.model, made.inputs)

@@ -22,3 +22,33 @@ def test_your_builder_is_compared_tensor_by_tensor(tmp_path):
     assert set(noise.seed) == {0, 1}
     assert {"0", "1", "2"} <= set(noise.tensor) and noise.model_output.any()  # every module, then the output
     assert (noise.max_abs_diff >= 0).all()
+
+
+def test_a_builder_returning_a_tuple_is_compared_at_each_output_and_named_by_them(tmp_path):
+    """Outputs under the exporter's names (`0`, `1.0`, ...); a model with no tensors of its own to name is named by
+    its outputs, so the settings comparison has tensors to measure."""
+    path = tmp_path / "pair.py"
+    path.write_text(textwrap.dedent("""
+        import torch
+
+
+        class Pair(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.proj = torch.nn.Linear(8, 4)
+
+            def forward(self, x):
+                h = self.proj(x)
+                return h, (torch.tanh(h), h.argmax(-1))
+
+
+        def build(seed):
+            torch.manual_seed(seed)
+            return Pair(), {"x": torch.randn(3, 8)}
+        """))
+    pool = ulp_noise.noise_pool(f"{path}:build", "static")
+    noise = ulp_noise.noise_draws(pool, range(1), workers=1, progress_every=1e9)
+    outputs = noise[noise.model_output]
+    assert set(outputs.tensor) == {"0", "1.0", "1.1"} and set(outputs.label) == {"0", "1.0", "1.1"}
+    settings = ulp_noise.settings(pool, [0])
+    assert {"setting", "label"} <= set(settings.columns) and set(settings.label) == {"0", "1.0", "1.1"}

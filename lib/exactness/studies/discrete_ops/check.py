@@ -19,7 +19,7 @@ from exactness.engine.outputs import compare_forced, compare_output
 from exactness.engine.rows import ClassTask, GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow
 from exactness.models import sources
 from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph, weight_swap, worker_state
-from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
+from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED, flatten_outputs
 from exactness.runtimes.export_cache import ExportCache
 
 
@@ -60,6 +60,7 @@ def prepare(task: ClassTask, seeds: list[int], cache: ExportCache, make) -> Clas
     """Export the first seed, scan it; export the second and learn the weight swap (verified on it).
     `make(seed)`: the seed's `sources.Made`, a fresh model (the swap is learnt from two distinct ones)."""
     built, inputs, lookup = export(task, make(seeds[0]), cache)
+    check_output_names(lookup.graph.outputs, built, inputs)
     cg = from_graph(task, seeds[0], lookup.graph, inputs)
     _count(cg.row, lookup)
     cg.row.swap = "one seed: no swap needed"
@@ -72,6 +73,21 @@ def prepare(task: ClassTask, seeds: list[int], cache: ExportCache, make) -> Clas
         except weight_swap.SwapError as error:
             cg.row.swap = f"disabled: {error}"
     return cg
+
+
+class OutputNamesError(ValueError):
+    """A graph output that no eager output answers to: nothing would compare it, and the test would pass on it."""
+
+
+def check_output_names(outputs: list[str], built: torch.nn.Module, inputs: dict) -> None:
+    """Every graph output has an eager output of the same name (`flatten_outputs`), or the class stops here."""
+    with torch.random.fork_rng():  # the forward draws nothing any later seed reads
+        raw, _ = discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED)
+    eager = flatten_outputs(raw)
+    unanswered = [name for name in outputs if eager_name(name, eager) is None]
+    if unanswered:
+        raise OutputNamesError(f"the exported graph's outputs {unanswered} have no eager output of that name (eager "
+                               f"returns {sorted(eager)}), so nothing would compare them")
 
 
 def from_graph(task: ClassTask, seed: int, graph: onnx_graph.ExportedGraph, inputs: dict) -> ClassGraph:
@@ -101,24 +117,6 @@ def graph_named(model: onnx.ModelProto, inputs: dict) -> dict:
 def run_graph(model: onnx.ModelProto, initializers: dict | None, inputs: dict) -> dict[str, np.ndarray]:
     graph = onnx_graph.ExportedGraph(model, [o.name for o in model.graph.output])
     return onnx_graph.OrtRunner(graph, initializers, intra_op_threads=1).run(graph_named(model, inputs))
-
-
-def flatten_outputs(output) -> dict[str, torch.Tensor]:
-    """A model's outputs under the graph's names: tuples become `name.0`, `name.1`, ... (as the exporter
-    names them); None is left out."""
-    items = output.items() if hasattr(output, "items") else [("output", output)]
-    flat = {}
-
-    def add(name, value):
-        if isinstance(value, torch.Tensor):
-            flat[name] = value
-        elif isinstance(value, (tuple, list)):
-            for i, item in enumerate(value):
-                add(f"{name}.{i}", item)
-
-    for name, value in items:
-        add(name, value)
-    return flat
 
 
 def eager_name(graph_name: str, eager: dict) -> str | None:

@@ -79,11 +79,13 @@ def _table(name: str, draw: _Draw, produced: dict | None = None) -> pd.DataFrame
     outputs from the graph as exported."""
     graph = draw.everything.graph
     produced = produced if produced is not None else draw.everything.run(draw.inputs)
-    table = intermediate_table(draw.eager.modules, produced, graph.intermediates,
-                               tensor_subjects.named_tensors(name, draw.built), extra=worst_elements)
+    named = tensor_subjects.named_tensors(name, draw.built)
+    table = intermediate_table(draw.eager.modules, produced, graph.intermediates, named, extra=worst_elements)
     outputs = {name: name for name in graph.outputs if name in draw.eager.outputs}  # the model's outputs come last
     last = {name: [draw.eager.outputs[name]] for name in outputs}
-    finals = intermediate_table(last, draw.bare.run(draw.inputs), outputs, extra=worst_elements).assign(
+    # a model with no tensors of its own to name (your builder, a registered class) is named by its outputs
+    finals = intermediate_table(last, draw.bare.run(draw.inputs), outputs, None if named else outputs,
+                                extra=worst_elements).assign(
         depth=lambda f: f.depth + len(graph.intermediates), model_output=True)
     input_of = draw.eager.input_of or {}
     table = table.assign(model_output=False, input_module=[input_of.get(t, "") for t in table.tensor]) \
