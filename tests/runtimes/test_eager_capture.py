@@ -36,3 +36,21 @@ def test_the_forward_is_seeded_as_the_export_test_seeds_it():
     first, second = eager_capture.run(model, inputs, False), eager_capture.run(model, inputs, False)
     assert torch.initial_seed() == eager_capture.EXPORT_TEST_FORWARD_SEED
     assert all(torch.equal(first.outputs[n], second.outputs[n]) for n in first.outputs)
+
+
+def test_outputs_are_flattened_under_the_exporters_names_whatever_the_forward_returns():
+    import dataclasses
+
+    from exactness.runtimes.eager_capture import flatten_outputs
+
+    a, b = torch.zeros(1), torch.ones(1)
+
+    @dataclasses.dataclass
+    class Out:
+        logits: torch.Tensor
+        extra: tuple
+
+    assert list(flatten_outputs(a)) == ["output"]
+    assert list(flatten_outputs((a, (b, None, a)))) == ["0", "1.0", "1.2"]
+    assert list(flatten_outputs({"x": a, "y": (b, a), "z": None})) == ["x", "y.0", "y.1"]
+    assert list(flatten_outputs(Out(a, (b,)))) == ["logits", "extra.0"]

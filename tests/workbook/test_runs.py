@@ -232,3 +232,18 @@ def test_a_cell_that_prints_megabytes_keeps_a_capped_notebook_and_the_rest_in_ke
     assert "line 059999 " in log and "line 000000 " not in log
     assert (result.folder / "loud.ipynb").stat().st_size < 3 * cell_output.LIMIT
     assert (result.folder / "report.html").stat().st_size < 3 * cell_output.LIMIT
+
+
+def test_a_class_that_ran_only_under_another_pair_of_sides_did_not_run(tmp_path):
+    """Eager against eager runs without the export: a class whose export failed still gets that line, and it must not
+    make the run pass."""
+    import json
+
+    from exactness.workbook import answers, runs
+
+    lines = [answers.Answer("Mine", answers.NOT_RUN, "fix the export first", "", "TypeError: broken"),
+             answers.Answer(f"Mine{answers.PAIR_SEPARATOR}eager CPU fp32 vs eager CPU TF32 convolutions (emulated)",
+                            "never fails here", "nothing to change for this precision", "none in 2 seeds")]
+    (tmp_path / "summary.json").write_text(json.dumps({answers.SUMMARY_KEY: [a.to_dict() for a in lines]}))
+    assert runs.nothing_ran(tmp_path) == "no class ran: Mine: TypeError: broken"
+    assert [a.subject for a in answers.class_lines(lines)] == ["Mine"]

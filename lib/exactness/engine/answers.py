@@ -11,7 +11,7 @@ from exactness.engine.outputs import PLANTS
 from exactness.engine.pairs import PAIR_NOISE_FACTOR, PairEvidence
 from exactness.runtimes.sides import Pair, Precision
 from exactness.workbook import wording
-from exactness.workbook.answers import Answer
+from exactness.workbook.answers import PAIR_SEPARATOR, Answer
 from exactness.workbook.wording import count, plural, significant
 
 
@@ -101,7 +101,7 @@ def pair_answer(e: PairEvidence, fp32_rate: str = "", tie_aware: bool = False) -
     in fp32 (what turning the precision off leaves), if measured; `tie_aware`: a tie-aware comparison was measured
     to keep value checks on the class, so it may be offered; else the flipped choices' outputs are excluded."""
     pair = Pair.parse(e.pair)
-    subject, what = f"{e.model} · {pair.label}", e.cause
+    subject, what = f"{e.model}{PAIR_SEPARATOR}{pair.label}", e.cause
     if what is Cause.NO_EXPORT:
         return Answer(subject, what.value, "see the error: the class cannot run on this side", "", e.error)
     noise = (f"{pair.other.label} errs at most {significant(e.other_error_units)} of its roundoff x RMS from float64 "

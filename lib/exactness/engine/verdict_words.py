@@ -79,7 +79,8 @@ def proof(cause: Cause, e: Evidence, error: str = "") -> str:
         return defect(e.defect) + (f"; the export test's rule passes on {e.passing} of "
                                    f"{plural(e.checked, 'checked seed')} all the same" if e.passing else "")
     if cause is Cause.RANDOM_DRAW:
-        return f"{', '.join(e.draws)} in {', '.join(e.draw_scopes)} on an output path"
+        scopes = ", ".join(s for s in e.draw_scopes if s) or "the model's own forward (outside every module)"
+        return f"{', '.join(e.draws)} in {scopes} on an output path"
     if cause in (Cause.EXACT_TIE, Cause.NEAR_TIE):
         return _flips(e.flips)
     if e.undecided is Undecided.STRAY_FLIP:
@@ -121,6 +122,9 @@ def action(cause: Cause, e: Evidence, compare: list[str], exclude: list[str], er
         return (f"a bug, not a flaky comparison; {check}: "
                 + (e.remedy or f"it starts at {e.where or 'a place not localized'}"))
     if cause is Cause.RANDOM_DRAW:
+        if not compare:
+            return ("nothing is left to compare: a random draw reaches every output, and the runtimes draw different "
+                    "numbers; test what does not draw (or pass the draw in as an input)")
         return "compare the outputs no random draw reaches; exclude the rest"
     if cause in (Cause.EXACT_TIE, Cause.NEAR_TIE):
         if exclude:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 import torch
@@ -92,9 +93,11 @@ def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], capture: bool |
 def flatten_outputs(output) -> dict[str, torch.Tensor]:
     """A model's outputs under the graph's names, as the exporter names them: a dict's by key, a tuple inside one
     as `name.0`, `name.1`, ..., a returned tuple's as `0`, `1`, ... (`1.0` inside), one returned tensor as
-    `output`; None is left out."""
+    `output`; a dataclass's by field; None is left out."""
     if hasattr(output, "items"):
         items = output.items()
+    elif dataclasses.is_dataclass(output) and not isinstance(output, type):
+        items = [(f.name, getattr(output, f.name)) for f in dataclasses.fields(output)]
     elif isinstance(output, (tuple, list)):
         items = [(str(i), item) for i, item in enumerate(output)]
     else:

@@ -211,6 +211,14 @@ def not_run(found: list[Answer]) -> list[Answer]:
     return [a for a in found if a.cause == NOT_RUN]
 
 
+PAIR_SEPARATOR = " · "  # a class under another pair of sides answers as "<class> · <pair>"
+
+
+def class_lines(found: list[Answer]) -> list[Answer]:
+    """The lines that answer for a class itself, not for one under another pair of sides."""
+    return [a for a in found if PAIR_SEPARATOR not in a.subject]
+
+
 def from_summary(summary: Any) -> list[Answer]:
     """The answers a summary.json holds; records that do not parse are skipped, not fatal."""
     records = summary.get(SUMMARY_KEY, []) if isinstance(summary, dict) else []

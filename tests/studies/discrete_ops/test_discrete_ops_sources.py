@@ -166,8 +166,8 @@ def test_a_model_that_breaks_in_eager_too_is_localized_in_eager_with_no_export_s
     (found,) = result.verdicts
     assert found.cause is Cause.DEFECT and found.evidence.defect.sign is DefectSign.NAN_IN_EAGER
     spot = result.localizations.iloc[0]
-    assert (spot.module, spot.op_type, spot.kind) == ("logs", "Log", "non-finite in eager")
-    assert "float64's is non-finite" in spot.detail and spot.stage == localize.MODEL_STAGE
+    assert (spot.module, spot.op_type, spot.kind) == ("logs", "Log", "NaN in eager")
+    assert "float64's holds 14" in spot.detail and spot.stage == localize.MODEL_STAGE
     assert spot.pass_name == "" and spot.trials == 0  # no pipeline configuration was switched
 
 

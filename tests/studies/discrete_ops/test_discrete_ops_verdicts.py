@@ -515,3 +515,14 @@ def test_the_float64_table_and_its_sentence_judge_the_same_outputs():
     assert table.loc["Tied", "worst_over_bound"] < 1 and table.loc["Tied", "flipped"] == 1
     assert table.loc["Drifted", "worst_over_bound"] > 16 and table.loc["Drifted", "beyond"] == 1
     assert section.sentence.endswith("1 of 2 classes; beyond it (each a defect below): Drifted.")
+
+
+def test_a_random_draw_outside_every_module_is_placed_and_a_draw_reaching_every_output_leaves_nothing_to_compare():
+    from exactness.engine import verdict_words
+    from exactness.engine.evidence import Evidence
+
+    drawn = Evidence(draws=("RandomUniformLike",), draw_scopes=("",))
+    proof = verdict_words.proof(verdicts.Cause.RANDOM_DRAW, drawn)
+    assert proof == "RandomUniformLike in the model's own forward (outside every module) on an output path"
+    assert verdict_words.action(verdicts.Cause.RANDOM_DRAW, drawn, [], ["y"]).startswith("nothing is left to compare")
+    assert verdict_words.action(verdicts.Cause.RANDOM_DRAW, drawn, ["x"], ["y"]).startswith("compare the outputs")

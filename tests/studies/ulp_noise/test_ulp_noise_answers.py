@@ -39,3 +39,9 @@ def test_ort_far_beyond_eagers_own_float64_error_is_undecided_and_names_the_tens
 def test_without_a_float64_run_nothing_is_claimed_and_exact_tensors_are_exact(closer):
     assert answers.answers(_noise([1e-7], [1.0]), closer, "M", "static")[0].cause == "undecided"
     assert answers.answers(_noise([0.0, 0.0], [1.0, 1.0]), closer, "M", "static")[0].cause == "exact"
+
+
+def test_a_non_finite_tensor_against_float64_is_undecided_and_named_never_float_noise():
+    noise = _noise([1e-7, 4e-6], [1.0, 2.0])
+    (line,) = answers.answers(noise, _closer([1e-8, float("nan")], [1e-8, float("nan")]), "M", "static")
+    assert line.cause == "undecided" and "m.layer.1 holds non-finite values" in line.proof

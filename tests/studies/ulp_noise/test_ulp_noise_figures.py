@@ -34,3 +34,13 @@ def test_the_figure_draws_no_label_over_its_panels():
     assert all(not ax.texts for ax in fig.axes)
     ticks = [t.get_text().strip() for t in fig.axes[-1].get_xticklabels()]
     assert "encoder layer 0" in ticks and all(t for t in ticks)
+
+
+def test_the_settings_figure_draws_what_differs_and_says_what_it_left_out():
+    """A bit-identical tensor (0) and a NaN one have no place on a log axis; all of them at 0 is a linear axis."""
+    rows = [{"setting": "ort_threads", "value": str(n), "label": label, "max_abs_diff": diff}
+            for n in (1, 2) for label, diff in (("h", 1e-7), ("z", 0.0), ("n", float("nan")))]
+    fig = figures.settings_comparison(pd.DataFrame(rows))
+    assert fig.axes[0].get_xscale() == "log" and "4 at 0 or non-finite not drawn" in fig.axes[0].get_xlabel()
+    nothing = pd.DataFrame([{**r, "max_abs_diff": 0.0} for r in rows])
+    assert figures.settings_comparison(nothing).axes[0].get_xscale() == "linear"

@@ -110,9 +110,13 @@ def _range(values: np.ndarray) -> str:
     return f"{values.dtype} {tuple(values.shape)} in [{low:.3g}, {high:.3g}], {zeros} zeros"
 
 
-def first_nonfinite_node(graph: onnx.ModelProto, initializers: dict | None, inputs: dict, scope: str) -> tuple:
+def first_nonfinite_node(graph: onnx.ModelProto, initializers: dict | None, inputs: dict, scope: str,
+                         nan: bool = False) -> tuple:
     """(node, op type, detail) of the first node under `scope` (or anywhere, when none under it) whose output
-    holds a non-finite value while every float input it reads is finite."""
+    holds a non-finite value while every float input it reads is finite (`nan`: a NaN while no input holds one)."""
+    def broken(values: np.ndarray) -> np.ndarray:
+        return np.isnan(values) if nan else ~np.isfinite(values)
+
     model = onnx.ModelProto()
     model.CopyFrom(graph if not initializers else onnx_graph.with_initializers(graph, initializers))
     inferred = onnx.shape_inference.infer_shapes(model)
@@ -129,14 +133,15 @@ def first_nonfinite_node(graph: onnx.ModelProto, initializers: dict | None, inpu
     candidates = []
     for node in model.graph.node:
         outputs = [values[o] for o in node.output if o in values]
-        if not any(o.dtype.kind == "f" and not np.isfinite(o).all() for o in outputs):
+        if not any(o.dtype.kind == "f" and broken(o).any() for o in outputs):
             continue
         read = [values.get(i, constants.get(i)) for i in node.input if i]
-        if all(r is None or r.dtype.kind != "f" or np.isfinite(r).all() for r in read):
+        if all(r is None or r.dtype.kind != "f" or not broken(r).any() for r in read):
             raw = {p.key: p.value for p in node.metadata_props}.get(onnx_graph.SCOPES_KEY)
             scopes = [s for s in ast.literal_eval(raw)[:-1] if s] if raw else []
-            bad = next(o for o in outputs if o.dtype.kind == "f" and not np.isfinite(o).all())
-            detail = (f"{int((~np.isfinite(bad)).sum())} of {bad.size} values non-finite from finite inputs ("
+            bad = next(o for o in outputs if o.dtype.kind == "f" and broken(o).any())
+            made = "NaN from inputs without one" if nan else "non-finite from finite inputs"
+            detail = (f"{int(broken(bad).sum())} of {bad.size} values {made} ("
                       + "; ".join(_range(r) for r in read if r is not None) + ")")
             candidates.append((scope in scopes, node.name, node.op_type, detail))
     inside = [c for c in candidates if c[0]]
@@ -206,30 +211,31 @@ MODEL_REMEDY = ("the model's, not the export's: guard the value that breaks wher
 
 def eager_place(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: dict,
                 cache: ExportCache) -> Localization:
-    """Where eager float32 itself first makes a non-finite value on `seed`: the first module (in the order the
-    modules finish) whose output holds one, with the float64 reference's count there (non-finite too: the
-    arithmetic itself; finite: float32's range), and the exported graph's first node that makes one from finite
-    inputs. No pipeline stage is switched: eager runs no export."""
+    """Where eager float32 itself first makes a NaN on `seed`: the first module (in the order the modules finish)
+    whose output holds one, with the float64 reference's count there (NaN too: the arithmetic itself; none: float32's
+    range), and the exported graph's first node that makes a NaN from inputs that hold none (an infinity, a masked
+    value, may be among them: a softmax over a fully masked row). No pipeline stage is switched: eager runs no
+    export."""
     task = cg.task
     _, bare, initializers = _seed_graph(cg, seed, built, inputs, cache)
     eager, wide, _ = _eager_and_float64(built, inputs)
-    found = Localization(task.model, task.shape_mode, seed, "", "non-finite in eager", stage=MODEL_STAGE,
+    found = Localization(task.model, task.shape_mode, seed, "", "NaN in eager", stage=MODEL_STAGE,
                          stage_proof=MODEL_STAGE, remedy=MODEL_REMEDY)
     for label, mine in eager.items():
-        broken = int((~np.isfinite(mine)).sum()) if mine.dtype.kind == "f" else 0
+        broken = int(np.isnan(mine).sum()) if mine.dtype.kind == "f" else 0
         if not broken:
             continue
         reference = wide.get(label)
         at_float64 = ("" if reference is None or reference.shape != mine.shape else
-                      f"; float64's is non-finite in {int((~np.isfinite(reference)).sum())}: the arithmetic itself"
-                      if not np.isfinite(reference).all() else "; float64's is finite: float32's range")
+                      f"; float64's holds {int(np.isnan(reference).sum())}: the arithmetic itself"
+                      if np.isnan(reference).any() else "; float64's holds none: float32's range")
         found.module = label
-        found.detail = f"eager's output is non-finite in {broken} of {mine.size} values{at_float64}"
+        found.detail = f"eager's output holds a NaN in {broken} of {mine.size} values{at_float64}"
         break
-    node, op_type, detail = first_nonfinite_node(bare, initializers, inputs, found.module)
+    node, op_type, detail = first_nonfinite_node(bare, initializers, inputs, found.module, nan=True)
     found.node, found.op_type = node, op_type
-    found.detail = "; ".join(part for part in (found.detail or "no module's output is non-finite in eager, the "
-                                               "forward's own operations make it",
+    found.detail = "; ".join(part for part in (found.detail or "no module's output holds a NaN in eager: the "
+                                               "forward's own operations, outside every module, make it",
                                                f"in the exported graph, this node makes {detail}" if node else "")
                              if part)
     return found

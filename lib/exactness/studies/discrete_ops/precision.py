@@ -58,6 +58,8 @@ def compare_seed(model: str, pair: Pair, seed: int, checkout: str = "", atol: fl
             raw, records = discrete_recorder.record(made.model, made.inputs, seed=EXPORT_TEST_FORWARD_SEED)
         sides.append((flatten_outputs(raw), _choices(records), records))
     (expected, chosen, records_a), (actual, other_chosen, records_b) = sides
+    if not expected:
+        raise ValueError(f"the model returns no tensor to compare ({type(raw).__name__})")
     flipped = [key for key, value in chosen.items()
                if key in other_chosen and (value.shape != other_chosen[key].shape
                                            or not np.array_equal(value, other_chosen[key]))]

@@ -41,6 +41,12 @@ def answers(noise: pd.DataFrame, closer: pd.DataFrame, model: str, shape_mode: s
     if not len(closer):
         return [Answer(subject, "undecided", "compare against float64 (reference_draws of 1 or more) to decide",
                        rate, "no float64 reference was run")]
+    broken = closer[closer.eager_vs_float64.isna() | closer.ort_vs_float64.isna()]
+    if len(broken):
+        return [Answer(subject, "undecided", "fix the non-finite values first (discrete_ops localizes where they "
+                                             "start): no noise can be measured through them", rate,
+                       f"{broken.tensor.iloc[0]} holds non-finite values against float64 (eager float32 or ORT) on "
+                       f"{count(len(broken))} of {plural(len(closer), 'tensor')}")]
     if len(far):
         return [Answer(subject, "undecided", "look at the float64 table: ORT is further from float64 than "
                                              "rounding explains there", rate,

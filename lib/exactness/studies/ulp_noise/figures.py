@@ -119,15 +119,20 @@ def settings_comparison(settings: pd.DataFrame):
     table["setting"] = table.setting + "=" + table.value
     names = sorted(table.setting.unique())
     labels = sorted(table.label.unique())
+    # a log axis shows what differs; a bit-identical (0) or non-finite (NaN) value has no place on one
+    shown = np.isfinite(table.max_abs_diff) & (table.max_abs_diff > 0)
+    log = bool(shown.any())
     fig, ax = plt.subplots(figsize=(9, 0.4 * len(names) + 1.5))
     for offset, label in zip(np.linspace(-0.2, 0.2, len(labels)), labels, strict=True):
-        rows = table[table.label == label]
+        rows = table[(table.label == label) & (shown if log else np.isfinite(table.max_abs_diff))]
         ax.plot(rows.max_abs_diff, [names.index(n) + offset for n in rows.setting], "o", label=label)
     ax.set_yticks(range(len(names)), names)
     ax.invert_yaxis()
     ax.grid(True, axis="x", which="both", alpha=0.3)
-    ax.set(xscale="log", xlabel="median max |eager − ORT| (absolute, log scale)", ylabel="",
-           title="Noise under each setting")
+    left_out = int((~shown).sum()) if log else int((~np.isfinite(table.max_abs_diff)).sum())
+    ax.set(xscale="log" if log else "linear", ylabel="", title="Noise under each setting",
+           xlabel="median max |eager − ORT| (absolute" + (", log scale" if log else "") + ")"
+           + (f"; {left_out} at 0 or non-finite not drawn" if left_out else ""))
     ax.legend(title="tensor", loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: never over a dot
     fig.tight_layout()
     return fig

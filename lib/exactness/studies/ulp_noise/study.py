@@ -143,7 +143,9 @@ def depth_profile(noise: pd.DataFrame) -> pd.DataFrame:
 
 
 def float64_reference(pool: GraphPool, seeds) -> pd.DataFrame:
-    """Per tensor, which side is closer to a float64 eager run of the same weights: eager float32 or ORT."""
+    """Per tensor, which side is closer to a float64 eager run of the same weights: eager float32 or ORT. Every
+    module's output, then the model's own outputs (`<name> (model output)`: what the forward computes outside any
+    module, a random draw in it, shows only there)."""
     rows = []
     for seed in seeds:
         draw = _draw(pool, int(seed))
@@ -162,6 +164,16 @@ def float64_reference(pool: GraphPool, seeds) -> pd.DataFrame:
             e, r = pairs[0]
             rows.append({"seed": int(seed), "tensor": path, "eager_vs_float64": float((e.double() - r).abs().max()),
                          "ort_vs_float64": float((ort_value.double() - r).abs().max())})
+        finals = draw.bare.run(inputs) if draw.bare is not runner else produced
+        for name in draw.bare.graph.outputs:
+            e, r = eager.outputs.get(name), reference.outputs.get(name)
+            if e is None or r is None or name not in finals or not e.is_floating_point():
+                continue
+            ort_value = torch.from_numpy(np.array(finals[name])).double()
+            if tuple(ort_value.shape) == tuple(e.shape):
+                rows.append({"seed": int(seed), "tensor": f"{name} (model output)",
+                             "eager_vs_float64": float((e.double() - r).abs().max()),
+                             "ort_vs_float64": float((ort_value - r).abs().max())})
     table = pd.DataFrame(rows)
     summary = table.groupby("tensor", sort=False)[["eager_vs_float64", "ort_vs_float64"]].median().reset_index()
     summary["closer"] = np.where(summary.eager_vs_float64 < summary.ort_vs_float64, "eager",
@@ -181,7 +193,7 @@ def settings(pool: GraphPool, seeds) -> pd.DataFrame:
             draw = _draw(pool, int(seed), threads=threads, **options)
             first, second = draw.everything.run(draw.inputs), draw.everything.run(draw.inputs)
             table = _table(pool.model, draw, first)
-            repeatable = all(np.array_equal(first[k], second[k]) for k in first)
+            repeatable = all(np.array_equal(first[k], second[k], equal_nan=True) for k in first)
             for row in table[table.label != ""].itertuples():
                 rows.append({"setting": kind, "value": str(value), "seed": int(seed), "label": row.label,
                              "max_abs_diff": row.max_abs_diff, "median_ulp": row.median_ulp,
