@@ -70,8 +70,12 @@ def verification(result: Result) -> Finding | None:
                                    for p in PLANTS})
     smallest = "; ".join(f"{x.model}: {x.verification.smallest or 'none of them'}" for x in changed
                          if x.verification.planted)
-    return Finding(f"Comparing only the outputs no flip moves passes the export test's rule on every checked seed in "
-                   f"{len(held)} of {plural(len(changed), 'tie class', 'tie classes')}. {catch_words(total)}"
+    drawn = any(x.cause is v.Cause.RANDOM_DRAW for x in changed)
+    moves, kind = ("no flip or random draw moves", "tie or random-draw class") if drawn else ("no flip moves",
+                                                                                                "tie class")
+    return Finding(f"Comparing only the outputs {moves} passes the export test's rule on every checked seed in "
+                   f"{len(held)} of {plural(len(changed), kind, kind.replace('class', 'classes'))}. "
+                   f"{catch_words(total)}"
                    + (f" By class: {smallest}." if smallest else ""), f"{len(held)} of {len(changed)} verified", "new",
                    evidence="verdicts table, columns verified, planted, caught_*")
 
