@@ -53,4 +53,5 @@ def test_outputs_are_flattened_under_the_exporters_names_whatever_the_forward_re
     assert list(flatten_outputs(a)) == ["output"]
     assert list(flatten_outputs((a, (b, None, a)))) == ["0", "1.0", "1.2"]
     assert list(flatten_outputs({"x": a, "y": (b, a), "z": None})) == ["x", "y.0", "y.1"]
+    assert list(flatten_outputs({"x": {"a": a, "b": (b,)}, "y": [{"c": a}]})) == ["x.a", "x.b.0", "y.0.c"]
     assert list(flatten_outputs(Out(a, (b,)))) == ["logits", "extra.0"]

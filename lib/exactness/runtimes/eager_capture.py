@@ -92,8 +92,8 @@ def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], capture: bool |
 
 def flatten_outputs(output) -> dict[str, torch.Tensor]:
     """A model's outputs under the graph's names, as the exporter names them: a dict's by key, a tuple inside one
-    as `name.0`, `name.1`, ..., a returned tuple's as `0`, `1`, ... (`1.0` inside), one returned tensor as
-    `output`; a dataclass's by field; None is left out."""
+    as `name.0`, `name.1`, ..., a dict inside one as `name.key`, a returned tuple's as `0`, `1`, ... (`1.0` inside),
+    one returned tensor as `output`; a dataclass's by field; None is left out."""
     if hasattr(output, "items"):
         items = output.items()
     elif dataclasses.is_dataclass(output) and not isinstance(output, type):
@@ -110,6 +110,9 @@ def flatten_outputs(output) -> dict[str, torch.Tensor]:
         elif isinstance(value, (tuple, list)):
             for i, item in enumerate(value):
                 add(f"{name}.{i}", item)
+        elif hasattr(value, "items"):  # a nested output (CLIPSeg's vision_model_output): `name.key`
+            for key, item in value.items():
+                add(f"{name}.{key}", item)
 
     for name, value in items:
         add(name, value)

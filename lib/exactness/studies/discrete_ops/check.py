@@ -60,7 +60,6 @@ def prepare(task: ClassTask, seeds: list[int], cache: ExportCache, make) -> Clas
     """Export the first seed, scan it; export the second and learn the weight swap (verified on it).
     `make(seed)`: the seed's `sources.Made`, a fresh model (the swap is learnt from two distinct ones)."""
     built, inputs, lookup = export(task, make(seeds[0]), cache)
-    check_output_names(lookup.graph.outputs, built, inputs)
     cg = from_graph(task, seeds[0], lookup.graph, inputs)
     _count(cg.row, lookup)
     cg.row.swap = "one seed: no swap needed"
@@ -79,11 +78,10 @@ class OutputNamesError(ValueError):
     """A graph output that no eager output answers to: nothing would compare it, and the test would pass on it."""
 
 
-def check_output_names(outputs: list[str], built: torch.nn.Module, inputs: dict) -> None:
-    """Every graph output has an eager output of the same name (`flatten_outputs`), or the class stops here."""
-    with torch.random.fork_rng():  # the forward draws nothing any later seed reads
-        raw, _ = discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED)
-    eager = flatten_outputs(raw)
+def check_output_names(outputs: list[str], eager: dict) -> None:
+    """Every graph output has an eager output of the same name (`flatten_outputs`), or the class stops here. Read
+    from a check's own eager forward: a forward of its own here would fill caches the exporter's code keeps across
+    classes (a detector's anchors, by shape) before a worker's first check."""
     unanswered = [name for name in outputs if eager_name(name, eager) is None]
     if unanswered:
         raise OutputNamesError(f"the exported graph's outputs {unanswered} have no eager output of that name (eager "
@@ -335,6 +333,7 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
     flipped_counted = any(r.flipped > 0 for r in margin_rows if r.node in counted_nodes)
     stray = not flipped_counted and any(r.flipped > 0 for r in margin_rows if r.node not in counted_nodes)
     reference, reference_note = _float64_reference(built, inputs, records, fast)
+    check_output_names(cg.outputs, eager)
     pairs = [(name, eager_name(name, eager)) for name in cg.outputs]
     pairs = [(graph, mine) for graph, mine in pairs if mine is not None and graph in produced]
     # each output counted at the tolerances the judging rule compares at (a checkout's rule widens them where an

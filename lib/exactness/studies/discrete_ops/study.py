@@ -162,6 +162,8 @@ def _failure(error: Exception) -> str:
     text = " ".join(str(error).split())
     if isinstance(error, sources.SubjectError):
         return f"could not build: {text[:400]}"
+    if isinstance(error, check.OutputNamesError):
+        return f"could not compare: {text[:400]}"
     return f"{type(error).__name__}: {text[:400]}"
 
 
@@ -385,7 +387,7 @@ class _Work:
                 else:
                     out.append(_Done(unit.task, unit.phase,
                                      tables=_Check(unit.cg, self.settings, unit.phase.value)(unit.seeds)))
-            except sources.SubjectError as error:  # a seed the builder or tester fails on: the class's one line
+            except (sources.SubjectError, check.OutputNamesError) as error:  # the class's one line
                 out += [_Done(t, unit.phase, error=_failure(error)) for t in unit.tasks]
         return out
 
