@@ -79,9 +79,9 @@ class OutputNamesError(ValueError):
 
 
 def check_output_names(outputs: list[str], eager: dict) -> None:
-    """Every graph output has an eager output of the same name (`flatten_outputs`), or the class stops here. Read
-    from a check's own eager forward: a forward of its own here would fill caches the exporter's code keeps across
-    classes (a detector's anchors, by shape) before a worker's first check."""
+    """Every graph output has an eager output of the same name (`flatten_outputs`), or the class stops here.
+    `eager`: a check's own eager outputs (a forward run only for this check would change what a process's later
+    classes compute: measured on RT-DETR then PPDocLayoutV2, whose float64 reference then failed)."""
     unanswered = [name for name in outputs if eager_name(name, eager) is None]
     if unanswered:
         raise OutputNamesError(f"the exported graph's outputs {unanswered} have no eager output of that name (eager "
@@ -312,8 +312,8 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
             margin_rows.append(row)
             continue
         eager_read, sel = _read_eager(rec), selection_eager(rec)
-        eager_margins, reads = margins_of.fill_reads(row, op.category, op.op_type, eager_read,
-                                                                        ort_read, sel, ort_sel, atol, rtol)
+        eager_margins, reads = margins_of.fill_reads(row, op.category, op.op_type, eager_read, ort_read, sel,
+                                                     ort_sel, atol, rtol)
         same_size = np.size(eager_read[0]) == np.asarray(ort_read[0]).size
         # a choice is compared (and forced) only where the match is trusted: what both sides read agrees, or
         # the exporter's own name for the call found it (its reads may differ after an upstream flip); a match

@@ -149,8 +149,8 @@ def _margin_row(model: str, seed: int, shape_mode: str, eager_logits: torch.Tens
     scale, the read noise, and the rows ORT chose differently, by the engine's own arithmetic."""
     row = MarginRow(model, shape_mode, seed, QUANTIZER_NODE, "ArgMax", "argmax", "the quantizer's logits by name")
     eager_read, ort_read = [eager_logits.double().numpy()], [ort_logits.double().numpy()]
-    eager_margins, reads = margins_of.fill_reads(row, "argmax", "ArgMax", eager_read, ort_read,
-                                                                    ARGMAX, ARGMAX, atol, rtol)
+    eager_margins, reads = margins_of.fill_reads(row, "argmax", "ArgMax", eager_read, ort_read, ARGMAX, ARGMAX,
+                                                 atol, rtol)
     row.match_trusted = True  # the graph's value is the module's output by name, whatever the values show
     changed = margins_of.flipped_decisions("argmax", eager_codes.numpy(), ort_codes.numpy(), ARGMAX)
     margins_of.fill_flips(row, changed, eager_margins, reads)
