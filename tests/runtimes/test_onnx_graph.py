@@ -152,3 +152,26 @@ def test_a_confident_flip_defect_flips_the_row_it_targets(conformer):
     eager = top_two(plain_logits(MODEL, 1)).top1_index
     flipped = (codes != eager).nonzero().flatten().tolist()
     assert flipped and all(int(codes[r]) + (r % 2) * 320 == defect["code"] for r in flipped)
+
+
+class _Pair(torch.nn.Module):
+    """A forward returning a namedtuple, which transformers' exporter fails to rebuild."""
+
+    Out = __import__("collections").namedtuple("Out", ["logits", "choice"])
+
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = self.lin(x)
+        return self.Out(y, y.argmax(-1))
+
+
+def test_a_namedtuple_output_is_named_with_its_fix_and_a_plain_tuple_exports():
+    torch.manual_seed(0)
+    model, inputs = _Pair().eval(), {"x": torch.randn(2, 8)}
+    with pytest.raises(onnx_graph.UnexportableOutputError, match=r"returns a namedtuple \(Out\).*return a dict"):
+        onnx_graph.export(model, inputs, dynamic=False)
+    model.Out = lambda *values: tuple(values)  # the fix the message names: the same values in a plain tuple
+    assert onnx_graph.export(model, inputs, dynamic=False).outputs == ["0", "1"]

@@ -159,11 +159,44 @@ def export(model: torch.nn.Module, inputs: dict[str, torch.Tensor], dynamic: boo
 
     began = time.monotonic()
     with _quiet() if quiet else contextlib.nullcontext(), _rules(options):
-        exported = OnnxExporter().export(model, inputs, config=OnnxConfig(dynamic=dynamic, optimize=options.optimize))
+        try:
+            exported = OnnxExporter().export(model, inputs,
+                                             config=OnnxConfig(dynamic=dynamic, optimize=options.optimize))
+        except TypeError as error:
+            named = _namedtuple_output(error)
+            if named is None:
+                raise
+            raise UnexportableOutputError(
+                f"the model returns a namedtuple ({named}), which transformers {transformers_version()}'s "
+                "OnnxExporter cannot rebuild (exporters/utils.py calls the tuple's type on a generator): return a "
+                "dict or a plain tuple from forward") from error
     program: ir.Model = exported.program
     outputs = [v.name for v in program.graph.outputs]
     intermediates = expose_intermediates(program)
     return ExportedGraph(ir.to_proto(program), outputs, intermediates, time.monotonic() - began)
+
+
+class UnexportableOutputError(TypeError):
+    """The model's output is a container the exporter cannot rebuild; the message names it and the fix."""
+
+
+def _namedtuple_output(error: TypeError) -> str | None:
+    """The namedtuple type transformers' exporter failed to rebuild (it calls `type(obj)(generator)`, which a
+    namedtuple refuses), read from the failing frame; None for any other TypeError."""
+    tb = error.__traceback__
+    while tb is not None:
+        frame = tb.tb_frame
+        held = frame.f_locals.get("obj")
+        if frame.f_code.co_name == "_map_leaf_tensors" and isinstance(held, tuple) and hasattr(held, "_fields"):
+            return type(held).__name__
+        tb = tb.tb_next
+    return None
+
+
+def transformers_version() -> str:
+    import transformers
+
+    return transformers.__version__
 
 
 @contextlib.contextmanager

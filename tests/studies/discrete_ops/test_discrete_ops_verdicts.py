@@ -488,6 +488,11 @@ def test_the_summary_carries_each_defects_stage_pass_and_errors():
     (defect,) = sentences.summary(result, 3)["defects"].values()
     assert defect == {"seed": 1, "stage": "ORT", "pass": "Pad_Fusion", "error_with": 1.4e-3, "error_without": 1.1e-7,
                       "reproduces": True}
+    # seeds asked beside what each class ran: a class stopped early ran fewer
+    result.verdicts = [verdicts.ClassVerdict("BitModel", "static", verdicts.Cause.DEFECT, "", "", screened=1,
+                                             checked=1)]
+    assert sentences.summary(result, 3)["seeds_asked"] == 3
+    assert sentences.summary(result, 3)["seeds_run"] == {"BitModel": {"screened": 1, "checked": 1}}
     shown = sentences.defects(result)
     assert "made by ONNX Runtime pass Pad_Fusion (error from float64 0.0014 with it, 1.1e-07 without)" in shown.sentence
 

@@ -135,7 +135,12 @@ def test_growth_finding_answers_in_relative_terms_per_layer_kind():
     grows = noise_findings.growth_finding(scaled.assign(rel_rms=[4e-6, 4e-5, 4e-5]))
     assert "relative noise grows at layer norm (x10)" in grows.claim
     exact = noise_findings.growth_finding(scaled.assign(max_abs_diff=0.0, rel_rms=0.0))
-    assert "no growth to measure" in exact.claim
+    assert exact.claim.startswith("Every one of the 3 module outputs is bit-identical")
+    # two outputs differ, each after an exact input: no factor, and the finding must not call them bit-identical
+    made_here = noise_findings.growth_finding(scaled.assign(max_abs_diff=[4.8e-7, 0.0, 1e-7], rel_rms=[1e-7, 0, 1e-8],
+                                                            input_module=["", "m.dense", ""]))
+    assert made_here.claim.startswith("2 of 3 module outputs differ") and "4.8e-07, at m.dense" in made_here.claim
+    assert "bit-identical" not in made_here.claim
 
 
 def test_float64_finding_follows_the_counts():

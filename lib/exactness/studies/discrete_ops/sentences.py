@@ -215,12 +215,15 @@ def verdicts(result: Result) -> Section:
 
 
 def summary(result: Result, n_seeds: int) -> dict:
-    """summary.json's discrete-ops entries beside the answers: the classes, seeds asked, each class's cause."""
+    """summary.json's discrete-ops entries beside the answers: the classes, seeds asked, each class's cause and the
+    seeds it screened and checked (a class that stopped early, or a pair-only one, ran fewer than asked)."""
     table = result.localizations
     defects = {r.model: {"seed": int(r.seed), "stage": r.stage, "pass": r.pass_name,
                          "error_with": float(r.error_with), "error_without": float(r.error_without),
                          "reproduces": None if r.reproduces is None or r.reproduces != r.reproduces
                          else bool(r.reproduces)}
                for r in table.itertuples()} if len(table) and "stage" in table else {}
-    return {"classes": len(result.verdicts), "seeds": int(n_seeds),
-            "causes": {x.model: x.cause.value for x in result.verdicts}, "defects": defects}
+    return {"classes": len(result.verdicts), "seeds_asked": int(n_seeds),
+            "causes": {x.model: x.cause.value for x in result.verdicts},
+            "seeds_run": {x.model: {"screened": int(x.screened), "checked": int(x.checked)} for x in result.verdicts},
+            "defects": defects}

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from exactness.workbook.findings import count, significant
+from exactness.workbook.wording import plural
 
 # Kinds by the last part of a module's path; the first pattern that matches names the kind.
 KINDS = (
@@ -108,7 +109,7 @@ def growth_sentence(kinds: pd.DataFrame, table: pd.DataFrame) -> str:
     if not len(kinds):
         return "No module output differs from its input's noise: no factor to measure."
     rel = table.rel_rms[np.isfinite(table.rel_rms)]
-    span = (f"Over the {count(len(table))} module outputs with an input, relative noise (max |diff| / RMS) stays "
+    span = (f"Over the {plural(len(table), 'module output')} with an input, relative noise (max |diff| / RMS) stays "
             f"within {significant(rel.min())} to {significant(rel.max())} while the absolute noise spans "
             f"{significant(table.max_abs_diff.min())} to {significant(table.max_abs_diff.max())}.")
     roles = {r.kind: role(r) for r in kinds.itertuples()}

@@ -17,6 +17,7 @@ from exactness import published
 from exactness.compare.scale import rms_ulps
 from exactness.studies.ulp_noise import depth as ulp_noise_depth
 from exactness.workbook.findings import Finding, count, significant, span
+from exactness.workbook.wording import plural
 
 SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
 SEED_SHAPE_MODE = "dynamic"
@@ -145,11 +146,25 @@ def growth_finding(scaled: pd.DataFrame) -> Finding:
     table = ulp_noise_depth.growth(scaled)
     kinds = ulp_noise_depth.growth_by_kind(table)
     if not len(kinds):
-        return Finding("Every tensor is bit-identical between eager and ORT, or no module's input differs: no "
-                       "growth to measure.", "no factor", "new", evidence="growth per layer kind table")
+        return Finding(_no_growth(scaled), "no factor", "new", evidence="growth per layer kind table")
     ours = "; ".join(f"{r.kind} x{significant(r.relative_factor)} relative" for r in kinds.itertuples())
     return Finding(ulp_noise_depth.growth_sentence(kinds, table), ours, "new",
                    evidence="growth per layer kind table, noise figure")
+
+
+def _no_growth(scaled: pd.DataFrame) -> str:
+    """Why no factor was measured: nothing differs, or what differs reads nothing that differs."""
+    modules = scaled[~scaled.model_output.astype(bool)] if "model_output" in scaled else scaled
+    differing = modules[modules.max_abs_diff > 0]
+    if not len(differing):
+        return (f"Every one of the {plural(len(modules), 'module output')} is bit-identical between eager and ORT: no "
+                "growth to measure.")
+    worst = differing.loc[differing.max_abs_diff.idxmax()]
+    return (f"{count(len(differing))} of {plural(len(modules), 'module output')} "
+            f"{'differs' if len(differing) == 1 else 'differ'} between eager and ORT (largest "
+            f"max |diff| {significant(float(worst.max_abs_diff))}, at {_short(worst.tensor)}), and none of them reads "
+            "a module output that differs: the noise is made there, not carried, so there is no growth factor to "
+            "measure.")
 
 
 def float64_finding(closer: pd.DataFrame) -> Finding:
