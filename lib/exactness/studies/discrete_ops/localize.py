@@ -80,8 +80,10 @@ class Localization:
             self.reproduction_output = proof.reproduction.detail
 
 
-def module_outputs(model: torch.nn.Module, inputs: dict, force: dict | None = None) -> dict[str, np.ndarray]:
-    """Every module's first output tensor (float64 copies), with `force`'s choices."""
+def module_outputs(model: torch.nn.Module, inputs: dict,
+                   force: dict | None = None) -> tuple[dict[str, np.ndarray], list]:
+    """Every module's first output tensor (float64 copies), with `force`'s choices; and the forward's records of
+    its discrete calls (one forward for both: hooks change no value)."""
     captured: dict[str, np.ndarray] = {}
 
     def keep(path):
@@ -94,11 +96,11 @@ def module_outputs(model: torch.nn.Module, inputs: dict, force: dict | None = No
 
     handles = [m.register_forward_hook(keep(path)) for path, m in model.named_modules() if path]
     try:
-        discrete_recorder.record(model, inputs, force=force, seed=EXPORT_TEST_FORWARD_SEED)
+        _, records = discrete_recorder.record(model, inputs, force=force, seed=EXPORT_TEST_FORWARD_SEED)
     finally:
         for handle in handles:
             handle.remove()
-    return captured
+    return captured, records
 
 
 def _range(values: np.ndarray) -> str:
@@ -197,11 +199,10 @@ def _seed_graph(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs:
 def _eager_and_float64(built: torch.nn.Module, inputs: dict) -> tuple[dict, dict, list]:
     """Every module's output in eager float32, and in float64 with eager's own choices forced; eager's records of
     its discrete calls."""
-    _, records = discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED)
-    eager = module_outputs(built, inputs)
+    eager, records = module_outputs(built, inputs)
     wide_model = copy.deepcopy(built).double()
     wide_inputs = {k: v.double() if v.is_floating_point() else v for k, v in inputs.items()}
-    return eager, module_outputs(wide_model, wide_inputs, check.own_choices(records)), records
+    return eager, module_outputs(wide_model, wide_inputs, check.own_choices(records))[0], records
 
 
 MODEL_STAGE = "the model itself: eager float32 breaks too, before any export"
