@@ -52,11 +52,12 @@ class Margins:
 
     def summary(self) -> dict:
         finite = np.isfinite(self.margin) & ((self.margin > 0) if self.zero_is_answer else True)
+        ties = 0 if self.zero_is_answer else int((self.margin == 0).sum())  # an Equal that holds is no tie
         if not finite.any():
             return {"decisions": int(self.margin.size), "min_margin": float("nan"), "min_margin_ulps": float("nan"),
-                    "exact_ties": int((self.margin == 0).sum())}
+                    "exact_ties": ties}
         return {"decisions": int(self.margin.size), "min_margin": float(self.margin[finite].min()),
-                "min_margin_ulps": float(self.ulps[finite].min()), "exact_ties": int((self.margin == 0).sum())}
+                "min_margin_ulps": float(self.ulps[finite].min()), "exact_ties": ties}
 
 
 def _rows(values: np.ndarray, axis: int | None) -> np.ndarray:

@@ -403,3 +403,12 @@ def test_an_infinity_only_one_side_makes_is_never_a_mask():
     both = np.array([[1.0, 1.0 - 2 ** -22, -inf], [4.0, 3.0, 2.0]])
     moved = both + np.array([[0.0, 0.0, 0.0], [0.0, 2 ** -20, 0.0]])
     assert margins.read_noise_ulps("topk", [both], [moved], top2) == pytest.approx(2.0)  # 2**-20 at 4: ulp 2**-21
+
+
+def test_an_equal_that_holds_is_neither_a_tie_nor_the_smallest_margin():
+    from exactness.engine import margins
+
+    found = margins.margins("compare", "Equal", [np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 3.5])]).summary()
+    assert found["exact_ties"] == 0 and found["min_margin"] == 0.5  # the two equal pairs hold: that is the answer
+    less = margins.margins("compare", "Less", [np.array([1.0, 2.0, 3.0]), np.array([1.0, 2.0, 3.5])]).summary()
+    assert less["exact_ties"] == 2 and less["min_margin"] == 0.0  # a Less between equal sides is a tie to break

@@ -531,3 +531,18 @@ def test_a_random_draw_outside_every_module_is_placed_and_a_draw_reaching_every_
     assert proof == "RandomUniformLike in the model's own forward (outside every module) on an output path"
     assert verdict_words.action(verdicts.Cause.RANDOM_DRAW, drawn, [], ["y"]).startswith("nothing is left to compare")
     assert verdict_words.action(verdicts.Cause.RANDOM_DRAW, drawn, ["x"], ["y"]).startswith("compare the outputs")
+
+
+def test_the_overview_counts_only_decided_classes_as_proven():
+    from exactness.studies.discrete_ops import findings
+
+    def of(model, cause):
+        return verdicts.ClassVerdict(model, "static", cause, "", "")
+
+    decided = _result([of("A", verdicts.Cause.EXACT_TIE), of("B", verdicts.Cause.DEFECT)])
+    assert "2 classes, each with its cause proven in this run" in findings.overview(decided).claim
+    mixed = _result([of("A", verdicts.Cause.EXACT_TIE), of("B", verdicts.Cause.UNDECIDED),
+                     of("C", verdicts.Cause.UNDECIDED)])
+    claim = findings.overview(mixed).claim
+    assert "1 with its cause proven in this run, 2 undecided: 2 undecided; 1 exact tie" in claim
+    assert "each" not in claim

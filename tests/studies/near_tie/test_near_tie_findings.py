@@ -237,3 +237,16 @@ def test_the_noise_medians_of_a_static_export_are_not_compared_with_the_seeds_dy
     static = noise_finding(_noise(1.2), {"static"})
     assert static.verdict == "not comparable" and "dynamic export" in static.why
     assert noise_finding(_noise(1.2), {"static", "dynamic"}).verdict == "reproduced"
+
+
+def test_the_noise_medians_are_over_every_checked_seed_not_the_midpoint_of_passing_and_failing():
+    from exactness.studies.near_tie.study import noise_in_context
+
+    seeds = range(11)
+    tensors = pd.DataFrame({"model": SEED_MODEL, "seed": list(seeds), "shape_mode": "dynamic",
+                            "label": "logits", "max_abs_diff": [1e-5] * 10 + [9e-5]})
+    checks = pd.DataFrame({"model": SEED_MODEL, "seed": list(seeds), "shape_mode": "dynamic",
+                           "test_rule_passed": [True] * 10 + [False]})
+    table = noise_in_context(tensors, checks)
+    assert table["all"].tolist() == [1e-5] and table.failing.tolist() == [9e-5]
+    assert "logits 1.0e-05" in noise_finding(table).claim  # the midpoint would say 5.0e-05

@@ -29,3 +29,19 @@ def test_missing_a_required_defect_keeps_no_value_checks():
     tally = DefectTally.of(_rows({**every, "one_bias_100x": False}, every))
     assert not tally.keeps and tally.tie_aware == tally.required - 2
     assert tally.smallest_tie_aware == 1.0  # the smallest size caught on every seed, though a larger one was missed
+
+
+def test_a_size_caught_on_some_seeds_only_is_not_called_never_caught():
+    from exactness.studies.near_tie import findings, sentences
+
+    every = dict.fromkeys(defects.DEFECTS, True)
+    missed = {**every, "one_bias_1x": False, "one_bias_10x": False, "one_bias_100x": False}
+    planted = pd.concat([_rows(every, every, seeds=(0,)), _rows(every, missed, seeds=(1,))], ignore_index=True)
+    checks = pd.DataFrame({"n_flipped_rows": [0, 1], "tie_aware_passed": [True, True],
+                           "test_rule_passed": [True, False]})
+    words = sentences.tie_aware_sentence(checks, planted, 1e-5)
+    caught = "no graded size on every seed (only 3 of the 6 graded ones, on some seeds)"  # all three on seed 0
+    assert f"the export test's rule catches {caught}" in words
+    assert f"and {caught})" in findings.tie_aware_finding(checks, planted, 1e-5).claim
+    never = sentences.tie_aware_sentence(checks, _rows(every, missed, seeds=(1,)), 1e-5)
+    assert "rule catches no graded size." in never

@@ -209,3 +209,15 @@ def test_ulps_finding_puts_the_worst_element_counts_beside_the_scale():
                                                                  top_ulps_below_rms=[0.01, 0.03]))
     assert "worst element at a median 2.0e-04 of the RMS" in located.ours
     assert len(located.claim) < len(located.claim.split(";")[0]) + 90  # two figures, not a paragraph
+
+
+def test_the_ulps_finding_names_the_worst_single_draw_beside_the_median_draw():
+    from exactness.compare.scale import rms_ulps
+
+    noise = pd.DataFrame({"seed": [0, 1, 2], "tensor": "c.logits", "max_abs_diff": [1e-6, 1e-6, 8e-6],
+                          "rel_rms": [1e-7, 1e-7, 8e-7]})
+    scaled = noise_findings.scale_profile(noise.assign(depth=0, median_ulp=2.0, p99_ulp=9.0, max_ulp=30.0))
+    claim = noise_findings.ulps_finding(_profile([1, 2, 3]), scaled, noise).claim
+    # 1e-6 at an RMS of 10 is 1.0 ulps of the RMS (2 of 3 draws); 8e-6 at 10 is 8.4 (seed 2 alone)
+    assert rms_ulps([1e-6, 8e-6], [1e-7, 8e-7]).round(1).tolist() == [1.0, 8.4]
+    assert "worst difference is 1.0 (c.logits) in the median draw, 8.4 (c.logits) in the worst draw." in claim

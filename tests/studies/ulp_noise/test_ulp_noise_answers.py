@@ -25,8 +25,13 @@ def test_float_noise_with_the_median_and_worst_in_ulps_of_the_rms():
     (line,) = answers.answers(noise, _closer([1e-6, 1e-6, 1e-8], [2e-6, 1e-6, 1e-8]), "M", "static")
     ulps = pd.Series(rms_ulps(noise.max_abs_diff, noise.rel_rms))  # 0.84, 17 and 34 ulps of each tensor's RMS
     assert line.cause == "float noise" and line.subject == "M (static export)"
-    assert line.rate == f"median {ulps.median():.0f}, worst {ulps.max():.0f} (m.layer.2)"
+    assert line.rate == f"median {ulps.median():.0f}, worst {ulps.max():.0f} (m.layer.2) in each tensor's median draw"
     assert "4.0e-09 to 4.0e-06" in line.action
+    # a second draw, noisier at m.layer.1: the medians move, and the worst single draw is named beside them
+    louder = pd.concat([noise, _noise([1e-7, 4e-5, 4e-9], [1.0, 2.0, 1e-3]).assign(seed=1)], ignore_index=True)
+    (line,) = answers.answers(louder, _closer([1e-6, 1e-6, 1e-8], [2e-6, 1e-6, 1e-8]), "M", "static")
+    single = float(rms_ulps([4e-5], [4e-5 / 2.0])[0])
+    assert line.rate.endswith(f"; {single:.0f} in the worst draw (m.layer.1, seed 1)")
 
 
 def test_ort_far_beyond_eagers_own_float64_error_is_undecided_and_names_the_tensor():

@@ -251,7 +251,9 @@ def noise_finding(noise: pd.DataFrame, shape_modes: set[str] | None = None) -> F
     if not len(ours_rows):
         return None
     sides = [c for c in ("passing", "failing") if c in ours_rows]
-    medians = {r.label: float(np.nanmedian([getattr(r, c) for c in sides])) for r in ours_rows.itertuples()}
+    # over every checked seed: the few failing seeds must not weigh as much as the many passing ones
+    medians = {r.label: float(r.all) if "all" in ours_rows else float(np.nanmedian([getattr(r, c) for c in sides]))
+               for r in ours_rows.itertuples()}
     seed_values = {label: published.value(key) for label, key in _NOISE_KEYS.items() if label in medians}
     ratios = {label: medians[label] / seed_values[label] for label in seed_values}
     within = all(1 / NOISE_FACTOR <= x <= NOISE_FACTOR for x in ratios.values())
@@ -342,7 +344,8 @@ def tie_aware_finding(checks: pd.DataFrame, defects: pd.DataFrame, bound: float)
     verb = "keeps" if keeps else "does not keep"
     claim = (f"A tie-aware comparison (flips excused within the noise bound {significant(bound)}, every output "
              f"then compared at full tolerance) {verb} value checks: it {ours} (the export test's rule catches "
-             f"{count(tally.test_rule)}, and {size_words(tally.smallest_test_rule)}).")
+             f"{count(tally.test_rule)}, and "
+             f"{size_words(tally.smallest_test_rule, tally.graded_test_rule, tally.graded)}).")
     return Finding(claim, ours, "new", evidence="defects table")
 
 

@@ -142,7 +142,8 @@ def tie_aware_sentence(checks: pd.DataFrame, defects: pd.DataFrame, bound: float
             f"catches {tally.tie_aware} of {plural(tally.required, 'required planted defect')} (the export test's "
             f"rule: {tally.test_rule}). Of the graded ones (one channel of projected_quantized_states off by 1, 10 "
             f"and 100 times the tolerance) it catches on every seed {size_words(tally.smallest_tie_aware)}; the "
-            f"export test's rule catches {size_words(tally.smallest_test_rule)}.")
+            f"export test's rule catches "
+            f"{size_words(tally.smallest_test_rule, tally.graded_test_rule, tally.graded)}.")
 
 
 def summary(screen: pd.DataFrame, checks: pd.DataFrame, rates: pd.DataFrame, defects: pd.DataFrame,

@@ -296,14 +296,15 @@ def tie_aware(checks: pd.DataFrame, bound: float) -> pd.Series:
 
 
 def noise_in_context(tensors: pd.DataFrame, checks: pd.DataFrame) -> pd.DataFrame:
-    """Median over checked seeds of each named tensor's max abs diff, failing and passing seeds apart,
-    beside the seed's figures (transformers #50575, section 3)."""
+    """Median over checked seeds of each named tensor's max abs diff: over every checked seed (`all`), and failing
+    and passing seeds apart, beside the seed's figures (transformers #50575, section 3)."""
     if not len(tensors):
         return pd.DataFrame()
     verdict = checks.set_index(["model", "seed", "shape_mode"]).test_rule_passed
     named = tensors[tensors.label != ""].join(verdict, on=["model", "seed", "shape_mode"])
     named["seeds"] = np.where(named.test_rule_passed, "passing", "failing")
     table = named.pivot_table(index=["model", "label"], columns="seeds", values="max_abs_diff", aggfunc="median")
+    table.insert(0, "all", named.groupby(["model", "label"]).max_abs_diff.median())
     seed_key = {"conv_features": "noise_conv_features", "extract_features": "noise_extract_features",
                 "logits": "noise_logits"}
     table["seed_000_median"] = [published.value(seed_key[label]) for _, label in table.index]

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from exactness.studies.ulp_noise.findings import scale_profile
+from exactness.studies.ulp_noise.findings import scale_profile, worst_draw
 from exactness.workbook.answers import Answer, Columns
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
@@ -35,7 +35,10 @@ def answers(noise: pd.DataFrame, closer: pd.DataFrame, model: str, shape_mode: s
                        f"{plural(int(noise.seed.nunique()) if len(noise) else 0, 'draw')}")]
     worst = moving.loc[moving.rms_ulps.idxmax()]
     median = float(np.median(moving.rms_ulps))
-    rate = f"median {significant(median)}, worst {significant(float(worst.rms_ulps))} ({worst.tensor})"
+    single = worst_draw(noise)
+    rate = (f"median {significant(median)}, worst {significant(float(worst.rms_ulps))} ({worst.tensor}) in each "
+            "tensor's median draw" + (f"; {significant(single[0])} in the worst draw ({single[1]}, seed {single[2]})"
+                                      if single is not None and single[0] > float(worst.rms_ulps) else ""))
     far = beyond_rounding(closer)
     spans = f"{significant(float(moving.max_abs_diff.min()))} to {significant(float(moving.max_abs_diff.max()))}"
     if not len(closer):
