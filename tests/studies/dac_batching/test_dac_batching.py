@@ -280,3 +280,15 @@ def test_a_long_difference_is_drawn_as_its_largest_value_per_bin():
     assert width == 10 and len(x) == len(tops) == 240
     assert (tops[:-25] == 1e-6).all() and tops[-24:].min() == 1.0  # the upper edge, and the tail where it starts
     assert plots.panels(2400, 400) == [(0, 10)] and plots.panels(2400, 100) == [(0, 10), (2000, 2)]
+
+
+def test_the_figure_caption_counts_any_difference_and_the_part_above_the_threshold_apart():
+    import pandas as pd
+
+    from exactness.studies.dac_batching import findings as dac_findings
+
+    table = pd.DataFrame({"clip": 1, "cause": "padding", "stage": ["latent", "audio"],
+                          "first_diff_from_end": [5, 300], "any_diff_from_end": [6, 300]})
+    assert dac_findings.padding_tail_words(table, 1, "latent", "frames") == (
+        "The padding changes values in the last 6 frames, by more than the threshold in the last 5.")
+    assert dac_findings.padding_tail_words(table, 1, "audio", "samples") == "The padding changes the last 300 samples."

@@ -386,6 +386,16 @@ def padding_tail(table: pd.DataFrame, shortest: int, stage: str) -> int:
     return int(_rows(table, shortest, "padding").loc[stage, "first_diff_from_end"])
 
 
+def padding_tail_words(table: pd.DataFrame, shortest: int, stage: str, unit: str) -> str:
+    """How far from the end the padding changes the shorter clip: any difference, and beyond the threshold."""
+    rows = _rows(table, shortest, "padding")
+    above, moved = int(rows.loc[stage, "first_diff_from_end"]), any_tail(rows, stage)
+    if moved == above:
+        return f"The padding changes the last {count(above)} {unit}."
+    return (f"The padding changes values in the last {count(moved)} {unit}, by more than the threshold in the last "
+            f"{count(above)}.")
+
+
 def decoder_sentence(decoder: dict, hop: int) -> str:
     return (f"Changing one latent frame in the float64 decoder changes {count(decoder['left_samples'])} samples "
             f"before that frame's {count(hop)} samples and {count(decoder['right_samples'])} after: the decoder's "
