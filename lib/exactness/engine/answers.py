@@ -43,7 +43,7 @@ def flip_words(verdict: v.ClassVerdict) -> str:
         return ""
     seen = f"{count(verdict.screened)} seeds screened" if verdict.screened else \
         f"{plural(verdict.checked, 'seed')} checked, none screened"
-    ties = f", {count(verdict.ties)} of them exact ties" if verdict.ties else ""
+    ties = f" ({count(verdict.ties)} of those seeds exact ties)" if verdict.ties else ""
     checked = "" if not verdict.screened else "; none within reach of a tie" if not verdict.candidates else (
         f"; {count(verdict.checked_candidates)} of the {count(verdict.candidates)} within reach of a tie checked")
     if verdict.flips is None or verdict.flips.observed == 0:

@@ -87,6 +87,7 @@ class Refuted(Enum):
 
     NO_RANDOM_OP = "no random op"  # a random draw claimed; the graph has none
     DEFECT_NOT_TIE = "a defect, not a tie"  # a tie claimed; what ORT computes is a defect
+    WITHIN_TOLERANCE = "noise within the tolerance"  # noise over the tolerance claimed; the test passes every seed
     OTHER_CAUSE = "another cause"
 
 

@@ -154,8 +154,9 @@ def action(cause: Cause, e: Evidence, compare: list[str], exclude: list[str], er
         return "compare every output at the test's tolerance" + _remove_skip(e)
     if e.unchecked:
         return f"undecided: check every candidate (-p max_checks {e.size_in + e.beyond})"
-    return (f"undecided: screen {e.seeds_needed:,} seeds (-p n_seeds {e.seeds_needed}); with no flip among them the "
-            f"flip rate is under {one_in(e.rate_asked)}, and the class never flips")
+    return (f"undecided: screen {e.seeds_needed:,} seeds (-p n_seeds {e.seeds_needed}); with no flip among them, the "
+            f"flip rate's one-sided 95% bound falls below the rate asked (about {one_in(e.rate_asked)}), and the "
+            "class is called never flipping")
 
 
 def _remove_skip(e: Evidence) -> str:
@@ -172,6 +173,10 @@ def refutation(refuted: Refuted | None, claim, cause: Cause, ops: int, pass_name
     if refuted is Refuted.NO_RANDOM_OP:
         return (f"the skip claims a random draw, but its graph has no random op (ops table: {ops} discrete "
                 f"ops, none random); measured: {cause.value}{made}")
+    if refuted is Refuted.WITHIN_TOLERANCE:
+        return ("the skip claims float noise over the test's tolerance; measured: float noise within it (every "
+                "checked seed within float64's noise bound and passing the export test's rule), and no discrete op "
+                "that can flip reaches an output")
     if refuted is Refuted.DEFECT_NOT_TIE:
         return (f"the skip claims {claim} that ORT breaks another way, but what ORT computes there is a defect, not a "
                 f"tie broken differently{made}")

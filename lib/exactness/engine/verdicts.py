@@ -271,14 +271,18 @@ def changed_by_flips(outputs: pd.DataFrame) -> list[str]:
     return sorted(set(moved.output)) if len(moved) else []
 
 
-def refuted(claim: published.Claim | None, cause: Cause, ops: pd.DataFrame, flipped_types: set[str]) -> Refuted | None:
-    """Why the skip's claim does not hold, from the run's own rows (None when it holds or nothing was claimed)."""
+def refuted(claim: published.Claim | None, cause: Cause, ops: pd.DataFrame, flipped_types: set[str],
+            passes: bool = False) -> Refuted | None:
+    """Why the skip's claim does not hold, from the run's own rows (None when it holds or nothing was claimed).
+    `passes`: every checked seed's values are within float64's noise bound and pass the export test's rule."""
     if claim is None or reason_holds(claim, cause, flipped_types, ops) is not False:
         return None
     if no_random_op(claim, ops):
         return Refuted.NO_RANDOM_OP
     if claim.cause in (published.EXACT_TIE, published.NEAR_TIE) and cause is Cause.DEFECT:
         return Refuted.DEFECT_NOT_TIE
+    if claim.cause == published.FLOAT_NOISE and cause is Cause.NOTHING_REACHES and passes:
+        return Refuted.WITHIN_TOLERANCE
     return Refuted.OTHER_CAUSE
 
 
@@ -384,8 +388,9 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
     result.reason_holds = reason_holds(claim, cause, flipped_types, graph_ops)
     if cause is Cause.DEFECT:
         result.stage, result.pass_name = stage, pass_name
-    result.refutation = words.refutation(refuted(claim, cause, graph_ops, flipped_types), claim, cause, len(ops),
-                                         result.pass_name)
+    values_pass = evidence.values is not None and evidence.values.state is ValueState.CLEAN
+    result.refutation = words.refutation(refuted(claim, cause, graph_ops, flipped_types, values_pass), claim, cause,
+                                         len(ops), result.pass_name)
     result.verification = verify(t.outputs, result.compare, rule)
     return result
 

@@ -345,7 +345,7 @@ def test_a_run_of_two_shape_modes_names_each_line_by_its_mode():
                                                                     f"{tie.model} (dynamic)"]
     assert [a.subject for a in sentences.answers(_result([tie]))] == [tie.model]
     claim = findings.findings(_result(both))[0].claim
-    assert claim.startswith(f"2 exports (1 class in {tie.shape_mode} and dynamic), each with its cause"), claim
+    assert claim.startswith(f"2 exports (1 class in {tie.shape_mode} and dynamic), none of them decided"), claim
 
 
 def test_candidates_left_unchecked_widen_the_bound_a_no_flip_verdict_rests_on():
@@ -405,8 +405,8 @@ def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
 
     ties = stated(counted=1, screened=2000, candidates=2000, checked_candidates=40, ties=2000,
                   flips=verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000)))
-    assert ties == ("Flips counted over 2,000 seeds screened, 2,000 of them exact ties; 40 of the 2,000 within reach "
-                    "of a tie checked.")
+    assert ties == ("Flips counted over 2,000 seeds screened (2,000 of those seeds exact ties); 40 of the 2,000 "
+                    "within reach of a tie checked.")
     tied = verdicts.ClassVerdict("M", "static", verdicts.Cause.EXACT_TIE, "p", "a", counted=1, screened=2000,
                                  flips=verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000)))
     assert engine_answers.flip_rate(tied) == "1 in 1.7 (95% 1 in 2.2 to 1 in 1.4; 24 in 40 checked of 2,000 seeds)"
@@ -465,6 +465,13 @@ def test_a_skip_reason_is_refuted_from_the_runs_own_rows():
     assert verdicts.refuted(random, verdicts.Cause.NEAR_TIE, no_random, {"ArgMax"}) is Refuted.NO_RANDOM_OP
     assert verdicts.refuted(random, verdicts.Cause.NEAR_TIE, drawn, {"ArgMax"}) is Refuted.OTHER_CAUSE
     assert verdicts.refuted(random, verdicts.Cause.RANDOM_DRAW, drawn, set()) is None
+    # noise over the tolerance claimed, the test passing on every checked seed: the noise is real, its size is not
+    noise = published.Claim(published.FLOAT_NOISE)
+    assert verdicts.refuted(noise, verdicts.Cause.NOTHING_REACHES, no_random, set(), passes=True) \
+        is Refuted.WITHIN_TOLERANCE
+    assert verdicts.refuted(noise, verdicts.Cause.NOTHING_REACHES, no_random, set()) is Refuted.OTHER_CAUSE
+    words = verdict_words.refutation(Refuted.WITHIN_TOLERANCE, noise, verdicts.Cause.NOTHING_REACHES, 1)
+    assert words.startswith("the skip claims float noise over the test's tolerance; measured: float noise within it")
     # the ops table refutes a random draw even where the flips leave the cause undecided
     assert verdicts.reason_holds(random, verdicts.Cause.UNDECIDED, set(), no_random) is False
     assert verdicts.reason_holds(random, verdicts.Cause.UNDECIDED, set(), drawn) is None
@@ -546,3 +553,15 @@ def test_the_overview_counts_only_decided_classes_as_proven():
     claim = findings.overview(mixed).claim
     assert "1 with its cause proven in this run, 2 undecided: 2 undecided; 1 exact tie" in claim
     assert "each" not in claim
+
+
+def test_the_flips_section_says_which_explained_flips_read_a_value_ort_alone_broke():
+    result = _result([])
+    result.outputs = frame([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True),
+                            _output(1, output="idx", reached_by_flip=True, explained_by_flip=True)], OutputRow)
+    result.margins = frame([_margin(0, 1.0), _margin(1, 1.0, reads_nonfinite_ort_only=2)], MarginRow)
+    words = sentences.flips(result).sentence
+    assert words.startswith("Forcing ORT's choices on eager explains every output on 2 of 2 flipped seeds; on 1 of")
+    assert f"({MODEL}) a flipped choice read a value ORT alone made non-finite" in words
+    result.margins = frame([_margin(0, 1.0), _margin(1, 1.0)], MarginRow)
+    assert sentences.flips(result).sentence.endswith("on 2 of 2 flipped seeds.")

@@ -114,6 +114,7 @@ def test_no_flip_in_few_seeds_is_undecided_with_the_seeds_that_decide_and_enough
     assert few.cause is Cause.UNDECIDED and few.evidence.undecided is Undecided.TOO_FEW_SEEDS
     needed = RatePolicy().seeds_needed()
     assert few.seeds_needed == needed and f"-p n_seeds {needed}" in few.action
+    assert "flip rate's one-sided 95% bound falls below the rate asked (about 1 in " in few.action  # a bound
     enough, short = (_verdict(_screen(SEED_MODEL, n, 1), run) for n in (needed, needed - 1))
     assert (enough.cause, short.cause) == (Cause.NEVER_FLIPS, Cause.UNDECIDED)
 

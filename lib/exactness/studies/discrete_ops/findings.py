@@ -73,7 +73,7 @@ def verification(result: Result) -> Finding | None:
     total = v.Verification(planted=sum(x.verification.planted for x in changed),
                            caught={p.column: sum(x.verification.caught.get(p.column, 0) for x in changed)
                                    for p in PLANTS})
-    smallest = "; ".join(f"{x.model}: {x.verification.smallest or 'none of them'}" for x in changed
+    smallest = "; ".join(f"{x.model}: {x.verification.smallest or 'none on every pair'}" for x in changed
                          if x.verification.planted)
     drawn = any(x.cause is v.Cause.RANDOM_DRAW for x in changed)
     moves, kind = ("no flip or random draw moves", "tie or random-draw class") if drawn else ("no flip moves",
@@ -81,7 +81,8 @@ def verification(result: Result) -> Finding | None:
     return Finding(f"Comparing only the outputs {moves} passes the export test's rule on every checked seed in "
                    f"{len(held)} of {plural(len(changed), kind, kind.replace('class', 'classes'))}. "
                    f"{catch_words(total)}"
-                   + (f" By class: {smallest}." if smallest else ""), f"{len(held)} of {len(changed)} verified", "new",
+                   + (f" By class, the smallest few-element defect caught on every pair: {smallest}." if smallest
+                      else ""), f"{len(held)} of {len(changed)} verified", "new",
                    evidence="verdicts table, columns verified, planted, caught_*")
 
 

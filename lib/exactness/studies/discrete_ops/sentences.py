@@ -175,8 +175,16 @@ def flips(result: Result) -> Section:
     if not len(table):
         return Section(table, "No seed flipped: no counterfactual was needed.")
     per_seed = table.groupby(["model", "seed"]).explained_by_flip.apply(lambda s: bool(s.fillna(False).all()))
+    # a flip whose choice read a value ORT alone made non-finite is explained by forcing too, but is a defect's flip
+    m = result.margins
+    broken = m[(m.flipped > 0) & (m.reads_nonfinite_ort_only > 0)] if len(m) and "reads_nonfinite_ort_only" in m \
+        else m.iloc[:0]
+    defects = {(r.model, r.seed) for r in broken.itertuples()} & set(per_seed.index)
+    by_defect = (f"; on {count(len(defects))} of them ({', '.join(sorted({k[0] for k in defects}))}) a flipped choice "
+                 "read a value ORT alone made non-finite: the flip is a defect's, not a tie broken differently"
+                 if defects else "")
     return Section(table, f"Forcing ORT's choices on eager explains every output on {count(int(per_seed.sum()))} of "
-                          f"{plural(len(per_seed), 'flipped seed')}.")
+                          f"{plural(len(per_seed), 'flipped seed')}{by_defect}.")
 
 
 def measured_here(verdict: v.ClassVerdict, outputs: pd.DataFrame) -> str:
