@@ -46,6 +46,9 @@ def flip_words(verdict: v.ClassVerdict) -> str:
     ties = f" ({count(verdict.ties)} of those seeds exact ties)" if verdict.ties else ""
     checked = "" if not verdict.screened else "; none within reach of a tie" if not verdict.candidates else (
         f"; {count(verdict.checked_candidates)} of the {count(verdict.candidates)} within reach of a tie checked")
+    extra = verdict.checked - verdict.checked_candidates if verdict.screened else 0
+    if extra > 0:  # the calibration seeds, checked whole to measure the read noise the reach is set from
+        checked += f", and {plural(extra, 'calibration seed')} beyond reach checked whole"
     if verdict.flips is None or verdict.flips.observed == 0:
         return f"No flip in {seen}{ties}{checked}."
     return f"Flips counted over {seen}{ties}{checked}."
@@ -70,6 +73,9 @@ def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:] + ("" if text.endswith(".") else ".") if text else ""
 
 
+NOT_CHECKED = "not measured: no seed checked (no discrete op can flip)"
+
+
 def answer(verdict: v.ClassVerdict, subject: str) -> Answer:
     """The verdict's line in the answer table; `subject`: how the line names the class."""
     failures = verdict.failures
@@ -79,7 +85,8 @@ def answer(verdict: v.ClassVerdict, subject: str) -> Answer:
         f"Starts at {verdict.where}." if verdict.where else "",
         _sentence(f"the skip's stated reason does not hold: {verdict.refutation}") if verdict.refutation else "")
         if part)
-    rate = wording.NEVER_FLIPS if verdict.evidence.never_runs else rate_words(failures)
+    # no op can flip, but no seed's values were checked either: float noise alone could still fail the test
+    rate = NOT_CHECKED if verdict.evidence.never_runs else rate_words(failures)
     return Answer(subject, verdict.cause.value, verdict.action, rate, proof, verdict.compare,
                   verdict.exclude, verdict.where, failures.per if failures else None,
                   failures.low if failures else None, failures.high if failures else None,

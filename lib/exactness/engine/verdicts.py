@@ -434,7 +434,7 @@ def never_runs(model: str, shape_mode: str, why: str) -> ClassVerdict:
     outputs: list[str] = []
     result = ClassVerdict(model, shape_mode, cause, words.proof(cause, evidence), words.action(cause, evidence, outputs,
                                                                                                []),
-                          flips=Estimate(0.0, 0.0, 0.0, 0, 0, 0, True), failures=Estimate(0.0, 0.0, 0.0, 0, 0, 0, True),
+                          flips=Estimate(0.0, 0.0, 0.0, 0, 0, 0, True), failures=None,  # no seed's values checked
                           evidence=evidence, skip_reason=reason, claim=str(claim or ""))
     result.reason_holds = reason_holds(claim, cause, set())
     result.refutation = words.refutation(refuted(claim, cause, pd.DataFrame(), set()), claim, cause, 0)

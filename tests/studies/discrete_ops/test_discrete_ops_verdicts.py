@@ -407,6 +407,11 @@ def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
                   flips=verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000)))
     assert ties == ("Flips counted over 2,000 seeds screened (2,000 of those seeds exact ties); 40 of the 2,000 "
                     "within reach of a tie checked.")
+    # the checked seeds a flip count is over: the candidates, and the calibration seeds beyond reach
+    calibrated = stated(counted=1, screened=2000, candidates=86, checked_candidates=86, checked=93,
+                        flips=verdicts.estimate(3, 3, 93, 2000))
+    assert calibrated.endswith("86 of the 86 within reach of a tie checked, and 7 calibration seeds beyond reach "
+                               "checked whole.")
     tied = verdicts.ClassVerdict("M", "static", verdicts.Cause.EXACT_TIE, "p", "a", counted=1, screened=2000,
                                  flips=verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000)))
     assert engine_answers.flip_rate(tied) == "1 in 1.7 (95% 1 in 2.2 to 1 in 1.4; 24 in 40 checked of 2,000 seeds)"

@@ -113,3 +113,13 @@ def test_a_nan_move_in_the_noise_flips_nothing_and_leaves_the_rest_of_the_law():
     with_nan = prediction.forecast(gaps, np.array([[-0.3, -0.1, 0.0, 0.1, np.nan]]), np.array([1.0]), [1],
                                    np.random.default_rng(0), 20, resample_seeds=False)[0]
     assert with_nan.flips.expected == clean.flips.expected == pytest.approx(0.4)
+
+
+def test_a_scale_asked_twice_is_one_prediction_with_one_interval():
+    noise = np.array([[-0.3, -0.1, 0.0, 0.1, 0.2]] * 4)
+    gaps = np.array([[0.05], [0.2], [0.01], [3.0]] * 50)
+    at_scale, at_run, other = prediction.forecast(gaps, noise, np.array([0.5]), [40_000, 40_000, 2_000],
+                                                  np.random.default_rng(0), 200)
+    assert at_scale == at_run  # the same number, shown as a rate and as a count, has one interval
+    alone = prediction.forecast(gaps, noise, np.array([0.5]), [40_000], np.random.default_rng(0), 200)[0]
+    assert alone == at_scale and other.flips.expected == pytest.approx(at_scale.flips.expected / 20)

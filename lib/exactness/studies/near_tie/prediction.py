@@ -114,14 +114,16 @@ def forecast(gaps: np.ndarray, noise: np.ndarray, fail_given_flip: np.ndarray, s
             np.ones(len(near))
         mean_b = float(rng.choice(fail_given_flip, len(fail_given_flip)).mean()) if len(fail_given_flip) else 1.0
         draws[b] = expected(check_weights, seed_weights, mean_b)
-    out = []
+    out, made = [], {}
     for scale in scales:
         # each replicate's expected count draws a Poisson count: where a measured count should fall
         counts = np.stack([rng.poisson(draws[:, law] * scale) for law in range(len(point))], axis=1)
         low, high = np.percentile(counts, [2.5, 97.5], axis=0)
         laws = [[Predicted(float(point[law, k] * scale), float(low[law, k]), float(high[law, k])) for k in (0, 1)]
                 for law in range(len(point))]
-        out.append(Forecast(len(near), *laws[0], *laws[-1]))
+        # one scale asked twice (a run of exactly `scale` seeds) is one prediction: its interval drawn once, shown
+        # the same in both places (the draw still happens, so later classes' draws do not move)
+        out.append(made.setdefault(scale, Forecast(len(near), *laws[0], *laws[-1])))
     return out
 
 
