@@ -170,8 +170,11 @@ def _comparison(p_value: float, model: str = SEED_MODEL) -> pd.DataFrame:
 
 
 def test_passing_failing_finding_compares_with_the_seed_on_its_model_only():
-    same = noise_findings.passing_failing_finding(_comparison(0.6))
-    assert same.verdict == "reproduced" and "no noisier" in same.claim and "section 5" in same.source
+    same = noise_findings.passing_failing_finding(_comparison(0.6).assign(failing_seeds=12))
+    assert same.verdict == "reproduced" and "No difference in noise" in same.claim and "section 5" in same.source
+    # 3 failing seeds: no difference found cannot bear out "the same"
+    few = noise_findings.passing_failing_finding(_comparison(0.6))
+    assert few.verdict == "not comparable" and few.why.startswith("3 failing seeds of")
     noisier = noise_findings.passing_failing_finding(_comparison(0.001))
     assert noisier.verdict == "differs" and "differ in noise" in noisier.claim
     other = noise_findings.passing_failing_finding(_comparison(0.6, "UniSpeechForPreTraining"))

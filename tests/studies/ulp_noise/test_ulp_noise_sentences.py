@@ -29,7 +29,9 @@ def test_passing_failing_sentence_needs_failing_seeds():
     assert sentences.passing_failing_sentence(comparison, "run-1") == (
         "No near-tie run with failing seeds to compare (run-1).")
     tested = sentences.passing_failing_sentence(comparison.assign(failing_seeds=3, p_value=0.01), "run-1")
-    assert "M logits 0.01 (3 failing / 9 passing); some differ at the 5% level." in tested
+    assert "M logits 0.010 (3 failing / 9 passing); some differ at the 5% level." in tested
+    near = sentences.passing_failing_sentence(comparison.assign(failing_seeds=3, p_value=0.0534), "run-1")
+    assert "M logits 0.053 (3 failing / 9 passing); no difference detected" in near  # not 0.05 beside "no difference"
 
 
 def test_float64_sentence_counts_each_side():

@@ -52,3 +52,4 @@ def test_a_builder_returning_a_tuple_is_compared_at_each_output_and_named_by_the
     assert set(outputs.tensor) == {"0", "1.0", "1.1"} and set(outputs.label) == {"0", "1.0", "1.1"}
     settings = ulp_noise.settings(pool, [0])
     assert {"setting", "label"} <= set(settings.columns) and set(settings.label) == {"0", "1.0", "1.1"}
+    assert set(settings.graph) == {ulp_noise.AS_EXPORTED}  # a model's outputs: read from the graph as exported

@@ -225,13 +225,18 @@ def settings_finding(settings: pd.DataFrame) -> Finding:
     repeatable = bool(settings.run_twice_identical.all())
     changes = largest > SETTINGS_FACTOR
     factor_text = "inf" if math.isinf(largest) else significant(largest)
+    graphs = ("; named tensors read from the graph exposing every module output, the model's outputs from the "
+              "graph as exported" if "graph" in settings and settings.graph.nunique() > 1 else "")
     claim = (("Optimisation level and thread counts change the noise: " if changes else
               "Optimisation level and thread counts leave the noise's size alone: ")
-             + f"a named tensor's median moves by at most a factor {factor_text} across settings "
-               f"(threshold {SETTINGS_FACTOR:g}); one session run twice "
+             + f"a tensor's median moves by at most a factor {factor_text} across settings "
+               f"(threshold {SETTINGS_FACTOR:g}){graphs}; one session run twice "
              + ("is bit-identical every time." if repeatable else "is NOT always bit-identical."))
     ours = "; ".join(f"{label} {span(r['min'], r['max'])}" for label, r in spread.iterrows())
     return Finding(claim, ours, "new", evidence="settings table and figure")
+
+
+FEW_FAILING = 10  # fewer failing seeds give a rank test little power against a modest difference
 
 
 def passing_failing_finding(comparison: pd.DataFrame, source: str = "") -> Finding:
@@ -247,8 +252,8 @@ def passing_failing_finding(comparison: pd.DataFrame, source: str = "") -> Findi
     differ = tested[tested.p_value < 0.05]
     pvalues = ", ".join(f"{r.model} {r.label} p = {significant(r.p_value)} ({count(r.failing_seeds)} failing, "
                         f"{count(r.passing_seeds)} passing)" for r in tested.itertuples())
-    claim = ("Failing near-tie seeds are no noisier than passing ones (Mann-Whitney U, 5% level"
-             + (", little power with few failing seeds)." if tested.failing_seeds.min() < 10 else ").")
+    claim = ("No difference in noise between failing and passing near-tie seeds is detected (Mann-Whitney U, 5% "
+             "level" + (", little power with few failing seeds)." if tested.failing_seeds.min() < FEW_FAILING else ").")
              if not len(differ) else
              f"Failing near-tie seeds differ in noise from passing ones for {count(len(differ))} of "
              f"{count(len(tested))} tensor comparisons (Mann-Whitney U, 5% level).")
@@ -256,6 +261,12 @@ def passing_failing_finding(comparison: pd.DataFrame, source: str = "") -> Findi
     if not len(on_seed_model):
         return Finding(claim, pvalues, "new", evidence="passing vs failing table")
     same = bool((on_seed_model.p_value >= 0.05).all())
+    few = int(on_seed_model.failing_seeds.min())
+    if same and few < FEW_FAILING:  # no difference found could also be a difference too small for so few to show
+        return Finding(claim, pvalues, "not comparable", source=seed_text,
+                       why=f"{plural(few, 'failing seed')} of {SEED_MODEL}: the test could detect only a large "
+                           f"difference, so finding none cannot bear the investigation's 'the same' out (at least "
+                           f"{FEW_FAILING} needed)", evidence="passing vs failing table")
     return Finding(claim, pvalues, "reproduced" if same else "differs", source=seed_text,
                    why="" if same else "unexplained", evidence="passing vs failing table")
 
@@ -333,7 +344,7 @@ def settings_sentence(settings: pd.DataFrame) -> str:
     spread = settings_medians(settings).groupby("label").max_abs_diff.agg(["min", "max"])
     twice = ("One session run twice gives bit-identical outputs every time." if settings.run_twice_identical.all()
              else "One session run twice is NOT always bit-identical.")
-    return ("Across optimisation levels and thread counts the named tensors' median noise stays within "
+    return ("Across optimisation levels and thread counts each tensor's median noise stays within "
             + "; ".join(f"{label} {span(r['min'], r['max'])}" for label, r in spread.iterrows())
             + ". " + twice)
 
@@ -342,10 +353,10 @@ def passing_failing_sentence(comparison: pd.DataFrame, source: str) -> str:
     tested = comparison[comparison.failing_seeds > 0] if len(comparison) else comparison
     if not len(tested):
         return "No near-tie run with failing seeds to compare" + (f" ({source})." if source else ".")
-    verdict = ("no difference at the 5% level (with few failing seeds the test has little power)"
+    verdict = ("no difference detected at the 5% level (with few failing seeds the test has little power)"
                if (tested.p_value > 0.05).all() else "some differ at the 5% level")
     return (f"From {source}: Mann-Whitney U p-values " + ", ".join(
-        f"{r.model} {r.label} {r.p_value:.2f} ({count(int(r.failing_seeds))} failing / "
+        f"{r.model} {r.label} {significant(r.p_value)} ({count(int(r.failing_seeds))} failing / "
         f"{count(int(r.passing_seeds))} passing)" for r in tested.itertuples()) + f"; {verdict}.")
 
 
