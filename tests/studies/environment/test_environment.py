@@ -107,7 +107,8 @@ def test_the_machine_answers_in_one_line_with_its_kernels_versions_and_float_beh
     behaviour = {**KEPT, "ort_default_graph_optimization_level": "GraphOptimizationLevel.ORT_ENABLE_ALL"}
     (line,) = environment.answers(versions, HARDWARE, behaviour, _spacing())
     assert line.subject == "Test CPU (4 CPUs, AVX2 kernels)" and line.cause == "IEEE floats"
-    assert "AVX2 kernels and 4 torch threads, torch 2.13.0 and onnxruntime 1.31.1" in line.action
+    assert ("AVX2 kernels, torch 2.13.0 and onnxruntime 1.31.1, at the thread counts each report states (this "
+            "machine's torch default: 4 threads)") in line.action
     assert "8 of 8 float spacings" in line.proof and "all (every graph optimisation)" in line.proof
     assert "GraphOptimizationLevel" not in line.proof
     flushing = environment.answers(versions, HARDWARE, {**behaviour, "ort_keeps_subnormals": False}, _spacing())[0]

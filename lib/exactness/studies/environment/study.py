@@ -130,7 +130,7 @@ def kernels_finding(hardware: dict) -> Finding:
 def threads_finding(hardware: dict) -> Finding:
     torch_threads, usable = int(hardware["torch_intra_op_threads"]), int(hardware["usable_cpus"])
     ort_setting = int(hardware["ort_intra_op_threads_setting"])
-    ort_words = ("ORT's default (0) uses one thread per physical core" if ort_setting == 0
+    ort_words = ("ORT's default (0) uses one thread per physical core, as its documentation says" if ort_setting == 0
                  else f"ORT's default is {plural(ort_setting, 'thread')} inside one op")
     split = ("a reduction may be split over several threads, so its summation order depends on the thread count"
              if torch_threads > 1 or ort_setting != 1 else "reductions run on one thread")
@@ -213,8 +213,9 @@ def answers(versions: dict, hardware: dict, behaviour: dict, spacing: pd.DataFra
                f"{capability} kernels)")
     cause = "flushes subnormals" if flushed else "not IEEE spacing" if len(wrong) else "IEEE floats"
     threads = int(hardware["torch_intra_op_threads"])
-    action = (f"float figures compare with runs on {capability} kernels and {plural(threads, 'torch thread')}, "
-              f"torch {versions.get('torch')} and onnxruntime {versions.get('onnxruntime')}")
+    action = (f"float figures compare with runs on {capability} kernels, torch {versions.get('torch')} and "
+              f"onnxruntime {versions.get('onnxruntime')}, at the thread counts each report states (this machine's "
+              f"torch default: {plural(threads, 'thread')})")
     kept = ("subnormals kept by every runtime" if not flushed else f"subnormals flushed by {', '.join(flushed)}")
     proof = (f"{kept}; {count(len(checked) - len(wrong))} of {count(len(checked))} float spacings the IEEE 754 value; "
              f"ONNX Runtime optimisation: {optimisation_words(behaviour.get('ort_default_graph_optimization_level'))}")
