@@ -67,7 +67,7 @@ def test_a_paper_scale_run_judges_the_target_from_its_first_seeds():
     assert near.paper_scale.iloc[0] and near.within_target.iloc[0] and near.factor.iloc[0] == pytest.approx(1.5)
     assert "target met" in prediction.calibration_sentence(predicted.assign(measured_failures=10))
     far = prediction.calibration_sentence(predicted.assign(measured_failures=60))
-    assert "Target missed" in far and "a factor 4.0" in far
+    assert "Target (the count predicted from the first" in far and ") missed: " in far and "a factor 4.0" in far
 
 
 def test_a_miss_is_split_into_the_small_samples_share_and_the_noise_laws_share():
@@ -88,7 +88,7 @@ def test_a_miss_is_split_into_the_small_samples_share_and_the_noise_laws_share()
     assert reasons.law_factor == pytest.approx(10.75 / 42)
     predicted = prediction.predict(screen, checks, deltas, from_seeds=2000, replicates=100)
     text = prediction.calibration_sentence(predicted, pd.DataFrame([reasons]))
-    assert "Target missed" in text and "Why:" in text and "x0.26 of the measured count" in text
+    assert ") missed: " in text and "Why:" in text and "x0.26 of the measured count" in text
 
 
 def test_one_forecast_serves_both_laws_counting_a_seed_once_and_ignoring_gaps_no_noise_reaches():

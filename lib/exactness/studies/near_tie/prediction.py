@@ -286,7 +286,8 @@ def calibration_sentence(prediction: pd.DataFrame, reasons: pd.DataFrame | None 
         return text + (f" Predicted from the first seeds, every class's count on {count(scale)} seeds lies within a "
                        f"factor {TARGET_FACTOR:g} of the measured one: target met.")
     why = f" Why: {reasons_sentence(reasons, missed.model)}." if reasons is not None and len(reasons) else ""
-    return text + (" Target missed: " + "; ".join(
+    return text + (f" Target (the count predicted from the first {count(DEFAULT_SEEDS)} seeds within a factor "
+                   f"{TARGET_FACTOR:g} of the one measured on {count(scale)}) missed: " + "; ".join(
         f"{r.model} fails {one_in(r.failures_per_scale / scale)} predicted, {one_in(r.measured_per_scale / scale)} "
         f"measured on {count(scale)} seeds (a factor {significant(r.factor)})" for r in missed.itertuples())
         + "." + why)

@@ -137,8 +137,10 @@ def predict(screen: pd.DataFrame, first_mode: pd.DataFrame, deltas: dict, thresh
 
 def tie_aware_sentence(checks: pd.DataFrame, defects: pd.DataFrame, bound: float) -> str:
     tally = DefectTally.of(defects)
-    return (f"Noise bound {bound:.2e}. The tie-aware comparison passes {int(checks.tie_aware_passed.sum())} of "
-            f"{plural(len(checks), 'check')} (the export test's rule: {int(checks.test_rule_passed.sum())}), and "
+    passed = findings.count(int(checks.tie_aware_passed.sum()))
+    rule = findings.count(int(checks.test_rule_passed.sum()))
+    return (f"Noise bound {bound:.2e}. The tie-aware comparison passes {passed} of "
+            f"{plural(len(checks), 'check')} (the export test's rule: {rule}), and "
             f"catches {tally.tie_aware} of {plural(tally.required, 'required planted defect')} (the export test's "
             f"rule: {tally.test_rule}). Of the graded ones (one channel of projected_quantized_states off by 1, 10 "
             f"and 100 times the tolerance) it catches on every seed {size_words(tally.smallest_tie_aware)}; the "
