@@ -77,8 +77,10 @@ def test_a_tie_aware_comparison_is_offered_only_where_it_was_measured_to_keep_va
                             "caught_by_tie_aware": [True, True], "caught_by_test_rule": [True, False]})
     judged = checks.assign(tie_aware_passed=True)
     (kept,) = answers.answers(screen, judged, outputs, margins, threshold=1e-4, defects=defects)
-    assert kept.action.endswith("(or compare them tie-aware: measured here to pass every check and catch every "
-                                "required planted defect)")
+    assert kept.action.startswith("compare codevector_perplexity, projected_quantized_states tie-aware (measured "
+                                  "here to pass every check and catch every required planted defect)")
+    assert kept.action.endswith("; or, without a tie-aware check, compare projected_states; exclude "
+                                "codevector_perplexity, projected_quantized_states")
     assert answers.tie_aware_kept(judged, defects) == {SEED_MODEL}
     missed = defects.assign(caught_by_tie_aware=[True, False])  # 1 of 2 required defects caught
     failed = judged.assign(tie_aware_passed=[True, False, True, True])  # one check it does not pass
