@@ -96,3 +96,16 @@ def test_a_folded_class_table_shows_every_class_before_the_fold():
     assert "10 more rows" in folded and ">B<" not in folded
     plain = presentation.table_html(frame.rename(columns={"model": "name"}), max_rows=12)
     assert ">B<" not in plain.split("<details>")[0]  # without a class column, the first rows as they come
+
+
+def test_a_long_proof_shows_its_first_sentence_and_folds_the_rest():
+    from exactness.workbook.answers import PROOF_SHOWN, proof_html
+
+    first = "Seed 1: the output errs 0.0014 from float64 against eager's 1.2e-07 (e.g. 1.1e+04 times eager's)."
+    rest = " Starts at embedder.pad: " + "the graph's basic optimizations make it; " * 8 + "bisected."
+    assert len(first + rest) > PROOF_SHOWN
+    folded = proof_html(first + rest)
+    assert folded.startswith("<details><summary>Seed 1: the output errs 0.0014") and folded.endswith("</details>")
+    summary = folded.split("</summary>")[0]
+    assert "1.2e-07 (e.g. 1.1e+04 times eager&#x27;s).</summary" in summary + "</summary"  # not split at 1.2 or e.g.
+    assert proof_html(first) == first.replace("'", "&#x27;")  # short: whole, no fold

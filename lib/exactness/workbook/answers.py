@@ -78,6 +78,7 @@ STYLE = """
 .exactness-answers th, .exactness-answers td { border-bottom: 1px solid #ddd; padding: 4px 8px;
   text-align: left !important; vertical-align: top; }
 .exactness-answers td.answer-proof { color: #555; font-size: 0.85em; min-width: 22em; max-width: 36em; }
+.exactness-answers td.answer-proof summary { cursor: pointer; }
 .exactness-answers td.answer-subject { font-weight: bold; }
 .exactness-answers .legend { color: #555; font-size: 0.85em; margin: 4px 0; }
 .cause { display: inline-block; font-size: 0.85em; font-weight: bold; padding: 1px 6px; border-radius: 3px;
@@ -160,12 +161,25 @@ def anchor(subject: str) -> str:
     return "answer-" + re.sub(r"[^A-Za-z0-9_-]+", "-", subject).strip("-")
 
 
+# A proof longer than this shows its first sentence and folds the rest: the table is read row by row first
+PROOF_SHOWN = 240
+_SENTENCE_END = re.compile(r"(?<=[^\d\s.][.;])\s+(?=[A-Z(])")  # "... flipped. Then": not "1.2e-07" or "e.g. x"
+
+
+def proof_html(proof: str) -> str:
+    """A proof as one cell: whole when short; else its first sentence, and the rest one click away."""
+    parts = _SENTENCE_END.split(proof, maxsplit=1)
+    if len(proof) <= PROOF_SHOWN or len(parts) < 2:
+        return inline_markdown(proof)
+    return (f"<details><summary>{inline_markdown(parts[0])}</summary>{inline_markdown(parts[1])}</details>")
+
+
 def table_html(answers: list[Answer], columns: Columns | None = None, anchors: bool = True) -> str:
     """The answer table alone: one row per answer, the columns every answer leaves empty left out."""
     columns = columns or Columns()
     cells = {"subject": lambda a: html.escape(a.subject), "cause": lambda a: cause_badge(a.cause),
              "action": lambda a: inline_markdown(a.action), "rate": lambda a: html.escape(a.rate),
-             "flips": lambda a: html.escape(a.flips), "proof": lambda a: inline_markdown(a.proof)}
+             "flips": lambda a: html.escape(a.flips), "proof": lambda a: proof_html(a.proof)}
     shown = [name for name in cells if name in ("subject", "cause") or any(getattr(a, name) for a in answers)]
     head = "".join(f"<th>{html.escape(getattr(columns, name))}</th>" for name in shown)
     rows = "".join((f'<tr id="{anchor(a.subject)}">' if anchors else "<tr>")
