@@ -79,8 +79,11 @@ NOT_CHECKED = "not measured: no seed checked (no discrete op can flip)"
 def answer(verdict: v.ClassVerdict, subject: str) -> Answer:
     """The verdict's line in the answer table; `subject`: how the line names the class."""
     failures = verdict.failures
+    # a defect's own proof leads (a folded proof shows its first sentence); elsewhere the flips are the proof's start
+    leading = ((_sentence(verdict.proof), flip_words(verdict)) if verdict.cause is v.Cause.DEFECT
+               else (flip_words(verdict), _sentence(verdict.proof)))
     proof = " ".join(part for part in (
-        flip_words(verdict), _sentence(verdict.proof),
+        *leading,
         catch_words(verdict.verification) if verdict.exclude else "",
         f"Starts at {verdict.where}." if verdict.where else "",
         _sentence(f"the skip's stated reason does not hold: {verdict.refutation}") if verdict.refutation else "")

@@ -570,3 +570,14 @@ def test_the_flips_section_says_which_explained_flips_read_a_value_ort_alone_bro
     assert f"({MODEL}) a flipped choice read a value ORT alone made non-finite" in words
     result.margins = frame([_margin(0, 1.0), _margin(1, 1.0)], MarginRow)
     assert sentences.flips(result).sentence.endswith("on 2 of 2 flipped seeds.")
+
+
+def test_a_defects_answer_leads_with_its_own_proof_and_a_ties_with_its_flips():
+    def line(cause):
+        found = verdicts.ClassVerdict("M", "static", cause, "seed 1: NaN in ORT only", "a", counted=1, screened=300,
+                                      candidates=300, checked_candidates=40, checked=40,
+                                      flips=verdicts.estimate(40, 40, 40, 300))
+        return engine_answers.answer(found, "M").proof
+
+    assert line(verdicts.Cause.DEFECT).startswith("Seed 1: NaN in ORT only. Flips counted over 300 seeds screened")
+    assert line(verdicts.Cause.EXACT_TIE).startswith("Flips counted over 300 seeds screened")
