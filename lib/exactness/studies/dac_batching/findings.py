@@ -61,17 +61,6 @@ def _outside_reach(curve, one_side_frames: int) -> float:
     return float(curve[: len(curve) - one_side_frames].max()) if len(curve) > one_side_frames else 0.0
 
 
-def _dropped_words(pad: pd.DataFrame) -> str:
-    """The clip alone drops its last (length mod hop) samples; the padded run still reads them past the clip's last
-    whole frame, so they are part of what differs there (as the appended zeros are)."""
-    if "clip_samples" not in pad:
-        return ""
-    samples, hop = int(pad.loc["audio", "clip_samples"]), int(pad.loc["audio", "hop"])
-    dropped = samples % hop
-    return (f" (there the padded run also reads the clip's own last {count(dropped)} samples, {count(samples)} mod "
-            f"{count(hop)}, which the clip alone drops)" if dropped else "")
-
-
 def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, repair_measured: bool = False,
                     curves: dict | None = None) -> Finding:
     """The reviewers' question: does padding change the shorter clip, and is that explained by the receptive
@@ -96,7 +85,7 @@ def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, re
                     if below > 0 else ""))
         claim = (f"Batching is not broken, it is padding: zero-padding changes the last {count(moved)} latent "
                  f"frames of the shorter clip ({split}), all within the {count(one_side_frames)} whose receptive "
-                 f"field reaches past its end{_dropped_words(pad)}; recompute those from the clip alone"
+                 "field reaches past its end; recompute those from the clip alone"
                  + (" (measured below)" if repair_measured else "") + ", or run clips of unequal length alone.")
         # why those frames: there the padded run's layers read the clip's last samples and the appended zeros
         # where the clip alone reads its layers' zero padding (biases add to it; without them it differs too)

@@ -129,7 +129,7 @@ def compare(model, clips: list[torch.Tensor], chunk_frames: int = CHUNK_FRAMES
                      "batch size": (padded_alone[stage][0][..., :n], batched[stage][index][..., :n])}
             for cause, (a, b) in pairs.items():
                 rows.append({"clip": index, "stage": stage, "cause": cause, "length": n,
-                             "clip_samples": clip.shape[-1], "padded_by": longest - clip.shape[-1], **_tail(a, b),
+                             "padded_by": longest - clip.shape[-1], **_tail(a, b),
                              "unit": "samples" if stage == "audio" else "frames", "hop": hop})
                 curves[(index, stage, cause)] = (a.double() - b.double()).abs().reshape(-1, n).max(dim=0).values
     return pd.DataFrame(rows), curves, kept
