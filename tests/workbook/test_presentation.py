@@ -109,3 +109,17 @@ def test_a_long_proof_shows_its_first_sentence_and_folds_the_rest():
     summary = folded.split("</summary>")[0]
     assert "1.2e-07 (e.g. 1.1e+04 times eager&#x27;s).</summary" in summary + "</summary"  # not split at 1.2 or e.g.
     assert proof_html(first) == first.replace("'", "&#x27;")  # short: whole, no fold
+
+
+@pytest.mark.parametrize("text, first", [
+    ("Seed 1 flipped. Then more.", "Seed 1 flipped."),
+    ("It reads 1.2e-07. Starts at x.", "It reads 1.2e-07."),  # a sentence may end in a number
+    ("As `a. B` says, e.g. ORT fuses (at TopK. ArgMax) \"Flaky. The\" here. Next.",
+     "As `a. B` says, e.g. ORT fuses (at TopK. ArgMax) \"Flaky. The\" here."),  # code, abbreviation, brackets, quote
+    ("one sentence only; Then no period", None),
+])
+def test_a_proof_ends_its_first_sentence_outside_code_quotes_brackets_and_abbreviations(text, first):
+    from exactness.workbook.answers import first_sentence_end
+
+    end = first_sentence_end(text)
+    assert (text[:end] if end is not None else None) == first

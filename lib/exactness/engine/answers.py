@@ -47,8 +47,8 @@ def flip_words(verdict: v.ClassVerdict) -> str:
     checked = "" if not verdict.screened else "; none within reach of a tie" if not verdict.candidates else (
         f"; {count(verdict.checked_candidates)} of the {count(verdict.candidates)} within reach of a tie checked")
     extra = verdict.checked - verdict.checked_candidates if verdict.screened else 0
-    if extra > 0:  # the calibration seeds, checked whole to measure the read noise the reach is set from
-        checked += f", and {plural(extra, 'calibration seed')} beyond reach checked whole"
+    if extra > 0:  # discrete_ops' calibration seeds, or another shape mode's candidates: the flips count them too
+        checked += f", and {plural(extra, 'seed')} beyond reach checked too"
     if verdict.flips is None or verdict.flips.observed == 0:
         return f"No flip in {seen}{ties}{checked}."
     return f"Flips counted over {seen}{ties}{checked}."

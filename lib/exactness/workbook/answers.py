@@ -163,15 +163,29 @@ def anchor(subject: str) -> str:
 
 # A proof longer than this shows its first sentence and folds the rest: the table is read row by row first
 PROOF_SHOWN = 240
-_SENTENCE_END = re.compile(r"(?<=[^\d\s.][.;])\s+(?=[A-Z(])")  # "... flipped. Then": not "1.2e-07" or "e.g. x"
+_PERIOD = re.compile(r"\.\s+(?=[A-Z])")  # a period, then a capital: "... flipped. Then", never "1.2e-07"
+_ABBREVIATIONS = ("e.g.", "i.e.", "vs.", "cf.", "etc.")
+
+
+def first_sentence_end(text: str) -> int | None:
+    """Where the first sentence of `text` ends (after its period), or None: a period followed by a capital, outside
+    a code span, a quotation and brackets, and not an abbreviation's (an error's text holds all of these)."""
+    for found in _PERIOD.finditer(text):
+        left = text[:found.start() + 1]
+        if (left.count("`") % 2 or left.count('"') % 2 or left.count("(") > left.count(")")
+                or left.count("[") > left.count("]") or left.lower().endswith(_ABBREVIATIONS)):
+            continue
+        return found.start() + 1
+    return None
 
 
 def proof_html(proof: str) -> str:
     """A proof as one cell: whole when short; else its first sentence, and the rest one click away."""
-    parts = _SENTENCE_END.split(proof, maxsplit=1)
-    if len(proof) <= PROOF_SHOWN or len(parts) < 2:
+    end = first_sentence_end(proof) if len(proof) > PROOF_SHOWN else None
+    if end is None:
         return inline_markdown(proof)
-    return (f"<details><summary>{inline_markdown(parts[0])}</summary>{inline_markdown(parts[1])}</details>")
+    return (f"<details><summary>{inline_markdown(proof[:end])}</summary>{inline_markdown(proof[end:].strip())}"
+            "</details>")
 
 
 def table_html(answers: list[Answer], columns: Columns | None = None, anchors: bool = True) -> str:

@@ -292,3 +292,7 @@ def test_the_figure_caption_counts_any_difference_and_the_part_above_the_thresho
     assert dac_findings.padding_tail_words(table, 1, "latent", "frames") == (
         "The padding changes values in the last 6 frames, by more than the threshold in the last 5.")
     assert dac_findings.padding_tail_words(table, 1, "audio", "samples") == "The padding changes the last 300 samples."
+    below = table.assign(first_diff_from_end=0)
+    assert dac_findings.padding_tail_words(below, 1, "latent", "frames").endswith("none by more than the threshold.")
+    assert dac_findings.padding_tail_words(below.assign(any_diff_from_end=0), 1, "latent", "frames") == (
+        "The padding changes none of its frames.")

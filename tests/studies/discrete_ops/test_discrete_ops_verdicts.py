@@ -407,11 +407,10 @@ def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
                   flips=verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000)))
     assert ties == ("Flips counted over 2,000 seeds screened (2,000 of those seeds exact ties); 40 of the 2,000 "
                     "within reach of a tie checked.")
-    # the checked seeds a flip count is over: the candidates, and the calibration seeds beyond reach
+    # the checked seeds a flip count is over: the candidates, and those beyond reach (calibration seeds)
     calibrated = stated(counted=1, screened=2000, candidates=86, checked_candidates=86, checked=93,
                         flips=verdicts.estimate(3, 3, 93, 2000))
-    assert calibrated.endswith("86 of the 86 within reach of a tie checked, and 7 calibration seeds beyond reach "
-                               "checked whole.")
+    assert calibrated.endswith("86 of the 86 within reach of a tie checked, and 7 seeds beyond reach checked too.")
     tied = verdicts.ClassVerdict("M", "static", verdicts.Cause.EXACT_TIE, "p", "a", counted=1, screened=2000,
                                  flips=verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000)))
     assert engine_answers.flip_rate(tied) == "1 in 1.7 (95% 1 in 2.2 to 1 in 1.4; 24 in 40 checked of 2,000 seeds)"
@@ -505,6 +504,9 @@ def test_the_summary_carries_each_defects_stage_pass_and_errors():
                                              checked=1)]
     assert sentences.summary(result, 3)["seeds_asked"] == 3
     assert sentences.summary(result, 3)["seeds_run"] == {"BitModel": {"screened": 1, "checked": 1}}
+    result.verdicts.append(verdicts.ClassVerdict("BitModel", "dynamic", verdicts.Cause.DEFECT, "", "", screened=2))
+    both = sentences.summary(result, 3)  # two shape modes: one entry each, neither overwriting the other
+    assert set(both["seeds_run"]) == set(both["causes"]) == {"BitModel (static)", "BitModel (dynamic)"}
     shown = sentences.defects(result)
     assert "made by ONNX Runtime pass Pad_Fusion (error from float64 0.0014 with it, 1.1e-07 without)" in shown.sentence
 
@@ -556,20 +558,24 @@ def test_the_overview_counts_only_decided_classes_as_proven():
     mixed = _result([of("A", verdicts.Cause.EXACT_TIE), of("B", verdicts.Cause.UNDECIDED),
                      of("C", verdicts.Cause.UNDECIDED)])
     claim = findings.overview(mixed).claim
-    assert "1 with its cause proven in this run, 2 undecided: 2 undecided; 1 exact tie" in claim
+    assert "1 with its cause proven in this run, 2 undecided or not run: 2 undecided; 1 exact tie" in claim
     assert "each" not in claim
+    failed = _result([of("A", verdicts.Cause.EXACT_TIE), of("B", verdicts.Cause.NO_EXPORT)])
+    assert "1 with its cause proven in this run, 1 undecided or not run" in findings.overview(failed).claim
 
 
 def test_the_flips_section_says_which_explained_flips_read_a_value_ort_alone_broke():
     result = _result([])
     result.outputs = frame([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True),
                             _output(1, output="idx", reached_by_flip=True, explained_by_flip=True)], OutputRow)
-    result.margins = frame([_margin(0, 1.0), _margin(1, 1.0, reads_nonfinite_ort_only=2)], MarginRow)
+    result.margins = frame([_margin(0, 1.0), _margin(1, 1.0, flipped_nonfinite=1)], MarginRow)
     words = sentences.flips(result).sentence
     assert words.startswith("Forcing ORT's choices on eager explains every output on 2 of 2 flipped seeds; on 1 of")
-    assert f"({MODEL}) a flipped choice read a value ORT alone made non-finite" in words
-    result.margins = frame([_margin(0, 1.0), _margin(1, 1.0)], MarginRow)
-    assert sentences.flips(result).sentence.endswith("on 2 of 2 flipped seeds.")
+    assert f"({MODEL}) a flipped decision weighed a value ORT alone made non-finite" in words
+    # a call that read a non-finite value elsewhere than at its flipped decision, or eager's own NaN, is no defect's
+    for row in (_margin(1, 1.0, reads_nonfinite_ort_only=2), _margin(1, 1.0, flipped_nonfinite=1, flipped_nan_eager=1)):
+        result.margins = frame([_margin(0, 1.0), row], MarginRow)
+        assert sentences.flips(result).sentence.endswith("on 2 of 2 flipped seeds.")
 
 
 def test_a_defects_answer_leads_with_its_own_proof_and_a_ties_with_its_flips():

@@ -140,7 +140,13 @@ def test_growth_finding_answers_in_relative_terms_per_layer_kind():
     made_here = noise_findings.growth_finding(scaled.assign(max_abs_diff=[4.8e-7, 0.0, 1e-7], rel_rms=[1e-7, 0, 1e-8],
                                                             input_module=["", "m.dense", ""]))
     assert made_here.claim.startswith("2 of 3 module outputs differ") and "4.8e-07, at m.dense" in made_here.claim
-    assert "bit-identical" not in made_here.claim
+    assert "bit-identical" not in made_here.claim and "none has a measured input that differs" in made_here.claim
+    # a container repeats its last child's output: counted once, as the leaf
+    nested = scaled.assign(tensor=["m", "m.layer_norm", "m.out_dense"], max_abs_diff=[1e-7, 0.0, 1e-7],
+                           rel_rms=[1e-8, 0, 1e-8], input_module=["", "", ""])
+    assert noise_findings.growth_finding(nested).claim.startswith("1 of 2 module outputs differs")
+    bare = noise_findings.growth_finding(scaled.iloc[:0])
+    assert bare.claim.startswith("The model has no module whose output could be compared")
 
 
 def test_float64_finding_follows_the_counts():

@@ -390,6 +390,10 @@ def padding_tail_words(table: pd.DataFrame, shortest: int, stage: str, unit: str
     """How far from the end the padding changes the shorter clip: any difference, and beyond the threshold."""
     rows = _rows(table, shortest, "padding")
     above, moved = int(rows.loc[stage, "first_diff_from_end"]), any_tail(rows, stage)
+    if not moved:
+        return f"The padding changes none of its {unit}."
+    if not above:
+        return f"The padding changes values in the last {count(moved)} {unit}, none by more than the threshold."
     if moved == above:
         return f"The padding changes the last {count(above)} {unit}."
     return (f"The padding changes values in the last {count(moved)} {unit}, by more than the threshold in the last "

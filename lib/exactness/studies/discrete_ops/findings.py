@@ -30,12 +30,12 @@ def overview(result: Result) -> Finding:
     judged = plural(len(result.verdicts), "class", "classes") if len(modes) <= 1 else (
         f"{len(result.verdicts)} exports ({plural(len({x.model for x in result.verdicts}), 'class', 'classes')} "
         f"in {' and '.join(modes)})")
-    undecided = sum(verdict.cause is v.Cause.UNDECIDED for verdict in result.verdicts)
-    proven = ("each with its cause proven in this run" if not undecided else
-              f"{count(len(result.verdicts) - undecided)} with "
-              f"{'its' if len(result.verdicts) - undecided == 1 else 'their'} cause proven in this run, "
-              f"{count(undecided)} undecided" if undecided < len(result.verdicts) else
-              "none of them decided")
+    # an undecided class, or one that did not run, has no cause proven
+    unproven = sum(verdict.cause in (v.Cause.UNDECIDED, v.Cause.NO_EXPORT) for verdict in result.verdicts)
+    decided = len(result.verdicts) - unproven
+    proven = ("each with its cause proven in this run" if not unproven else
+              f"{count(decided)} with {'its' if decided == 1 else 'their'} cause proven in this run, "
+              f"{count(unproven)} undecided or not run" if decided else "none of them decided")
     return Finding(f"{judged}, {proven}: {parts}.", parts, "new", evidence="answers table")
 
 

@@ -175,14 +175,16 @@ def flips(result: Result) -> Section:
     if not len(table):
         return Section(table, "No seed flipped: no counterfactual was needed.")
     per_seed = table.groupby(["model", "seed"]).explained_by_flip.apply(lambda s: bool(s.fillna(False).all()))
-    # a flip whose choice read a value ORT alone made non-finite is explained by forcing too, but is a defect's flip
-    m = result.margins
-    broken = m[(m.flipped > 0) & (m.reads_nonfinite_ort_only > 0)] if len(m) and "reads_nonfinite_ort_only" in m \
-        else m.iloc[:0]
-    defects = {(r.model, r.seed) for r in broken.itertuples()} & set(per_seed.index)
-    by_defect = (f"; on {count(len(defects))} of them ({', '.join(sorted({k[0] for k in defects}))}) a flipped choice "
-                 "read a value ORT alone made non-finite: the flip is a defect's, not a tie broken differently"
-                 if defects else "")
+    # a flipped decision that weighed a non-finite value eager does not read (the engine's FLIP_AMONG_NONFINITE) is
+    # explained by forcing too, but it is a defect's flip
+    m, ops = result.margins, result.ops
+    counted = set(ops[ops.on_output_path.astype(bool) & ops.can_flip.astype(bool)].node) if len(ops) else set()
+    broken = (m[m.node.isin(counted) & (m.flipped > 0) & (m.flipped_nonfinite > m.flipped_nan_eager)]
+              if len(m) and "flipped_nonfinite" in m else m.iloc[:0])
+    defects = {(r.model, r.seed) for r in broken.itertuples()} & set(per_seed.index[per_seed])
+    by_defect = (f"; on {count(len(defects))} of them ({', '.join(sorted({k[0] for k in defects}))}) a flipped "
+                 "decision weighed a value ORT alone made non-finite: the flip is a defect's, not a tie broken "
+                 "differently" if defects else "")
     return Section(table, f"Forcing ORT's choices on eager explains every output on {count(int(per_seed.sum()))} of "
                           f"{plural(len(per_seed), 'flipped seed')}{by_defect}.")
 
@@ -231,7 +233,12 @@ def summary(result: Result, n_seeds: int) -> dict:
                          "reproduces": None if r.reproduces is None or r.reproduces != r.reproduces
                          else bool(r.reproduces)}
                for r in table.itertuples()} if len(table) and "stage" in table else {}
+    modes = {x.shape_mode for x in result.verdicts}
+
+    def key(x) -> str:  # a class by name, or by name and shape mode where a run has both
+        return x.model if len(modes) <= 1 else f"{x.model} ({x.shape_mode})"
+
     return {"classes": len(result.verdicts), "seeds_asked": int(n_seeds),
-            "causes": {x.model: x.cause.value for x in result.verdicts},
-            "seeds_run": {x.model: {"screened": int(x.screened), "checked": int(x.checked)} for x in result.verdicts},
+            "causes": {key(x): x.cause.value for x in result.verdicts},
+            "seeds_run": {key(x): {"screened": int(x.screened), "checked": int(x.checked)} for x in result.verdicts},
             "defects": defects}

@@ -18,8 +18,8 @@ class DefectTally:
     planted: int
     smallest_tie_aware: float  # tolerances; NaN when no graded size was caught everywhere
     smallest_test_rule: float
-    graded_test_rule: int = 0  # graded defects the export test's rule caught on some seed (not necessarily every)
-    graded: int = 0  # graded defects planted
+    graded_test_rule: int = 0  # graded plantings (a size on a seed) the export test's rule caught
+    graded: int = 0  # graded plantings
 
     @classmethod
     def of(cls, defects: pd.DataFrame) -> DefectTally:
@@ -36,7 +36,7 @@ class DefectTally:
 
         rule = needed["caught_by_test_rule"] if "caught_by_test_rule" in needed else needed.caught_by_tie_aware * 0
         graded = defects[defects.tolerances.notna()] if "tolerances" in defects else defects.iloc[:0]
-        caught = int(graded.caught_by_test_rule.astype(bool).sum()) if "caught_by_test_rule" in graded else 0
+        caught = int((graded.caught_by_test_rule == True).sum()) if "caught_by_test_rule" in graded else 0  # noqa: E712
         return cls(len(needed), int(needed.caught_by_tie_aware.sum()), int(rule.sum()),
                    len(defects), smallest("caught_by_tie_aware"), smallest("caught_by_test_rule"), caught, len(graded))
 
@@ -49,6 +49,6 @@ def size_words(tolerances: float, caught: int = 0, graded: int = 0) -> str:
     """What a comparison catches of the graded defects on every seed: 'one output channel off by 10x the tolerance
     and more', or 'no graded size' (with how many it caught on some seeds only, `caught` of `graded`)."""
     if tolerances != tolerances:  # NaN
-        return (f"no graded size on every seed (only {caught} of the {graded} graded ones, on some seeds)" if caught
-                else "no graded size")
+        return (f"no graded size on every seed (it caught {caught} of the {graded} graded plantings, a size on a "
+                "seed)" if caught else "no graded size")
     return f"one output channel off by {tolerances:g}x the tolerance and more"

@@ -43,7 +43,7 @@ def layer_kind(path: str) -> str:
     return "other"
 
 
-def _leaves(paths: list[str]) -> list[str]:
+def leaves(paths: list[str]) -> list[str]:
     """Paths that contain no other path of the list (containers repeat their last child's output)."""
     return [p for p in paths if not any(q.startswith(p + ".") for q in paths)]
 
@@ -54,7 +54,7 @@ def growth(scaled: pd.DataFrame) -> pd.DataFrame:
     ordered = scaled.sort_values("depth")
     if "model_output" in ordered:  # the model's outputs repeat module outputs: not modules of their own
         ordered = ordered[~ordered.model_output.astype(bool)]
-    ordered = ordered[ordered.tensor.isin(_leaves(ordered.tensor.tolist()))]
+    ordered = ordered[ordered.tensor.isin(leaves(ordered.tensor.tolist()))]
     rel = ordered.rel_rms
     by_path = dict(zip(ordered.tensor, zip(ordered.max_abs_diff, rel, strict=True), strict=True))
     rows, previous, inputs = [], None, {}

@@ -173,8 +173,12 @@ def growth_finding(scaled: pd.DataFrame) -> Finding:
 
 
 def _no_growth(scaled: pd.DataFrame) -> str:
-    """Why no factor was measured: nothing differs, or what differs reads nothing that differs."""
+    """Why no factor was measured: no module, nothing differs, or nothing that differs has a measured input that
+    differs (the leaf module outputs `depth.growth` reads; a sum or a container's output is no measured input)."""
     modules = scaled[~scaled.model_output.astype(bool)] if "model_output" in scaled else scaled
+    modules = modules[modules.tensor.isin(ulp_noise_depth.leaves(modules.tensor.tolist()))]
+    if not len(modules):
+        return "The model has no module whose output could be compared: no growth to measure."
     differing = modules[modules.max_abs_diff > 0]
     if not len(differing):
         return (f"Every one of the {plural(len(modules), 'module output')} is bit-identical between eager and ORT: no "
@@ -182,8 +186,8 @@ def _no_growth(scaled: pd.DataFrame) -> str:
     worst = differing.loc[differing.max_abs_diff.idxmax()]
     return (f"{count(len(differing))} of {plural(len(modules), 'module output')} "
             f"{'differs' if len(differing) == 1 else 'differ'} between eager and ORT (largest "
-            f"max |diff| {significant(float(worst.max_abs_diff))}, at {_short(worst.tensor)}), and none of them reads "
-            "a module output that differs: the noise is made there, not carried, so there is no growth factor to "
+            f"max |diff| {significant(float(worst.max_abs_diff))}, at {_short(worst.tensor)}), but none has a measured "
+            "input that differs (an input that is a sum or a container's output has no factor): no growth factor to "
             "measure.")
 
 
@@ -243,7 +247,7 @@ def passing_failing_finding(comparison: pd.DataFrame, source: str = "") -> Findi
     """transformers #50575 (section 5) found the noise the same in passing and failing runs of its model."""
     seed_text = ("noise the same in failing and passing runs (transformers #50575, section 5, "
                  "Wav2Vec2ConformerForPreTraining)")
-    tested = comparison[comparison.failing_seeds > 0] if len(comparison) else comparison
+    tested = comparison[(comparison.failing_seeds > 0) & comparison.p_value.notna()] if len(comparison) else comparison
     if not len(tested):
         return Finding("Failing and passing near-tie seeds were not compared: "
                        + (f"near-tie run {source} has no failing seed." if source
@@ -350,11 +354,11 @@ def settings_sentence(settings: pd.DataFrame) -> str:
 
 
 def passing_failing_sentence(comparison: pd.DataFrame, source: str) -> str:
-    tested = comparison[comparison.failing_seeds > 0] if len(comparison) else comparison
+    tested = comparison[(comparison.failing_seeds > 0) & comparison.p_value.notna()] if len(comparison) else comparison
     if not len(tested):
         return "No near-tie run with failing seeds to compare" + (f" ({source})." if source else ".")
     verdict = ("no difference detected at the 5% level (with few failing seeds the test has little power)"
-               if (tested.p_value > 0.05).all() else "some differ at the 5% level")
+               if (tested.p_value >= 0.05).all() else "some differ at the 5% level")
     return (f"From {source}: Mann-Whitney U p-values " + ", ".join(
         f"{r.model} {r.label} {significant(r.p_value)} ({count(int(r.failing_seeds))} failing / "
         f"{count(int(r.passing_seeds))} passing)" for r in tested.itertuples()) + f"; {verdict}.")
