@@ -558,10 +558,10 @@ def test_the_overview_counts_only_decided_classes_as_proven():
     mixed = _result([of("A", verdicts.Cause.EXACT_TIE), of("B", verdicts.Cause.UNDECIDED),
                      of("C", verdicts.Cause.UNDECIDED)])
     claim = findings.overview(mixed).claim
-    assert "1 with its cause proven in this run, 2 undecided or not run: 2 undecided; 1 exact tie" in claim
+    assert "1 with its cause proven in this run, 2 undecided: 2 undecided; 1 exact tie" in claim
     assert "each" not in claim
     failed = _result([of("A", verdicts.Cause.EXACT_TIE), of("B", verdicts.Cause.NO_EXPORT)])
-    assert "1 with its cause proven in this run, 1 undecided or not run" in findings.overview(failed).claim
+    assert "1 with its cause proven in this run, 1 not run:" in findings.overview(failed).claim
 
 
 def test_the_flips_section_says_which_explained_flips_read_a_value_ort_alone_broke():

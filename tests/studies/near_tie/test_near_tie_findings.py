@@ -145,7 +145,7 @@ def _prediction(measured_failures, screened=2000, predicted=15.0):
 
 def test_prediction_says_whether_measured_failures_fall_inside_the_interval():
     inside = prediction_finding(_prediction(1))
-    assert "measured inside the interval in 1 of 1 class" in inside.claim and "target not judged" in inside.claim
+    assert "measured inside the interval in 1 of 1 class" in inside.claim and "count) not judged" in inside.claim
     assert (f"failure rate from the screen and the gap noise: {SEED_MODEL} 1 in 2,700 (95% 1 in 8,000 to 1 in 1,300)"
             in inside.claim)
     outside = prediction_finding(_prediction(9))
@@ -182,9 +182,9 @@ def test_a_prediction_from_no_seed_within_reach_is_not_held_against_the_seeds_co
 
 def test_prediction_judges_the_factor_two_target_on_a_paper_scale_run():
     met = prediction_finding(_prediction(20, screened=40000))  # 15 predicted, 20 measured: a factor 1.3
-    assert "target met" in met.claim and met.why == ""
+    assert "count) met." in met.claim and met.why == ""
     missed = prediction_finding(_prediction(45, screened=40000))  # a factor 3
-    assert f"target missed by {SEED_MODEL} (x3.0)" in missed.claim and "off by a factor 3.0" in missed.why
+    assert f"count) missed by {SEED_MODEL} (x3.0)" in missed.claim and "off by a factor 3.0" in missed.why
 
 
 def _noise(scale):

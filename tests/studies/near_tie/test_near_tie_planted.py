@@ -40,8 +40,8 @@ def test_a_size_caught_on_some_seeds_only_is_not_called_never_caught():
     checks = pd.DataFrame({"n_flipped_rows": [0, 1], "tie_aware_passed": [True, True],
                            "test_rule_passed": [True, False]})
     words = sentences.tie_aware_sentence(checks, planted, 1e-5)
-    caught = "no graded size on every seed (it caught 3 of the 6 graded plantings, a size on a seed)"  # on seed 0
+    caught = "no graded size on every seed, only 3 of the 6 size-seed plantings"  # all three sizes on seed 0
     assert f"the export test's rule catches {caught}" in words
-    assert f"and {caught})" in findings.tie_aware_finding(checks, planted, 1e-5).claim
+    assert f"and {caught})." in findings.tie_aware_finding(checks, planted, 1e-5).claim
     never = sentences.tie_aware_sentence(checks, _rows(every, missed, seeds=(1,)), 1e-5)
     assert "rule catches no graded size." in never

@@ -31,11 +31,14 @@ def overview(result: Result) -> Finding:
         f"{len(result.verdicts)} exports ({plural(len({x.model for x in result.verdicts}), 'class', 'classes')} "
         f"in {' and '.join(modes)})")
     # an undecided class, or one that did not run, has no cause proven
-    unproven = sum(verdict.cause in (v.Cause.UNDECIDED, v.Cause.NO_EXPORT) for verdict in result.verdicts)
-    decided = len(result.verdicts) - unproven
-    proven = ("each with its cause proven in this run" if not unproven else
-              f"{count(decided)} with {'its' if decided == 1 else 'their'} cause proven in this run, "
-              f"{count(unproven)} undecided or not run" if decided else "none of them decided")
+    undecided = sum(verdict.cause is v.Cause.UNDECIDED for verdict in result.verdicts)
+    not_run = sum(verdict.cause is v.Cause.NO_EXPORT for verdict in result.verdicts)
+    decided = len(result.verdicts) - undecided - not_run
+    left = ", ".join(part for part in (f"{count(undecided)} undecided" if undecided else "",
+                                       f"{count(not_run)} not run" if not_run else "") if part)
+    proven = ("each with its cause proven in this run" if not left else
+              f"{count(decided)} with {'its' if decided == 1 else 'their'} cause proven in this run, {left}"
+              if decided else "none of them decided")
     return Finding(f"{judged}, {proven}: {parts}.", parts, "new", evidence="answers table")
 
 

@@ -179,7 +179,8 @@ def _prediction_claim(prediction: pd.DataFrame, table: pd.DataFrame) -> str:
               "missed by " + ", ".join(f"{r.model} (x{significant(r.factor)})"
                                        for r in judged[~judged.within_target].itertuples()))
     return (f"Predicted failure rate from the screen and the gap noise: {per}; measured inside the "
-            f"interval in {count(inside)} of {plural(len(table), 'class', 'classes')}; target {target}.")
+            f"interval in {count(inside)} of {plural(len(table), 'class', 'classes')}; target (the first seeds' "
+            f"prediction within a factor {near_tie_prediction.TARGET_FACTOR:g} of the full run's count) {target}.")
 
 
 def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = None) -> Finding:
