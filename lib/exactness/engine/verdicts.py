@@ -271,6 +271,11 @@ def changed_by_flips(outputs: pd.DataFrame) -> list[str]:
     return sorted(set(moved.output)) if len(moved) else []
 
 
+def counted(ops: pd.DataFrame) -> pd.DataFrame:
+    """The ops a verdict counts: each can flip on its own and reaches an output."""
+    return ops[ops.on_output_path.astype(bool) & ops.can_flip.astype(bool)] if len(ops) else ops
+
+
 def refuted(claim: published.Claim | None, cause: Cause, ops: pd.DataFrame, flipped_types: set[str],
             passes: bool = False) -> Refuted | None:
     """Why the skip's claim does not hold, from the run's own rows (None when it holds or nothing was claimed).
@@ -297,7 +302,7 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
         return ClassVerdict(model, mode, Cause.NO_EXPORT, words.proof(Cause.NO_EXPORT, Evidence(), t.graph.error),
                             words.action(Cause.NO_EXPORT, Evidence(), [], [], t.graph.error), **base)
     ops = t.ops
-    counted_ops = ops[ops.on_output_path & ops.can_flip] if len(ops) else ops
+    counted_ops = counted(ops)
     counted_nodes = set(counted_ops.node)
     outputs = _names(t.outputs.output) if len(t.outputs) else []
     reached = _reached(ops, counted_nodes) & set(outputs)

@@ -20,6 +20,7 @@ import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field
+from importlib import metadata
 
 import numpy as np
 import onnx
@@ -167,7 +168,7 @@ def export(model: torch.nn.Module, inputs: dict[str, torch.Tensor], dynamic: boo
             if named is None:
                 raise
             raise UnexportableOutputError(
-                f"the model returns a namedtuple ({named}), which transformers {transformers_version()}'s "
+                f"the model returns a namedtuple ({named}), which transformers {metadata.version('transformers')}'s "
                 "OnnxExporter cannot rebuild (exporters/utils.py calls the tuple's type on a generator): return a "
                 "dict or a plain tuple from forward") from error
     program: ir.Model = exported.program
@@ -191,12 +192,6 @@ def _namedtuple_output(error: TypeError) -> str | None:
             return type(held).__name__
         tb = tb.tb_next
     return None
-
-
-def transformers_version() -> str:
-    import transformers
-
-    return transformers.__version__
 
 
 @contextlib.contextmanager

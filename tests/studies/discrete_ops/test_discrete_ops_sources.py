@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from builder_files import pair_builder
 from exactness.engine.evidence import DefectSign
 from exactness.engine.verdicts import Cause
 from exactness.models import sources
@@ -175,25 +176,7 @@ def test_a_builder_returning_a_tuple_has_every_output_compared_and_an_unanswered
     from exactness.runtimes.eager_capture import flatten_outputs
     from exactness.studies.discrete_ops import check
 
-    path = tmp_path / "pair.py"
-    path.write_text(textwrap.dedent("""
-        import torch
-
-
-        class Pair(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.proj = torch.nn.Linear(8, 4)
-
-            def forward(self, x):
-                h = self.proj(x)
-                return h, h.argmax(-1)
-
-
-        def build(seed):
-            torch.manual_seed(seed)
-            return Pair(), {"x": torch.randn(3, 8)}
-        """))
+    path = pair_builder(tmp_path / "pair.py", "h, h.argmax(-1)")
     settings = study.Settings(calibration_seeds=2, max_checks=2, cache=str(tmp_path / "cache"))
     result = study.run([f"{path}:build"], 0, 2, ["static"], settings=settings, progress_every=1e9)
     assert set(result.outputs.output) == {"0", "1"} and len(result.outputs) == 4  # both outputs of both seeds

@@ -2,6 +2,7 @@
 
 import textwrap
 
+from builder_files import pair_builder
 from exactness.studies.ulp_noise import rules
 from exactness.studies.ulp_noise import study as ulp_noise
 
@@ -27,25 +28,7 @@ def test_your_builder_is_compared_tensor_by_tensor(tmp_path):
 def test_a_builder_returning_a_tuple_is_compared_at_each_output_and_named_by_them(tmp_path):
     """Outputs under the exporter's names (`0`, `1.0`, ...); a model with no tensors of its own to name is named by
     its outputs, so the settings comparison has tensors to measure."""
-    path = tmp_path / "pair.py"
-    path.write_text(textwrap.dedent("""
-        import torch
-
-
-        class Pair(torch.nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.proj = torch.nn.Linear(8, 4)
-
-            def forward(self, x):
-                h = self.proj(x)
-                return h, (torch.tanh(h), h.argmax(-1))
-
-
-        def build(seed):
-            torch.manual_seed(seed)
-            return Pair(), {"x": torch.randn(3, 8)}
-        """))
+    path = pair_builder(tmp_path / "pair.py", "h, (torch.tanh(h), h.argmax(-1))")
     pool = ulp_noise.noise_pool(f"{path}:build", "static")
     noise = ulp_noise.noise_draws(pool, range(1), workers=1, progress_every=1e9)
     outputs = noise[noise.model_output]

@@ -178,7 +178,7 @@ def flips(result: Result) -> Section:
     # a flipped decision that weighed a non-finite value eager does not read (the engine's FLIP_AMONG_NONFINITE) is
     # explained by forcing too, but it is a defect's flip
     m, ops = result.margins, result.ops
-    counted = set(ops[ops.on_output_path.astype(bool) & ops.can_flip.astype(bool)].node) if len(ops) else set()
+    counted = set(v.counted(ops).node) if len(ops) else set()
     broken = (m[m.node.isin(counted) & (m.flipped > 0) & (m.flipped_nonfinite > m.flipped_nan_eager)]
               if len(m) and "flipped_nonfinite" in m else m.iloc[:0])
     defects = {(r.model, r.seed) for r in broken.itertuples()} & set(per_seed.index[per_seed])

@@ -74,9 +74,9 @@ def _draw(pool: GraphPool, seed: int, threads: int | None = None, eager_run=eage
     return _Draw(built, inputs, eager, everything, bare)
 
 
-def _table(name: str, draw: _Draw, produced: dict | None = None) -> pd.DataFrame:
+def _table(name: str, draw: _Draw, produced: dict | None = None, final: dict | None = None) -> pd.DataFrame:
     """Every module's output (`produced`: the exposing run's values, when already made), then the model's
-    outputs from the graph as exported."""
+    outputs from the graph as exported (`final`: that run's values, when already made)."""
     graph = draw.everything.graph
     produced = produced if produced is not None else draw.everything.run(draw.inputs)
     named = tensor_subjects.named_tensors(name, draw.built)
@@ -84,7 +84,8 @@ def _table(name: str, draw: _Draw, produced: dict | None = None) -> pd.DataFrame
     outputs = {name: name for name in graph.outputs if name in draw.eager.outputs}  # the model's outputs come last
     last = {name: [draw.eager.outputs[name]] for name in outputs}
     # a model with no tensors of its own to name (your builder, a registered class) is named by its outputs
-    finals = intermediate_table(last, draw.bare.run(draw.inputs), outputs, None if named else outputs,
+    final = final if final is not None else draw.bare.run(draw.inputs)
+    finals = intermediate_table(last, final, outputs, None if named else outputs,
                                 extra=worst_elements).assign(
         depth=lambda f: f.depth + len(graph.intermediates), model_output=True)
     input_of = draw.eager.input_of or {}
@@ -197,10 +198,10 @@ def settings(pool: GraphPool, seeds) -> pd.DataFrame:
         for seed in seeds:
             draw = _draw(pool, int(seed), threads=threads, **options)
             first, second = draw.everything.run(draw.inputs), draw.everything.run(draw.inputs)
-            table = _table(pool.model, draw, first)
-            repeatable = {EXPOSED: all(np.array_equal(first[k], second[k], equal_nan=True) for k in first)}
             once, again = draw.bare.run(draw.inputs), draw.bare.run(draw.inputs)
-            repeatable[AS_EXPORTED] = all(np.array_equal(once[k], again[k], equal_nan=True) for k in once)
+            table = _table(pool.model, draw, first, once)
+            repeatable = {EXPOSED: all(np.array_equal(first[k], second[k], equal_nan=True) for k in first),
+                          AS_EXPORTED: all(np.array_equal(once[k], again[k], equal_nan=True) for k in once)}
             final = table.model_output.astype(bool) if "model_output" in table else pd.Series(False, table.index)
             for row, is_output in zip(table.itertuples(), final, strict=True):
                 if not (row.label or is_output):
