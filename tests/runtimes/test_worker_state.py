@@ -17,9 +17,3 @@ def test_a_factory_runs_once_per_key_and_a_fresh_state_starts_empty():
         assert worker_state.current() is state
     assert worker_state.current() is not state
 
-
-def test_the_float64_twins_are_made_on_first_use_and_kept():
-    with worker_state.fresh() as state:
-        assert state.float64_twins is None
-        twins = state.twins()
-        assert state.twins() is twins and type(twins).__name__ == "Float64Twins"

@@ -1,9 +1,9 @@
 """What one process keeps between the chunks it runs, in one object it owns.
 
-A worker checks many seeds of a few classes: rebuilding a class's template, learning which calls the screen
-taps, or building a float64 twin costs more than a seed, so a process keeps them. Everything of that kind lives
-here, in `WorkerState` (what stays elsewhere, and why: ARCHITECTURE.md, "What a process keeps"): a test builds a
-fresh one (`fresh()`) instead of clearing caches by hand, and what a process holds can be read in one place.
+A worker checks many seeds of a few classes: rebuilding a class's template or learning which calls the screen
+taps costs more than a seed, so a process keeps them. Everything of that kind lives here, in `WorkerState` (what
+stays elsewhere, and why: ARCHITECTURE.md, "What a process keeps"): a test builds a fresh one (`fresh()`) instead
+of clearing caches by hand, and what a process holds can be read in one place.
 Every value kept is a pure function of its key (a model class, a seed's structure), so keeping it changes no
 number, only the time.
 """
@@ -22,8 +22,6 @@ class WorkerState:
     made: dict[tuple, Any] = field(default_factory=dict)
     # a study's learnt facts about a class (discrete_ops: the calls its screen taps), by the study's own key
     learnt: dict[Hashable, Any] = field(default_factory=dict)
-    # the discrete-ops checks' float64 twins (`runtimes.float64_twin.Float64Twins`), made on first use
-    float64_twins: Any = None
 
     def made_by(self, factory: Callable, *key: Hashable) -> Any:
         """`factory(*key)`, made once per process and key."""
@@ -31,13 +29,6 @@ class WorkerState:
         if slot not in self.made:
             self.made[slot] = factory(*key)
         return self.made[slot]
-
-    def twins(self):
-        if self.float64_twins is None:
-            from exactness.runtimes.float64_twin import Float64Twins
-
-            self.float64_twins = Float64Twins()
-        return self.float64_twins
 
 
 _current = WorkerState()

@@ -18,7 +18,7 @@ from exactness.engine import margins as margins_of
 from exactness.engine.outputs import compare_forced, compare_output
 from exactness.engine.rows import ClassTask, GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow
 from exactness.models import sources
-from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph, weight_swap, worker_state
+from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph, weight_swap
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED, flatten_outputs
 from exactness.runtimes.export_cache import ExportCache
 
@@ -250,9 +250,8 @@ class SeedCheck:
     seed: SeedRow
 
 
-def _float64_reference(built: torch.nn.Module, inputs: dict, records, fast: bool = True) -> tuple[dict | None, str]:
-    """Eager in float64 with eager's own discrete choices forced: what float32 arithmetic approximates. `fast`:
-    the float64 copy is the process's twin of the model (`float64_twin`), else a deep copy."""
+def _float64_reference(built: torch.nn.Module, inputs: dict, records) -> tuple[dict | None, str]:
+    """Eager in float64 with eager's own discrete choices forced: what float32 arithmetic approximates."""
     force = own_choices(records)
     wide_inputs = {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
                    for k, v in inputs.items()}
@@ -261,8 +260,7 @@ def _float64_reference(built: torch.nn.Module, inputs: dict, records, fast: bool
         return discrete_recorder.record(wide, wide_inputs, force=force, seed=EXPORT_TEST_FORWARD_SEED)
 
     try:
-        twins = worker_state.current().twins()
-        raw, wide_records = twins.wide(built, run) if fast else run(copy.deepcopy(built).double())
+        raw, wide_records = run(copy.deepcopy(built).double())
     except Exception as error:  # a model that does not run in float64 has no reference: said, not hidden
         return None, f"no float64 reference ({type(error).__name__}: {' '.join(str(error).split())[:200]})"
     if [(r.op, r.call, r.forced) for r in wide_records] != [(r.op, r.call, True) for r in records]:
@@ -271,7 +269,7 @@ def _float64_reference(built: torch.nn.Module, inputs: dict, records, fast: bool
 
 
 def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, cache: ExportCache,
-               atol: float, rtol: float, phase: str, fast: bool = True,
+               atol: float, rtol: float, phase: str,
                judging: export_rule.Rule = export_rule.BUILT_IN) -> SeedCheck:
     """Eager (recorded), ORT and the float64 reference on one seed: its margin, output and seed rows; the seed's
     pass/fail by `judging` (the built-in replica of the export test's check, or a checkout's own)."""
@@ -332,7 +330,7 @@ def check_seed(cg: ClassGraph, seed: int, built: torch.nn.Module, inputs: dict, 
     drawn_outputs = {name for op in cg.ops if op.category == "random" for name in op.reaches_outputs}
     flipped_counted = any(r.flipped > 0 for r in margin_rows if r.node in counted_nodes)
     stray = not flipped_counted and any(r.flipped > 0 for r in margin_rows if r.node not in counted_nodes)
-    reference, reference_note = _float64_reference(built, inputs, records, fast)
+    reference, reference_note = _float64_reference(built, inputs, records)
     check_output_names(cg.outputs, eager)
     pairs = [(name, eager_name(name, eager)) for name in cg.outputs]
     pairs = [(graph, mine) for graph, mine in pairs if mine is not None and graph in produced]

@@ -320,7 +320,7 @@ class _Check:
             make = _fresh(task.model, checkout) if fresh_build else _builder(task.model, True, checkout)[0]
             made = make(int(seed))
             result = check.check_seed(self.cg, int(seed), made.model, made.inputs, cache, self.settings.atol,
-                                      self.settings.rtol, self.phase, self.settings.fast_paths, self.settings.judging)
+                                      self.settings.rtol, self.phase, judging=self.settings.judging)
             margins += result.margins
             outputs += result.outputs
             rows.append(result.seed)

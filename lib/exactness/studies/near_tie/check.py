@@ -18,7 +18,7 @@ from exactness.engine import margins as margins_of
 from exactness.engine.outputs import compare_forced, compare_output, passes_alone
 from exactness.engine.rows import MarginRow, OutputRow, frame
 from exactness.models import wav2vec2_family as family
-from exactness.runtimes import codevector_lookup, eager_capture, worker_state
+from exactness.runtimes import codevector_lookup, eager_capture
 from exactness.runtimes.graph_pool import GraphPool
 from exactness.runtimes.speedup_paths import BuildPath, LookupPath
 from exactness.studies.near_tie.row import (
@@ -84,7 +84,7 @@ def check_seed(pool: GraphPool, seed: int, *, atol: float = 1e-3, rtol: float = 
     aligned = run_eager(built, inputs, capture=False, force_codes=ort_codes).outputs if flips else eager.outputs
     margin = _margin_row(model, seed, pool.shape_mode, eager_logits, ort_logits, gaps.top1_index, ort_codes, atol,
                          rtol)
-    reference, reference_note = float64_reference(built, inputs, gaps.top1_index, fast_paths)
+    reference, reference_note = float64_reference(built, inputs, gaps.top1_index)
     # the noise bound is only known once every check is in: keep the margins, judge later (near_tie.tie_aware)
     tie_aware = tie_aware_compare(eager_logits, ort_codes, aligned, ort_outputs, float("inf"), atol, rtol)
     labels = {"model": model, "seed": seed, "shape_mode": pool.shape_mode}
@@ -160,10 +160,9 @@ def _margin_row(model: str, seed: int, shape_mode: str, eager_logits: torch.Tens
 QUANTIZER_NODE = "quantizer.argmax"  # the graph value a check reads ORT's codes from (`GraphPool.exposed`)
 
 
-def float64_reference(built: torch.nn.Module, inputs: dict, codes: torch.Tensor,
-                      fast_paths: bool = True) -> tuple[dict | None, str]:
+def float64_reference(built: torch.nn.Module, inputs: dict, codes: torch.Tensor) -> tuple[dict | None, str]:
     """Eager in float64 with eager's own codes forced: what the float32 arithmetic approximates (the engine's
-    reference), on the process's float64 twin of the model (`float64_twin`; a deep copy without fast paths)."""
+    reference), on a float64 copy of the model."""
     wide_inputs = {k: v.double() if isinstance(v, torch.Tensor) and v.is_floating_point() else v
                    for k, v in inputs.items()}
 
@@ -171,9 +170,7 @@ def float64_reference(built: torch.nn.Module, inputs: dict, codes: torch.Tensor,
         return eager_capture.run(wide, wide_inputs, capture=False, force_codes=codes).outputs
 
     try:
-        twins = worker_state.current().twins()
-        return (twins.wide(built, run) if fast_paths else run(copy.deepcopy(built).double()),
-                "float64, eager's codes forced")
+        return run(copy.deepcopy(built).double()), "float64, eager's codes forced"
     except Exception as error:  # a model that does not run in float64 has no reference: said, not hidden
         return None, f"no float64 reference ({type(error).__name__}: {' '.join(str(error).split())[:200]})"
 
