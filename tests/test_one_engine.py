@@ -83,6 +83,20 @@ def test_the_checks_find_a_second_verdict_and_a_cause_decided_outside_the_engine
     assert deciding(planted) == ["studies/x/answers.py:3 Cause.NEAR_TIE", "studies/x/answers.py:4 Cause.DEFECT"]
 
 
+def swap_learners(sources: dict[Path, ast.Module]) -> list[str]:
+    """Where an export's weight swap is learnt (`weight_swap.learn(...)` called): the export set-up every study
+    shares, `runtimes.graph_pool`."""
+    return sorted(f"{path.relative_to(LIB)}:{node.lineno}" for path, tree in sources.items() for node in ast.walk(tree)
+                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "learn"
+                  and getattr(node.func.value, "id", None) == "weight_swap")
+
+
+def test_one_export_set_up_learns_the_weight_swap_for_every_study():
+    assert [place.split(":")[0] for place in swap_learners(_sources())] == ["runtimes/graph_pool.py"]
+    planted = {LIB / "studies" / "x" / "check.py": ast.parse("plan = weight_swap.learn(a, b, c, d, 1)\n")}
+    assert swap_learners(planted) == ["studies/x/check.py:1"]
+
+
 def test_the_quantizers_screen_is_the_engines_screen_rows():
     screen = pd.DataFrame({"model": "M", "seed": [0, 1, 2], "min_gap": [0.0, 1e-6, 1e-2],
                            "smallest_gap_ulps": [0.0, 8.0, 80_000.0]})

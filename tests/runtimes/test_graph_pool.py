@@ -154,3 +154,15 @@ def test_a_pool_run_without_preparing_learns_from_its_first_two_seeds(cases):
 def test_an_unknown_shape_mode_is_refused():
     with pytest.raises(ValueError, match="unknown shape mode 'ragged'"):
         GraphPool("toy", "ragged")
+
+
+def test_a_pool_without_a_fed_session_learns_the_swap_only(cases, monkeypatch):
+    """discrete_ops runs its own sessions on the swapped weights: the fed session is neither learnt nor used."""
+    def never(*args):
+        raise AssertionError("the fed session was learnt")
+
+    monkeypatch.setattr(fed_graph, "learn", never)
+    pool = GraphPool("toy", "static", fed=False).prepare(cases[0], cases[1])
+    assert pool.swap_state is Learnt.VERIFIED and pool.fed_state is Learnt.OFF and pool.fed is None
+    _, paths = pool.runner(2, cases[2].built, cases[2].inputs, intra_op_threads=1)
+    assert (paths.weights, paths.session) == (WeightsPath.SWAP, SessionPath.PER_SEED)

@@ -89,8 +89,9 @@ class GraphPool:
     and so no fed session (fast paths off): every seed runs its own export in its own session."""
 
     def __init__(self, model: str, shape_mode: str, *, swap: bool = True, exposed: frozenset[str] | None = None,
-                 rewrite=None):
-        """`rewrite`: graph -> a graph computing the same values faster, or None
+                 rewrite=None, fed: bool = True):
+        """`fed=False`: no fed session (a caller that runs its own sessions on the swapped weights).
+        `rewrite`: graph -> a graph computing the same values faster, or None
         (`codevector_lookup.gathered_graph`); used for the one fed session only, after `fed_graph.learn` has
         compared it with the graph as exported. Exports made elsewhere (another process) come in as
         `Case.graph` to `prepare`."""
@@ -105,7 +106,7 @@ class GraphPool:
         self.plan: weight_swap.SwapPlan | None = None
         self.fed: fed_graph.FedGraph | None = None
         self.swap_state = Learnt.PENDING if swap else Learnt.OFF
-        self.fed_state = Learnt.PENDING if swap else Learnt.OFF
+        self.fed_state = Learnt.PENDING if swap and fed else Learnt.OFF
         self.swap_reason, self.fed_reason = "", ""
         self.exports, self.export_seconds, self.cached_exports = 0, 0.0, 0
         self.own: dict[int, onnx_graph.ExportedGraph] = {}  # seeds with their own export in this process
@@ -192,7 +193,8 @@ class GraphPool:
         except weight_swap.SwapError as error:
             self.swap_state, self.swap_reason, self.fed_state = Learnt.REFUSED, str(error), Learnt.OFF
             return
-        self._learn_fed(case)
+        if self.fed_state is Learnt.PENDING:
+            self._learn_fed(case)
 
     def _check_exposure(self, graph: onnx_graph.ExportedGraph, inputs: dict) -> None:
         if self.exposed is None:

@@ -17,10 +17,10 @@ from exactness.compare import export_rule
 from exactness.engine import margins as margins_of
 from exactness.engine.outputs import compare_forced, compare_output
 from exactness.engine.rows import ClassTask, GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow
-from exactness.models import sources
 from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph, weight_swap
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED, flatten_outputs
 from exactness.runtimes.export_cache import ExportCache
+from exactness.runtimes.graph_pool import Case, GraphPool
 
 
 @dataclass
@@ -44,33 +44,20 @@ def counted(op: discrete_scan.DiscreteOp) -> bool:
     return op.on_output_path and op.can_flip
 
 
-def export(task: ClassTask, made: sources.Made, cache: ExportCache):
-    return made.model, made.inputs, cache.export(made.model, made.inputs, dynamic=task.shape_mode == "dynamic")
-
-
-def _count(row: GraphRow, lookup) -> None:
-    if lookup.cached:
-        row.cached_exports += 1
-    else:
-        row.exports += 1
-        row.export_seconds += lookup.graph.export_seconds
-
-
 def prepare(task: ClassTask, seeds: list[int], cache: ExportCache, make) -> ClassGraph:
-    """Export the first seed, scan it; export the second and learn the weight swap (verified on it).
-    `make(seed)`: the seed's `sources.Made`, a fresh model (the swap is learnt from two distinct ones)."""
-    built, inputs, lookup = export(task, make(seeds[0]), cache)
-    cg = from_graph(task, seeds[0], lookup.graph, inputs)
-    _count(cg.row, lookup)
-    cg.row.swap = "one seed: no swap needed"
-    if len(seeds) > 1:
-        other, _, second = export(task, make(seeds[1]), cache)
-        _count(cg.row, second)
-        try:
-            cg.plan = weight_swap.learn(lookup.graph, built, second.graph, other, seeds[1])
-            cg.row.swap = f"verified against a fresh export of seed {seeds[1]}"
-        except weight_swap.SwapError as error:
-            cg.row.swap = f"disabled: {error}"
+    """Export the first seed and scan it; export the second and learn the weight swap from the two, verified on
+    it, as every study learns it (`GraphPool`). `make(seed)`: the seed's `sources.Made`, a fresh model."""
+    cases = []
+    for seed in dict.fromkeys(seeds[:2]):
+        made = make(seed)
+        found = cache.export(made.model, made.inputs, dynamic=task.shape_mode == "dynamic")
+        cases.append(Case(seed, made.model, made.inputs, found.graph, found.cached))
+    pool = GraphPool(task.model, task.shape_mode, fed=False).prepare(*cases)
+    cg = from_graph(task, cases[0].seed, cases[0].graph, cases[0].inputs)
+    cg.plan = pool.plan
+    cg.row.exports, cg.row.cached_exports = pool.exports, pool.cached_exports
+    cg.row.export_seconds = pool.export_seconds
+    cg.row.swap = pool.swap_status if len(cases) > 1 else "one seed: no swap needed"
     return cg
 
 
