@@ -1,3 +1,5 @@
+import math
+
 import pytest
 import torch
 
@@ -296,3 +298,14 @@ def test_the_figure_caption_counts_any_difference_and_the_part_above_the_thresho
     assert dac_findings.padding_tail_words(below, 1, "latent", "frames").endswith("none by more than the threshold.")
     assert dac_findings.padding_tail_words(below.assign(any_diff_from_end=0), 1, "latent", "frames") == (
         "The padding changes none of its frames.")
+
+
+def test_codes_get_no_difference_size_only_where_they_differ():
+    """Two code indices are equal or not: 981 against 3 is no larger a difference than 4 against 3."""
+    a = torch.tensor([[[3, 5, 7, 981]]])
+    b = torch.tensor([[[3, 5, 7, 3]]])
+    tail = batching._tail(a, b)
+    assert tail["first_diff_from_end"] == 1 and tail["bit_identical_before"]
+    assert math.isnan(tail["max_diff_before"]) and math.isnan(tail["max_diff_in_tail"])
+    floats = batching._tail(a.float(), b.float())
+    assert floats["max_diff_in_tail"] == 978.0

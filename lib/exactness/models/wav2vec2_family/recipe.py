@@ -20,9 +20,11 @@ mask = [rng.randint(0, 1) for _ in range({s.batch_size} * {s.seq_length})]
 input_values = torch.tensor(values, dtype=torch.float).view({s.batch_size}, {s.seq_length})
 attention_mask = torch.tensor(mask).view({s.batch_size}, {s.seq_length}); attention_mask[:, 0] = 1
 config = transformers.{s.config_class}({kwargs})
-config.return_loss = False; set_config_for_less_flaky_test(config)
+config.return_loss = False
+set_config_for_less_flaky_test(config)  # every norm eps in the config, the tester's included, becomes 1.0
 torch.manual_seed(seed)
-model = transformers.{s.model_class}(config).eval(); set_model_for_less_flaky_test(model)
+model = transformers.{s.model_class}(config).eval()
+set_model_for_less_flaky_test(model)  # and every norm module's eps, set or not from the config
 """
 
 

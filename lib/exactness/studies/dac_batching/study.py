@@ -76,7 +76,7 @@ def _encode_decode(model, audio: torch.Tensor, chunk_frames: int = CHUNK_FRAMES)
 def _tail(a: torch.Tensor, b: torch.Tensor, relative_floor: float = 1e-4) -> dict:
     """How many positions at the end differ by more than rounding noise (`relative_floor` times the RMS of
     `a`; exact inequality for codes), whether everything before that tail is bit-identical, and the largest
-    difference before and inside the tail."""
+    difference before and inside the tail (none for codes)."""
     diff = (a.double() - b.double()).abs().reshape(-1, a.shape[-1]).max(dim=0).values
     rms = float(a.double().square().mean().sqrt()) if a.is_floating_point() else 0.0
     floor = relative_floor * rms
@@ -89,8 +89,10 @@ def _tail(a: torch.Tensor, b: torch.Tensor, relative_floor: float = 1e-4) -> dic
             "any_diff_from_end": a.shape[-1] - int(moved.min()) if moved.numel() else 0,
             "threshold": floor, "threshold_ulps": ulps,
             "bit_identical_before": bool((diff[:first] == 0).all()),
-            "max_diff_before": float(diff[:first].max()) if first else 0.0,
-            "max_diff_in_tail": float(diff[first:].max()) if first < a.shape[-1] else 0.0}
+            # codes are indices: two codes differ or not, and how far apart their numbers are means nothing
+            "max_diff_before": (float(diff[:first].max()) if first else 0.0) if a.is_floating_point() else math.nan,
+            "max_diff_in_tail": (float(diff[first:].max()) if first < a.shape[-1] else 0.0)
+            if a.is_floating_point() else math.nan}
 
 
 @dataclass(frozen=True)
