@@ -303,7 +303,8 @@ def test_codes_finding_turns_when_a_code_flips():
 
 
 def test_codec_finding_turns_when_runs_differ_as_much_as_the_codec_error():
-    codec = pd.DataFrame({"init": "trained", "codec_rms_err": [0.2, 0.2], "decoded_vs_float64": [0.0, 1e-6]})
+    codec = pd.DataFrame({"init": "trained", "codec_rms_err": [0.2, 0.2], "codec_max_abs_err": [0.6, 0.6],
+                          "decoded_vs_float64": [0.0, 1e-6]})
     assert found.codec_finding(codec).verdict == "reproduced"
     assert found.codec_finding(codec.assign(decoded_vs_float64=[0.0, 0.1])).verdict == "differs"
 
