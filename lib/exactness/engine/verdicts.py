@@ -86,8 +86,6 @@ class ClassVerdict:
     model: str
     shape_mode: str
     cause: Cause
-    proof: str  # the numbers that show the cause, in a sentence
-    action: str
     compare: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
     where: str = ""  # a defect's first module (and node)
@@ -110,8 +108,27 @@ class ClassVerdict:
     defect_output: str = ""  # the output that shows it
     stage: str = ""  # a defect's pipeline stage (`stages.Stage` value), "" when not located
     pass_name: str = ""  # the exporter's rule or ORT's pass whose removal alone removes the defect
-    refutation: str = ""  # why the skip's stated reason does not hold, from this run's rows ("" when it holds)
+    refuted: Refuted | None = None  # why the skip's stated reason does not hold (None when it holds)
+    refuted_claim: str = ""  # that reason's claim, as the refutation quotes it
+    graph_ops: int = 0  # the graph's discrete ops, which a refutation counts
+    error: str = ""  # why the class did not run (Cause.NO_EXPORT): the builder's or the exporter's message
     evidence: Evidence = field(default_factory=Evidence)  # what the proof and action say, as numbers
+
+    # The words are written from the fields above when read, by `verdict_words` alone: nothing decided here is
+    # English, and a rewording changes no decision.
+    @property
+    def proof(self) -> str:
+        """The numbers that show the cause, in a sentence."""
+        return words.proof(self.cause, self.evidence, self.error)
+
+    @property
+    def action(self) -> str:
+        return words.action(self.cause, self.evidence, self.compare, self.exclude, self.error)
+
+    @property
+    def refutation(self) -> str:
+        """Why the skip's stated reason does not hold, from this run's rows ("" when it holds)."""
+        return words.refutation(self.refuted, self.refuted_claim, self.cause, self.graph_ops, self.pass_name)
 
 
 def stated_reason(model: str) -> tuple[str, published.Claim | None]:
@@ -293,14 +310,13 @@ def refuted(claim: published.Claim | None, cause: Cause, ops: pd.DataFrame, flip
 
 def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", remedy: str = "",
             stage: str = "", pass_name: str = "", rule: export_rule.Rule = export_rule.BUILT_IN) -> ClassVerdict:
-    """The class's cause, decided from its rows into typed evidence (`evidence`), then put into words by
-    `verdict_words`. `where`, `remedy`, `stage`, `pass_name`: a defect's localization (`localize.Localization`)."""
+    """The class's cause, decided from its rows into typed evidence (`evidence`), put into words by `verdict_words`
+    when read. `where`, `remedy`, `stage`, `pass_name`: a defect's localization (`localize.Localization`)."""
     model, mode = t.graph.model, t.graph.shape_mode
     reason, claim = stated_reason(model)
     base = dict(skip_reason=reason, claim=str(claim or ""))
     if t.graph.error:
-        return ClassVerdict(model, mode, Cause.NO_EXPORT, words.proof(Cause.NO_EXPORT, Evidence(), t.graph.error),
-                            words.action(Cause.NO_EXPORT, Evidence(), [], [], t.graph.error), **base)
+        return ClassVerdict(model, mode, Cause.NO_EXPORT, error=t.graph.error, **base)
     ops = t.ops
     counted_ops = counted(ops)
     counted_nodes = set(counted_ops.node)
@@ -386,16 +402,15 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
                 if not unchecked:
                     common["seeds_needed"] = policy.seeds_needed()
     evidence = Evidence(**ev, tie_aware=t.tie_aware)
-    result = ClassVerdict(model, mode, cause, words.proof(cause, evidence), words.action(cause, evidence, compare,
-                                                                                         exclude),
-                          compare, exclude, where if cause is Cause.DEFECT else "", evidence=evidence, **common)
+    result = ClassVerdict(model, mode, cause, compare, exclude, where if cause is Cause.DEFECT else "",
+                          evidence=evidence, **common)
     graph_ops = ops if t.scanned else None
     result.reason_holds = reason_holds(claim, cause, flipped_types, graph_ops)
     if cause is Cause.DEFECT:
         result.stage, result.pass_name = stage, pass_name
     values_pass = evidence.values is not None and evidence.values.state is ValueState.CLEAN
-    result.refutation = words.refutation(refuted(claim, cause, graph_ops, flipped_types, values_pass), claim, cause,
-                                         len(ops), result.pass_name)
+    result.refuted = refuted(claim, cause, graph_ops, flipped_types, values_pass)
+    result.refuted_claim, result.graph_ops = str(claim or ""), len(ops)
     result.verification = verify(t.outputs, result.compare, rule)
     return result
 
@@ -437,12 +452,11 @@ def never_runs(model: str, shape_mode: str, why: str) -> ClassVerdict:
     evidence = Evidence(skipped=bool(reason), never_runs=why)
     cause = Cause.NOTHING_REACHES
     outputs: list[str] = []
-    result = ClassVerdict(model, shape_mode, cause, words.proof(cause, evidence), words.action(cause, evidence, outputs,
-                                                                                               []),
+    result = ClassVerdict(model, shape_mode, cause, outputs, [],
                           flips=Estimate(0.0, 0.0, 0.0, 0, 0, 0, True), failures=None,  # no seed's values checked
                           evidence=evidence, skip_reason=reason, claim=str(claim or ""))
     result.reason_holds = reason_holds(claim, cause, set())
-    result.refutation = words.refutation(refuted(claim, cause, pd.DataFrame(), set()), claim, cause, 0)
+    result.refuted, result.refuted_claim = refuted(claim, cause, pd.DataFrame(), set()), str(claim or "")
     return result
 
 

@@ -15,7 +15,7 @@ from exactness.engine import answers as engine_answers
 from exactness.engine import candidates as engine_candidates
 from exactness.engine import outputs as engine_outputs
 from exactness.engine import verdicts
-from exactness.engine.evidence import DefectSign
+from exactness.engine.evidence import Defect, DefectSign, Evidence, Flips, Refuted, Values, ValueState
 from exactness.engine.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
 from exactness.studies.discrete_ops import check, figures, findings, sentences
 from exactness.studies.discrete_ops.study import Result
@@ -400,8 +400,7 @@ def test_the_float64_reference_draws_what_eager_drew_and_chooses_what_it_chose()
 
 def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
     def stated(**fields):
-        return engine_answers.flip_words(verdicts.ClassVerdict("M", "static", verdicts.Cause.EXACT_TIE, "p", "a",
-                                                               **fields))
+        return engine_answers.flip_words(verdicts.ClassVerdict("M", "static", verdicts.Cause.EXACT_TIE, **fields))
 
     ties = stated(counted=1, screened=2000, candidates=2000, checked_candidates=40, ties=2000,
                   flips=verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000)))
@@ -411,15 +410,17 @@ def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
     calibrated = stated(counted=1, screened=2000, candidates=86, checked_candidates=86, checked=93,
                         flips=verdicts.estimate(3, 3, 93, 2000))
     assert calibrated.endswith("86 of the 86 within reach of a tie checked, and 7 seeds beyond reach checked too.")
-    tied = verdicts.ClassVerdict("M", "static", verdicts.Cause.EXACT_TIE, "p", "a", counted=1, screened=2000,
+    tied = verdicts.ClassVerdict("M", "static", verdicts.Cause.EXACT_TIE, counted=1, screened=2000,
                                  flips=verdicts.estimate(0, 0, 0, 2000, sampled=(24, 40, 2000)))
     assert engine_answers.flip_rate(tied) == "1 in 1.7 (95% 1 in 2.2 to 1 in 1.4; 24 in 40 checked of 2,000 seeds)"
     none = stated(counted=1, screened=2000, flips=verdicts.estimate(0, 0, 0, 2000))
     assert none == "No flip in 2,000 seeds screened; none within reach of a tie."
     assert stated(counted=0, checked=8) == ""  # the flips column says never, with why
-    unflippable = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, "p", "a", checked=8)
+    unflippable = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, checked=8)
     assert engine_answers.flip_rate(unflippable) == "never (no discrete op can flip)"
-    nothing = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, "no discrete op ...", "a")
+    clean = Evidence(values=Values(ValueState.CLEAN, 8, 0.5))
+    nothing = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, evidence=clean)
+    assert nothing.proof.startswith("no discrete op that can flip reaches an output")
     assert engine_answers.flip_words(nothing) == ""  # its proof opens with it: said once
 
 
@@ -500,11 +501,11 @@ def test_the_summary_carries_each_defects_stage_pass_and_errors():
     assert defect == {"seed": 1, "stage": "ORT", "pass": "Pad_Fusion", "error_with": 1.4e-3, "error_without": 1.1e-7,
                       "reproduces": True}
     # seeds asked beside what each class ran: a class stopped early ran fewer
-    result.verdicts = [verdicts.ClassVerdict("BitModel", "static", verdicts.Cause.DEFECT, "", "", screened=1,
+    result.verdicts = [verdicts.ClassVerdict("BitModel", "static", verdicts.Cause.DEFECT, screened=1,
                                              checked=1)]
     assert sentences.summary(result, 3)["seeds_asked"] == 3
     assert sentences.summary(result, 3)["seeds_run"] == {"BitModel": {"screened": 1, "checked": 1}}
-    result.verdicts.append(verdicts.ClassVerdict("BitModel", "dynamic", verdicts.Cause.DEFECT, "", "", screened=2))
+    result.verdicts.append(verdicts.ClassVerdict("BitModel", "dynamic", verdicts.Cause.DEFECT, screened=2))
     both = sentences.summary(result, 3)  # two shape modes: one entry each, neither overwriting the other
     assert set(both["seeds_run"]) == set(both["causes"]) == {"BitModel (static)", "BitModel (dynamic)"}
     shown = sentences.defects(result)
@@ -512,12 +513,13 @@ def test_the_summary_carries_each_defects_stage_pass_and_errors():
 
 
 def test_the_skip_reason_finding_says_why_each_refuted_reason_does_not_hold():
-    tapas = verdicts.ClassVerdict("TapasForQuestionAnswering", "static", verdicts.Cause.DEFECT, "p", "a",
-                                  skip_reason="tied", reason_holds=False, refutation="a defect, not a tie")
-    held = verdicts.ClassVerdict(MODEL, "static", verdicts.Cause.EXACT_TIE, "p", "a", skip_reason="tied",
-                                 reason_holds=True)
+    tapas = verdicts.ClassVerdict("TapasForQuestionAnswering", "static", verdicts.Cause.DEFECT, skip_reason="tied",
+                                  reason_holds=False, refuted=Refuted.DEFECT_NOT_TIE, refuted_claim="an exact tie")
+    held = verdicts.ClassVerdict(MODEL, "static", verdicts.Cause.EXACT_TIE, skip_reason="tied", reason_holds=True)
     claim = findings.skip_reasons(_result([tapas, held])).claim
-    assert "holds for 1 of 2" in claim and "not for TapasForQuestionAnswering (a defect, not a tie)" in claim
+    assert "holds for 1 of 2" in claim
+    assert ("not for TapasForQuestionAnswering (the skip claims an exact tie that ORT breaks another way, but what ORT "
+            "computes there is a defect, not a tie broken differently)") in claim
 
 
 def test_the_float64_table_and_its_sentence_judge_the_same_outputs():
@@ -538,7 +540,6 @@ def test_the_float64_table_and_its_sentence_judge_the_same_outputs():
 
 def test_a_random_draw_outside_every_module_is_placed_and_a_draw_reaching_every_output_leaves_nothing_to_compare():
     from exactness.engine import verdict_words
-    from exactness.engine.evidence import Evidence
 
     drawn = Evidence(draws=("RandomUniformLike",), draw_scopes=("",))
     proof = verdict_words.proof(verdicts.Cause.RANDOM_DRAW, drawn)
@@ -551,7 +552,7 @@ def test_the_overview_counts_only_decided_classes_as_proven():
     from exactness.studies.discrete_ops import findings
 
     def of(model, cause):
-        return verdicts.ClassVerdict(model, "static", cause, "", "")
+        return verdicts.ClassVerdict(model, "static", cause)
 
     decided = _result([of("A", verdicts.Cause.EXACT_TIE), of("B", verdicts.Cause.DEFECT)])
     assert "2 classes, each with its cause proven in this run" in findings.overview(decided).claim
@@ -580,10 +581,13 @@ def test_the_flips_section_says_which_explained_flips_read_a_value_ort_alone_bro
 
 def test_a_defects_answer_leads_with_its_own_proof_and_a_ties_with_its_flips():
     def line(cause):
-        found = verdicts.ClassVerdict("M", "static", cause, "seed 1: NaN in ORT only", "a", counted=1, screened=300,
-                                      candidates=300, checked_candidates=40, checked=40,
-                                      flips=verdicts.estimate(40, 40, 40, 300))
+        shown = Evidence(defect=Defect(1, "y", DefectSign.NONFINITE_OUTPUT, count=3, of=8), checked=40,
+                         flips=Flips(40, 40, ("ArgMax",), True, 0.0, 16.0, ()))
+        found = verdicts.ClassVerdict("M", "static", cause, counted=1, screened=300, candidates=300,
+                                      checked_candidates=40, checked=40, flips=verdicts.estimate(40, 40, 40, 300),
+                                      evidence=shown)
         return engine_answers.answer(found, "M").proof
 
-    assert line(verdicts.Cause.DEFECT).startswith("Seed 1: NaN in ORT only. Flips counted over 300 seeds screened")
+    assert line(verdicts.Cause.DEFECT).startswith("Seed 1: y is non-finite on one side only in 3 of 8 values. Flips "
+                                                  "counted over 300 seeds screened")
     assert line(verdicts.Cause.EXACT_TIE).startswith("Flips counted over 300 seeds screened")

@@ -598,6 +598,6 @@ def _as_stated(found: verdicts_of.ClassVerdict, tables: verdicts_of.ClassTables,
     found.claim = " ".join(part for part in (str(stated.claim or ""), f"(scope {stated.scope})" if stated.scope else "")
                            if part)
     found.reason_holds = verdicts_of.reason_holds(stated.claim, found.cause, flipped, ops)
-    found.refutation = verdicts_of.words.refutation(verdicts_of.refuted(stated.claim, found.cause, ops, flipped),
-                                                    stated.claim, found.cause, len(ops), found.pass_name)
+    found.refuted = verdicts_of.refuted(stated.claim, found.cause, ops, flipped)
+    found.refuted_claim, found.graph_ops = str(stated.claim or ""), len(ops)
     return found
