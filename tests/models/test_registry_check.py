@@ -10,8 +10,9 @@ import os
 from pathlib import Path
 
 import pytest
+import registry_check
 
-from exactness.models import checkout_index, class_registry, registry_check
+from exactness.models import checkout_index, class_registry
 
 FIXTURE = str(Path(__file__).resolve().parents[1] / "fixtures" / "transformers_checkout")
 REAL = os.environ.get("EXACTNESS_TRANSFORMERS_TESTS", "")

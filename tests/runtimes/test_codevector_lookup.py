@@ -5,7 +5,7 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 from exactness.models import wav2vec2_family as family
-from exactness.runtimes import codevector_lookup, eager_capture
+from exactness.runtimes import codevector_lookup, eager_capture, worker_state
 from exactness.runtimes.onnx_graph import ExportedGraph, OrtRunner
 
 SCREENED = ["Wav2Vec2ForPreTraining", "Wav2Vec2ConformerForPreTraining", "UniSpeechForPreTraining"]
@@ -44,7 +44,7 @@ def test_a_lookup_that_differs_is_not_used(monkeypatch):
         return codevectors + 1, perplexity
 
     monkeypatch.setattr(codevector_lookup, "lookup_forward", off_by_one)
-    monkeypatch.setattr(codevector_lookup, "_verified", {})
+    monkeypatch.setattr(worker_state, "_current", worker_state.WorkerState())
     built, inputs = family.build_model(model, 4), family.tester_inputs(model, 4)
     result = codevector_lookup.run(built, inputs, capture=False)
     assert not result.gathered
@@ -60,13 +60,12 @@ def test_a_moved_private_method_falls_back_to_the_models_own_forward_and_says_wh
         raise compat.moved("transformers", "Quantizer._compute_perplexity", "the lookup is off")
 
     monkeypatch.setattr(compat, "perplexity_of", moved)
-    monkeypatch.setattr(codevector_lookup, "_verified", {})
-    monkeypatch.setattr(codevector_lookup, "fallbacks", {})
+    monkeypatch.setattr(worker_state, "_current", worker_state.WorkerState())
     built, inputs = family.build_model(model, 4), family.tester_inputs(model, 4)
     result = codevector_lookup.run(built, inputs, capture=False)
     assert not result.gathered
     assert _same(result.outputs, eager_capture.run(built, inputs, capture=False).outputs)
-    assert "has no Quantizer._compute_perplexity" in codevector_lookup.fallbacks[type(built).__name__]
+    assert "has no Quantizer._compute_perplexity" in codevector_lookup.fallback(type(built).__name__)
     assert "forward" not in vars(built.quantizer)
 
 

@@ -118,8 +118,7 @@ def compare_output(row: OutputRow, produced: np.ndarray, eager: torch.Tensor, re
         expected = eager.detach().to(torch.float64)
         for plant in PLANTS:
             moved = torch.from_numpy(planted(plant, actual.numpy(), wanted, atol, rtol))
-            setattr(row, plant.column, int((~torch.isclose(moved, expected, rtol=rtol, atol=atol,
-                                                           equal_nan=False)).sum()))
+            setattr(row, plant.column, export_rule.not_close(moved, expected, atol, rtol))
     got = got.astype(np.float64)
     differ, nan = nonfinite_differ(got, wanted), np.isnan(wanted)
     row.nonfinite_mismatch = int(differ.sum())

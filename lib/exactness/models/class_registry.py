@@ -8,13 +8,13 @@ generators seeded with the seed (numpy: the seed mod 2**32) before the tester dr
 `torch.manual_seed(seed)` right before `model_class(config)`; then eval mode and the export test's "less flaky"
 settings. The testers' values come from the transformers repository's
 `tests/models/<name>/test_modeling_<name>.py` (the installed package has no tests); each entry names the
-file and commit it was read from, and `exactness.models.registry_check` compares an entry with that tester
+file and commit it was read from, and `tests/models/registry_check.py` compares an entry with that tester
 wherever a checkout is given.
 
 This module imports neither torch nor transformers: the command line checks a run's `models` against
 `NAMES` before anything heavy loads. To add a class, add one `Subject` to `SUBJECTS`: its config class and
 values, its draws in the tester's order, and the tester file and commit they were read from; then check it against
-a checkout (`exactness.models.registry_check`).
+a checkout (`tests/models/registry_check.py`).
 """
 
 from __future__ import annotations
@@ -269,7 +269,7 @@ def _wav2vec2_family(name: str, tester: str, commit: str) -> Subject:
 
 # Every entry cites the tester it was checked against under transformers 5.23.0 (the tester at the commit named,
 # placed in 5.23.0's source distribution in transformers' layout; seeds 0-2, config, inputs and weights compared by
-# `exactness.models.registry_check`); each entry's comment says what that check found, and
+# `tests/models/registry_check.py`); each entry's comment says what that check found, and
 # `registry_check.CHECKED` records it with what a stored tester needed to import and what an entry had to change.
 SUBJECTS: dict[str, Subject] = {s.model_class: s for s in (
     # The control: nothing discrete on its outputs (its mask comparisons read integer ids).

@@ -33,10 +33,7 @@ import onnx
 import torch
 
 from exactness import compat
-from exactness.runtimes import eager_capture
-
-_verified: dict[str, bool] = {}  # model class -> the lookup gave the model's own outputs in this process
-fallbacks: dict[str, str] = {}  # model class -> why it keeps its own forward in this process
+from exactness.runtimes import eager_capture, worker_state
 
 
 def lookup_forward(self, hidden_states: torch.Tensor, mask_time_indices: torch.Tensor | None = None):
@@ -71,22 +68,27 @@ def _patched(model: torch.nn.Module):
         del model.quantizer.forward  # the class's own forward again
 
 
+def fallback(model_class: str) -> str | None:
+    """Why this process keeps `model_class`'s own forward; None where the lookup was verified or not yet tried."""
+    return worker_state.current().learnt.get(("codevector_lookup", model_class))
+
+
 def verified(model: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> bool:
-    """Whether the lookup gives the model's own outputs; checked on the first call per class and process."""
-    name = type(model).__name__
-    if name not in _verified:
+    """Whether the lookup gives the model's own outputs; checked on the first call per class and process
+    (the worker's state keeps the answer: None when it held, else why not)."""
+    learnt, key = worker_state.current().learnt, ("codevector_lookup", type(model).__name__)
+    if key not in learnt:
         own = eager_capture.run(model, inputs, capture=False).outputs
         try:
             with _patched(model):
                 looked_up = eager_capture.run(model, inputs, capture=False).outputs
         except (compat.CompatError, TypeError) as error:  # the quantizer's private method moved or changed
-            _verified[name], fallbacks[name] = False, f"{type(error).__name__}: {error}"
+            learnt[key] = f"{type(error).__name__}: {error}"
             return False
-        _verified[name] = own.keys() == looked_up.keys() and all(
+        same = own.keys() == looked_up.keys() and all(
             own[k].dtype == looked_up[k].dtype and torch.equal(own[k], looked_up[k]) for k in own)
-        if not _verified[name]:
-            fallbacks[name] = "the gathered lookup's outputs differed from the model's own"
-    return _verified[name]
+        learnt[key] = None if same else "the gathered lookup's outputs differed from the model's own"
+    return learnt[key] is None
 
 
 def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], **options) -> eager_capture.EagerRun:

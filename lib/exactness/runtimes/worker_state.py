@@ -20,7 +20,8 @@ from typing import Any
 class WorkerState:
     # (factory, key) -> what factory(*key) made: templates, rebuilders, fast screens (one per model class)
     made: dict[tuple, Any] = field(default_factory=dict)
-    # a study's learnt facts about a class (discrete_ops: the calls its screen taps), by the study's own key
+    # learnt facts about a class, by their owner's own key (discrete_ops: the calls its screen taps;
+    # codevector_lookup: whether its gather gave the model's own outputs, None, or why not)
     learnt: dict[Hashable, Any] = field(default_factory=dict)
 
     def made_by(self, factory: Callable, *key: Hashable) -> Any:

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from exactness import published
-from exactness.studies.near_tie import sentences as near_tie_report
+from exactness.studies.near_tie import sentences as sentences
 from exactness.studies.near_tie import study as near_tie
 from exactness.workbook.parameter_rules import StudyParameterError
 
@@ -21,29 +21,29 @@ def _checks() -> pd.DataFrame:
 
 
 def test_the_checks_sentence_counts_flips_failures_and_ties():
-    assert near_tie_report.checks_sentence(_checks()) == (
+    assert sentences.checks_sentence(_checks()) == (
         "4 checks; 3 flipped (2 with exactly one row, 2 at the smallest-gap row); 2 failed the export test; 1 flip "
         "passed (usage unchanged: 2); exact ties among failures: 1.")
-    assert near_tie_report.checks_sentence(_checks().iloc[:0]).startswith("No seed fell below the threshold")
+    assert sentences.checks_sentence(_checks().iloc[:0]).startswith("No seed fell below the threshold")
 
 
 def test_the_seeds_candidates_are_quoted_only_at_its_threshold_and_class():
     screen = pd.DataFrame({"model": [SEED_MODEL] * 4, "seed": range(4)})
     gaps = pd.DataFrame({"model": [SEED_MODEL], "candidates": [1], "seeds": [4]})
-    at_seed = near_tie_report.candidates_sentence(screen, gaps, published.value("threshold"), 0.0, "gap < x")
+    at_seed = sentences.candidates_sentence(screen, gaps, published.value("threshold"), 0.0, "gap < x")
     assert at_seed.startswith(f"4 seeds screened; candidates (gap < x): {SEED_MODEL} 1 (25.00%).")
     assert f"{published.value('candidates'):,.0f} of 40,000" in at_seed
-    elsewhere = near_tie_report.candidates_sentence(screen, gaps, 1e-4, 0.0, "gap < x")
+    elsewhere = sentences.candidates_sentence(screen, gaps, 1e-4, 0.0, "gap < x")
     assert "The seed found" not in elsewhere
 
 
 def test_rule_views_split_failed_checks_and_outputs_failing_alone():
     outputs = pd.DataFrame({"model": [SEED_MODEL] * 4, "seed": [1, 1, 2, 2], "shape_mode": ["static"] * 4,
                             "output": ["loss", "codevector_perplexity"] * 2, "passes_alone": [True, True, True, False]})
-    views = near_tie_report.rule_views(_checks(), outputs)
+    views = sentences.rule_views(_checks(), outputs)
     assert views.failed_or_forgiven.seed.tolist() == [2, 3, 4]
     assert views.failing_alone.seed.tolist() == [2]
-    assert near_tie_report.rule_sentence(_checks(), views.per_output) == (
+    assert sentences.rule_sentence(_checks(), views.per_output) == (
         "The rule stopped before the last output in 1 of 4 checks; outputs failing on their own: 1 across all checks.")
 
 
@@ -51,10 +51,10 @@ def test_our_rates_sit_above_the_seeds_with_intervals_in_words():
     rates = pd.DataFrame({"model": [SEED_MODEL], "shape_mode": ["dynamic"], "screened": [2000], "failed": [1],
                           "failure_rate": [1 / 2000],
                           "rate": ["1 in 2,000 (95% 1 in 11,000 to 1 in 350; 1 of 2,000 seeds)"]})
-    beside = near_tie_report.rates_beside_seed(rates)
+    beside = sentences.rates_beside_seed(rates)
     assert beside.model.tolist()[0] == SEED_MODEL and beside.model.tolist()[1].startswith("transformers #50575")
     assert beside.rate[0] == rates.rate[0] and beside.rate[1].endswith("15 of 40,000 seeds)")
-    sentence = near_tie_report.rate_sentence(rates, replays_example=False, seed_start=0, n_seeds=2000)
+    sentence = sentences.rate_sentence(rates, replays_example=False, seed_start=0, n_seeds=2000)
     assert "not our seeds 0 to 1999" in sentence and "the same recipe" not in sentence
 
 
@@ -62,18 +62,18 @@ def test_the_summary_counts_and_sets_the_seeds_rate_beside_ours():
     screen = pd.DataFrame({"min_gap": [1e-6, 1e-3, 2e-6]})
     rates = pd.DataFrame({"model": [SEED_MODEL], "failure_rate": [0.5]})
     defects = pd.DataFrame({"caught_by_tie_aware": [True, False, True]})
-    summary = near_tie_report.summary(screen, _checks(), rates, defects, 1e-5, ["UniSpeechSatForPreTraining"])
+    summary = sentences.summary(screen, _checks(), rates, defects, 1e-5, ["UniSpeechSatForPreTraining"])
     assert summary == {"seeds_screened": 3, "candidates": 2, "checks": 4, "flips": 3, "failures": 2,
                        "failure_rate": {SEED_MODEL: {"ours": 0.5, "seed": published.value("failure_rate")}},
                        "tie_aware_passes": 3, "defects_caught": 2, "defects_required": 3,
                        "never_argmax": ["UniSpeechSatForPreTraining"]}
     two_modes = pd.DataFrame({"model": [SEED_MODEL] * 2, "shape_mode": ["static", "dynamic"],
                               "failure_rate": [0.5, 0.1]})
-    summary = near_tie_report.summary(screen, _checks(), two_modes, defects, 1e-5, [])
+    summary = sentences.summary(screen, _checks(), two_modes, defects, 1e-5, [])
     assert summary["failure_rate"][SEED_MODEL]["ours"] == 0.5  # the first shape mode's, as the answers state
     # candidates chosen in ulps are counted in ulps, as the run chose them
     ulps_screen = screen.assign(smallest_gap_ulps=[5.0, 2.0, 50.0], min_gap=[1e-6, 1e-6, 1e-6])  # all 3 below 1e-5
-    in_ulps = near_tie_report.summary(ulps_screen, _checks(), rates, defects, 1e-5, [], threshold_ulps=10.0)
+    in_ulps = sentences.summary(ulps_screen, _checks(), rates, defects, 1e-5, [], threshold_ulps=10.0)
     assert in_ulps["candidates"] == 2 and in_ulps["failures"] == summary["failures"]
 
 
@@ -84,8 +84,8 @@ def test_defects_go_on_each_classs_first_checked_seeds():
 
 def test_a_kernel_set_that_does_not_exist_is_refused_with_the_study_error():
     with pytest.raises(StudyParameterError):
-        near_tie_report.check_kernel_sets(["no_such_kernel_set"])
-    near_tie_report.check_kernel_sets(["native"])
+        sentences.check_kernel_sets(["no_such_kernel_set"])
+    sentences.check_kernel_sets(["native"])
 
 
 def test_caption_counts_come_from_the_tables_they_caption():

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 import pandas as pd
+from scipy import stats
 
 from exactness import published
 from exactness.compare.scale import rms_ulps
@@ -30,18 +31,14 @@ SETTINGS_FACTOR = 2.0  # a setting "changes the noise" when a tensor's median mo
 
 
 def median_interval(values, confidence: float = 0.95) -> tuple[float, float]:
-    """Distribution-free interval of the median from order statistics: the ranks j < k with
-    P(X_(j) <= median <= X_(k)) >= confidence under Binomial(n, 1/2). With too few values it is the range."""
+    """Distribution-free interval of the median from order statistics: X_(j) and X_(n+1-j) for the largest j
+    with P(B < j) <= (1 - confidence) / 2, B ~ Binomial(n, 1/2). With too few values it is the range."""
     x = np.sort(np.asarray(values, dtype=float))
     n = len(x)
     if n == 0:
         return float("nan"), float("nan")
-    cdf, j = 0.0, 0
-    alpha = (1 - confidence) / 2
-    while j < n and cdf + math.comb(n, j) / 2 ** n <= alpha:  # largest j with P(B < j+1) <= alpha
-        cdf += math.comb(n, j) / 2 ** n
-        j += 1
-    low_rank = max(j - 1, 0)  # 0-based rank of X_(j)
+    below = int(np.count_nonzero(stats.binom.cdf(np.arange(n), n, 0.5) <= (1 - confidence) / 2))
+    low_rank = max(below - 1, 0)  # 0-based rank of X_(j)
     return float(x[low_rank]), float(x[n - 1 - low_rank])
 
 
