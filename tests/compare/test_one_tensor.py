@@ -39,3 +39,11 @@ def test_a_float32_comparison_counts_what_torch_counts():
     assert row["max_abs_diff"] == float(diff.max())
     assert row["n_mismatched"] == int((diff > 1e-3 + 1e-3 * expected.double().abs()).sum()) > 0
     assert row["max_ulp"] == int(ulp_distance(actual, expected).max())
+
+
+def test_a_nan_is_never_close_and_an_equal_infinity_is_as_torch_counts():
+    expected = torch.tensor([1.0, float("inf"), float("nan"), 2.0, float("-inf")])
+    actual = torch.tensor([1.0, float("inf"), float("nan"), float("nan"), 5.0])
+    row = tensor_difference(actual, expected)
+    not_close = int((~torch.isclose(actual, expected, rtol=1e-3, atol=1e-3, equal_nan=False)).sum())
+    assert row["n_mismatched"] == not_close == 3

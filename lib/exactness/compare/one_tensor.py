@@ -18,14 +18,20 @@ def tensor_difference(actual: torch.Tensor, expected: torch.Tensor, atol: float 
     # numpy on float64 copies: exact for the differences of float32 values, and several times faster than
     # torch's element-wise ops on one thread
     wide_actual, wide_expected = _float64(actual), _float64(expected)
-    diff = np.abs(wide_actual - wide_expected)
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, an equal infinity judged below
+        diff = np.abs(wide_actual - wide_expected)
     if not expected.is_floating_point():
         return {"numel": numel, "n_mismatched": int(np.count_nonzero(actual.numpy() != expected.numpy())),
                 "max_abs_diff": float(diff.max()) if numel else 0.0}
     if numel == 0:
         return {"numel": 0, "max_abs_diff": 0.0, "n_mismatched": 0, "passes_alone": True}
     magnitude = np.abs(wide_expected)
-    mismatched = int(np.count_nonzero(diff > atol + rtol * magnitude))
+    # close as `torch.isclose` counts: equal values (an infinity included), or both finite and within the
+    # tolerance; a NaN is never close
+    with np.errstate(invalid="ignore"):
+        close = (wide_actual == wide_expected) | (np.isfinite(wide_actual) & np.isfinite(wide_expected)
+                                                  & (diff <= atol + rtol * magnitude))
+    mismatched = int(close.size - np.count_nonzero(close))
     ulps = ulp_distance(actual.to(expected.dtype), expected).numpy()
     finite = ulps[ulps >= 0]
     median, p99 = linear_quantiles(finite, (0.5, 0.99)) if finite.size else (float("nan"), float("nan"))

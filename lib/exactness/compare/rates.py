@@ -65,10 +65,6 @@ class Estimate:
     # not a confidence bound)
     worst_case: bool = False
 
-    def __str__(self) -> str:
-        span = "from" if self.worst_case else "95%"
-        return f"{self.per:.3g} per {PER:,} ({span} {self.low:.3g} to {self.high:.3g})"
-
 
 def estimate(k_in: int, checked_in: int, size_in: int, total: int,
              outside: tuple[int, int] | None = None, size_out: int = 0,

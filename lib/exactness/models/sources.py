@@ -115,7 +115,7 @@ class Stated:
 
 @dataclass(frozen=True)
 class Subject:
-    """A model for every seed. `rebuildable`: the registry's in-place seed rebuild (`subject_rebuild`) may replace
+    """A model for every seed. `rebuildable`: the registry's in-place seed rebuild (`seed_rebuild`) may replace
     `build`, where it proves itself."""
 
     name: str

@@ -49,7 +49,7 @@ from exactness.engine.rows import (
     SeedRow,
     frame,
 )
-from exactness.models import checkout_rule, class_registry, model_names, sources, subject_rebuild
+from exactness.models import checkout_rule, class_registry, model_names, seed_rebuild, sources
 from exactness.runtimes import discrete_recorder, discrete_taps, worker_state
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.export_cache import ExportCache
@@ -146,7 +146,7 @@ def _make_builder(model: str, fast: bool, checkout: str):
         return plain, "built per seed (fast paths off)"
     if not subject.rebuildable:
         return plain, f"built per seed by {subject.tester}"
-    rebuilt, why = subject_rebuild.rebuilder(model)
+    rebuilt, why = seed_rebuild.rebuilder(model)
     if rebuilt is not None:
         return _Rebuilt(rebuilt, subject), "rebuilt in place (verified against plain builds)"
     return plain, f"built per seed: {why}"

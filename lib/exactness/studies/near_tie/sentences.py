@@ -17,6 +17,7 @@ from exactness.studies.near_tie.scale import is_candidate
 from exactness.workbook import findings
 from exactness.workbook.parameter_rules import StudyParameterError
 from exactness.workbook.presentation import plural
+from exactness.workbook.wording import count
 
 
 def check_kernel_sets(cpu_kernels) -> None:
@@ -50,10 +51,10 @@ def checks_sentence(checks: pd.DataFrame) -> str:
     if not len(checks):
         return "No seed fell below the threshold: nothing to check at this scale."
     t = near_tie_rate.Tally.of(checks)
-    return (f"{plural(t.checks, 'check')}; {t.flipped} flipped ({t.one_row} with exactly one row, "
-            f"{t.at_smallest_gap} at the smallest-gap row); {t.failed} failed the export test; "
-            f"{plural(t.flipped_but_passed, 'flip')} passed (usage unchanged: {t.usage_unchanged}); exact ties among "
-            f"failures: {t.exact_ties_failed}.")
+    return (f"{plural(t.checks, 'check')}; {count(t.flipped)} flipped ({count(t.one_row)} with exactly one row, "
+            f"{count(t.at_smallest_gap)} at the smallest-gap row); {count(t.failed)} failed the export test; "
+            f"{plural(t.flipped_but_passed, 'flip')} passed (usage unchanged: {count(t.usage_unchanged)}); exact ties "
+            f"among failures: {count(t.exact_ties_failed)}.")
 
 
 @dataclass

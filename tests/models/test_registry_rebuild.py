@@ -2,11 +2,11 @@
 
 import torch
 
-from exactness.models import class_registry, rng_replay, subject_rebuild
+from exactness.models import class_registry, rng_replay, seed_rebuild
 
 
 def test_a_rebuilt_class_equals_its_plain_build_including_an_embeddings_padding_row():
-    rebuilt, why = subject_rebuild.rebuilder("BertModel")  # word embeddings: drawn, then the padding row zeroed
+    rebuilt, why = seed_rebuild.rebuilder("BertModel")  # word embeddings: drawn, then the padding row zeroed
     assert rebuilt is not None, why
     for seed in (3, 11):
         plain = class_registry.build("BertModel", seed)
