@@ -34,7 +34,7 @@ def tensor_difference(actual: torch.Tensor, expected: torch.Tensor, atol: float 
     mismatched = int(close.size - np.count_nonzero(close))
     ulps = ulp_distance(actual.to(expected.dtype), expected).numpy()
     finite = ulps[ulps >= 0]
-    median, p99 = linear_quantiles(finite, (0.5, 0.99)) if finite.size else (float("nan"), float("nan"))
+    median, p99 = np.quantile(finite, (0.5, 0.99)).tolist() if finite.size else (float("nan"), float("nan"))
     scale = float(np.sqrt(np.mean(np.square(wide_expected))))
     max_diff = float(diff.max())
     return {
@@ -54,29 +54,3 @@ def tensor_difference(actual: torch.Tensor, expected: torch.Tensor, atol: float 
 
 def _float64(tensor: torch.Tensor) -> np.ndarray:
     return (tensor.double() if tensor.dtype == torch.bfloat16 else tensor).numpy().astype(np.float64)
-
-
-def linear_quantiles(values: np.ndarray, qs, cap: int = 1 << 16) -> list[float]:
-    """`np.quantile(values, qs)` (linear interpolation), the same numbers. For non-negative integers (ulp
-    distances) the order statistics come from a histogram of the values up to `cap`, everything above
-    counted in one last bin: linear time with a small constant, exact whenever the wanted ranks fall below
-    the cap (nearly always for medians and 99th percentiles of ulps); otherwise numpy partitions."""
-    values = values.ravel()
-    if values.dtype.kind not in "iu" or values.size == 0 or values.min() < 0:
-        return np.quantile(values, qs).tolist()
-    n = values.size
-    cumulative = np.cumsum(np.bincount(np.minimum(values, cap), minlength=cap + 1))
-    out = []
-    for q in qs:
-        position = (n - 1) * q  # numpy's "linear" method: virtual index, its floor and the fraction past it
-        below = int(np.floor(position))
-        above = min(below + 1, n - 1)
-        low, high = (int(np.searchsorted(cumulative, k, side="right")) for k in (below, above))
-        if high >= cap:  # the rank lies among the values lumped above the cap
-            return np.quantile(values, qs).tolist()
-        fraction = position - below
-        # numpy's _lerp, including its switch to interpolating from the upper end past the midpoint
-        step = high - low
-        out.append(float(high - step * (1 - fraction)) if fraction >= 0.5 else float(low + step * fraction))
-    return out
-
