@@ -16,6 +16,7 @@ from exactness.workbook import answers, findings
 from exactness.workbook.manifest import MANIFEST, Manifest, ManifestError, read_json, write_atomically
 from exactness.workbook.presentation import inline_markdown
 from exactness.workbook.project import Project
+from exactness.workbook.wording import plural
 
 HEADLINES_SHOWN = 8
 _STYLE = """
@@ -222,7 +223,7 @@ def _card(entry: RunEntry, outputs: Path) -> str:
         if rest:
             body += answers.table_html(rest, answers.Columns.from_summary(entry.summary), anchors=False)
         if entry.findings:
-            body += (f"<details><summary>{len(entry.findings)} finding{'s' if len(entry.findings) != 1 else ''}"
+            body += (f"<details><summary>{plural(len(entry.findings), 'finding')}"
                      f"</summary>{_headline_list(entry)}</details>")
     else:
         body = _headline_list(entry)
@@ -317,8 +318,8 @@ def _classes_table(lines: list[ClassLine]) -> str:
                     + "</td></tr>")
     defects = len({x.answer.subject for x in lines if x.answer.cause == "defect"})
     classes = len({x.answer.subject for x in lines})
-    return (f"<h2 id=\"classes\">Every class judged</h2><p class=\"intro\">{classes} class"
-            f"{'es' if classes != 1 else ''}, {defects} with a defect; sorted by cause, defects first; a class judged "
+    return (f"<h2 id=\"classes\">Every class judged</h2><p class=\"intro\">{plural(classes, 'class', 'classes')}"
+            f", {defects} with a defect; sorted by cause, defects first; a class judged "
             "by two studies has a line from each, together, the decided one first where the other's seeds were too "
             "few to decide. The class links to its answer and proof in the report."
             "</p><table class=\"classes\"><thead><tr><th>class</th><th>cause</th><th>what to do</th>"
@@ -342,7 +343,7 @@ def render(project: Project) -> str:
         "<p class=\"intro\">Every class's answer first, then each study's, from its newest passed run; every run "
         "below.</p>"
         f"{classes}{_legend(shown) if shown else ''}{'<h2>Studies</h2>' + cards if cards else ''}<h2>All runs</h2>"
-        f"<p>{len(entries)} run{'s' if len(entries) != 1 else ''}, newest first. Each report links the environment "
+        f"<p>{plural(len(entries), 'run')}, newest first. Each report links the environment "
         "run of its batch.</p>"
         "<table class=\"runs\"><thead><tr><th>study</th><th>status</th><th>parameters</th><th>started</th>"
         f"<th>duration</th><th>links</th></tr></thead><tbody>\n{rows}\n</tbody></table></body></html>\n"

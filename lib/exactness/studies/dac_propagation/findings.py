@@ -18,6 +18,7 @@ from exactness import published
 from exactness.studies.dac_propagation.figures import run_name
 from exactness.studies.dac_propagation.study import ENCODER_OUTPUT, FIRST_LAYER, seed_chain
 from exactness.workbook.findings import Finding, count, significant, span
+from exactness.workbook.wording import plural
 
 SEED_VARIANT = "44khz"
 SEED_BLOCKS = ("encoder.Block0", "encoder.Block1", "encoder.Block2", "encoder.Block3")
@@ -50,7 +51,7 @@ def _layers_per_init(rows: pd.DataFrame, what: str = "layer") -> str:
     has each layer once per init)."""
     inits = rows.init.nunique() if "init" in rows else 1
     per_init = len(rows) // max(inits, 1)
-    counted = f"{count(per_init)} {what}{'s' if per_init != 1 else ''}"
+    counted = plural(per_init, what)
     return counted + (f" in each of {count(inits)} inits" if inits > 1 else "")
 
 

@@ -180,13 +180,13 @@ def too_thin(row) -> str:
     noise law learnt from fewer than `MIN_NOISE_CHECKS` checked seeds."""
     reasons = []
     if int(row.noise_checks) < MIN_NOISE_CHECKS:
-        reasons.append(f"the gap noise was learnt from {count(int(row.noise_checks))} checked "
-                       f"seed{'s' if int(row.noise_checks) != 1 else ''} (at least {MIN_NOISE_CHECKS} needed)")
+        reasons.append(f"the gap noise was learnt from {plural(int(row.noise_checks), 'checked seed')} "
+                       f"(at least {MIN_NOISE_CHECKS} needed)")
     if int(row.near_seeds) == 0:
         reasons.append("no screened seed's gap lies within reach of that noise, so the predicted interval is 0 to "
                        "0 by construction")
     elif int(row.near_seeds) < MIN_NEAR_SEEDS:
-        reasons.append(f"only {count(int(row.near_seeds))} screened gap{'s' if int(row.near_seeds) != 1 else ''} "
+        reasons.append(f"only {plural(int(row.near_seeds), 'screened gap')} "
                        "within reach of that noise: resampling them cannot put a seed closer to a tie than the "
                        "closest one seen, so the interval is too narrow")
     if not reasons:

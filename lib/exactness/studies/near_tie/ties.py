@@ -11,6 +11,7 @@ from __future__ import annotations
 import pandas as pd
 
 from exactness.workbook.findings import count, significant
+from exactness.workbook.wording import plural
 
 COLUMNS = ["model", "seed", "shape_mode", "min_row", "ort_min_row_gap", "ort_bit_identical", "flipped_at_tie",
            "n_flipped_rows", "test_rule_passed", "why"]
@@ -71,7 +72,7 @@ def sentence(ties: pd.DataFrame) -> str:
     separated = ties[~ties.ort_bit_identical]
     second_ahead = int((separated.ort_min_row_gap < 0).sum())
     unexplained = ties[~explained(ties)]
-    text = (f"{count(len(seeds))} checked seed{'s' if len(seeds) != 1 else ''} had an exact tie (gap 0: "
+    text = (f"{plural(len(seeds), 'checked seed')} had an exact tie (gap 0: "
             f"{_listed(seeds)}); "
             f"{count(flipped)} of {count(len(ties))} tied rows flipped. ")
     if len(identical):
@@ -82,7 +83,7 @@ def sentence(ties: pd.DataFrame) -> str:
     text += (f"on {count(len(separated))} ORT's rounding separated them, with the second code ahead on "
              f"{count(second_ahead)}")
     if len(unexplained):
-        return text + (f". {count(len(unexplained))} tie{'s' if len(unexplained) != 1 else ''} "
+        return text + (f". {plural(len(unexplained), 'tie')} "
                        "did not follow that rule: " + "; ".join(f"{r.model} {r.seed}: {r.why}"
                                                                 for r in unexplained.itertuples()) + ".")
     return text + ": every tie flipped exactly when ORT put the second code ahead."
