@@ -27,6 +27,15 @@ def _close_figures() -> Iterator[None]:
         pyplot.close("all")
 
 
+@pytest.fixture
+def own_worker_state():
+    """This test's own worker state (what a process keeps between chunks), the process's again afterwards."""
+    from exactness.runtimes import worker_state
+
+    with worker_state.fresh() as state:
+        yield state
+
+
 def write_notebook(path: Path, parameters: str, *cells: str) -> Path:
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"name": "exactness", "display_name": "Python (exactness)", "language": "python"}

@@ -5,7 +5,7 @@ import torch
 from onnx import TensorProto, helper, numpy_helper
 
 from exactness.models import wav2vec2_family as family
-from exactness.runtimes import codevector_lookup, eager_capture, worker_state
+from exactness.runtimes import codevector_lookup, eager_capture
 from exactness.runtimes.onnx_graph import ExportedGraph, OrtRunner
 
 SCREENED = ["Wav2Vec2ForPreTraining", "Wav2Vec2ConformerForPreTraining", "UniSpeechForPreTraining"]
@@ -35,7 +35,7 @@ def test_gathered_codevectors_give_the_models_own_outputs_and_intermediates(mode
         assert "forward" not in vars(built.quantizer)  # the class's own forward again afterwards (exports use it)
 
 
-def test_a_lookup_that_differs_is_not_used(monkeypatch):
+def test_a_lookup_that_differs_is_not_used(monkeypatch, own_worker_state):
     model = "Wav2Vec2ConformerForPreTraining"
     original = codevector_lookup.lookup_forward
 
@@ -44,14 +44,13 @@ def test_a_lookup_that_differs_is_not_used(monkeypatch):
         return codevectors + 1, perplexity
 
     monkeypatch.setattr(codevector_lookup, "lookup_forward", off_by_one)
-    monkeypatch.setattr(worker_state, "_current", worker_state.WorkerState())
     built, inputs = family.build_model(model, 4), family.tester_inputs(model, 4)
     result = codevector_lookup.run(built, inputs, capture=False)
     assert not result.gathered
     assert _same(result.outputs, eager_capture.run(built, inputs, capture=False).outputs)
 
 
-def test_a_moved_private_method_falls_back_to_the_models_own_forward_and_says_why(monkeypatch):
+def test_a_moved_private_method_falls_back_to_the_models_own_forward_and_says_why(monkeypatch, own_worker_state):
     from exactness import compat
 
     model = "Wav2Vec2ConformerForPreTraining"
@@ -60,7 +59,6 @@ def test_a_moved_private_method_falls_back_to_the_models_own_forward_and_says_wh
         raise compat.moved("transformers", "Quantizer._compute_perplexity", "the lookup is off")
 
     monkeypatch.setattr(compat, "perplexity_of", moved)
-    monkeypatch.setattr(worker_state, "_current", worker_state.WorkerState())
     built, inputs = family.build_model(model, 4), family.tester_inputs(model, 4)
     result = codevector_lookup.run(built, inputs, capture=False)
     assert not result.gathered
