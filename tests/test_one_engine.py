@@ -105,17 +105,3 @@ def test_the_quantizers_screen_is_the_engines_screen_rows():
     assert rows.in_reach.tolist() == [True, True, False] and rows.min_margin_ulps.tolist() == [0.0, 8.0, 80_000.0]
     assert rows.exact_ties.tolist() == [1, 0, 0]
 
-
-def test_a_verdict_holds_decisions_and_its_words_are_written_when_read(monkeypatch):
-    import dataclasses
-
-    from exactness.engine import verdict_words, verdicts
-    from exactness.engine.evidence import Evidence, Values, ValueState
-
-    assert not {"proof", "action", "refutation"} & {f.name for f in dataclasses.fields(verdicts.ClassVerdict)}
-    found = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, ["y"],
-                                  evidence=Evidence(values=Values(ValueState.CLEAN, 8, 0.5)))
-    before = found.proof
-    monkeypatch.setattr(verdict_words, "values", lambda v: f"at most {v.worst} of the bound")  # a rewording
-    assert found.proof != before and found.proof.endswith("at most 0.5 of the bound")
-    assert found.cause is verdicts.Cause.NOTHING_REACHES and found.compare == ["y"]  # nothing decided moves

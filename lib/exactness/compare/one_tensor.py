@@ -26,8 +26,9 @@ def tensor_difference(actual: torch.Tensor, expected: torch.Tensor, atol: float 
     if numel == 0:
         return {"numel": 0, "max_abs_diff": 0.0, "n_mismatched": 0, "passes_alone": True}
     magnitude = np.abs(wide_expected)
-    # close as `torch.isclose` counts: equal values (an infinity included), or both finite and within the
-    # tolerance; a NaN is never close
+    # close: equal values (an infinity included), or both finite and within the tolerance (in float64, where
+    # `torch.isclose` computes in the tensors' dtype: an element at the tolerance's very edge may count apart);
+    # a NaN is never close, as `torch.isclose` counts it
     with np.errstate(invalid="ignore"):
         close = (wide_actual == wide_expected) | (np.isfinite(wide_actual) & np.isfinite(wide_expected)
                                                   & (diff <= atol + rtol * magnitude))

@@ -70,25 +70,25 @@ def _patched(model: torch.nn.Module):
 
 def fallback(model_class: str) -> str | None:
     """Why this process keeps `model_class`'s own forward; None where the lookup was verified or not yet tried."""
-    return worker_state.current().learnt.get(("codevector_lookup", model_class))
+    return worker_state.current().lookup_checked.get(model_class)
 
 
 def verified(model: torch.nn.Module, inputs: dict[str, torch.Tensor]) -> bool:
     """Whether the lookup gives the model's own outputs; checked on the first call per class and process
     (the worker's state keeps the answer: None when it held, else why not)."""
-    learnt, key = worker_state.current().learnt, ("codevector_lookup", type(model).__name__)
-    if key not in learnt:
+    checked, key = worker_state.current().lookup_checked, type(model).__name__
+    if key not in checked:
         own = eager_capture.run(model, inputs, capture=False).outputs
         try:
             with _patched(model):
                 looked_up = eager_capture.run(model, inputs, capture=False).outputs
         except (compat.CompatError, TypeError) as error:  # the quantizer's private method moved or changed
-            learnt[key] = f"{type(error).__name__}: {error}"
+            checked[key] = f"{type(error).__name__}: {error}"
             return False
         same = own.keys() == looked_up.keys() and all(
             own[k].dtype == looked_up[k].dtype and torch.equal(own[k], looked_up[k]) for k in own)
-        learnt[key] = None if same else "the gathered lookup's outputs differed from the model's own"
-    return learnt[key] is None
+        checked[key] = None if same else "the gathered lookup's outputs differed from the model's own"
+    return checked[key] is None
 
 
 def run(model: torch.nn.Module, inputs: dict[str, torch.Tensor], **options) -> eager_capture.EagerRun:

@@ -20,9 +20,10 @@ from typing import Any
 class WorkerState:
     # (factory, key) -> what factory(*key) made: templates, rebuilders, fast screens (one per model class)
     made: dict[tuple, Any] = field(default_factory=dict)
-    # learnt facts about a class, by their owner's own key (discrete_ops: the calls its screen taps;
-    # codevector_lookup: whether its gather gave the model's own outputs, None, or why not)
+    # a study's learnt facts about a class (discrete_ops: the calls its screen taps), by the study's own key
     learnt: dict[Hashable, Any] = field(default_factory=dict)
+    # model class -> whether the codevector lookup gave the model's own outputs: None where it did, else why not
+    lookup_checked: dict[str, str | None] = field(default_factory=dict)
 
     def made_by(self, factory: Callable, *key: Hashable) -> Any:
         """`factory(*key)`, made once per process and key."""

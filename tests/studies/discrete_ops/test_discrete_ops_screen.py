@@ -197,3 +197,17 @@ def test_a_screen_shards_name_fits_a_file_name_for_every_paper_class():
                            ops={ClassTask(model, mode): [] for mode in preset["shape_modes"]})
         key = ShardStore.key(label, [unit])
         assert len(f".{key}.pkl.XXXXXXXX.tmp".encode()) < 255, key  # the name the shard is written under first
+
+
+@pytest.mark.slow
+def test_a_worker_that_ran_the_codevector_lookup_screens_a_class_as_a_fresh_one(tmp_path, own_worker_state):
+    """One worker state serves every study a process runs (a Dask worker runs near_tie's checks, then discrete_ops'
+    screen): what the lookup learnt about a quantizer never reads as a class's tap plan."""
+    from exactness.models import wav2vec2_family as family
+    from exactness.runtimes import codevector_lookup
+
+    model = "UniSpeechForPreTraining"
+    assert codevector_lookup.run(family.build_model(model, 0), family.tester_inputs(model, 0), capture=False).gathered
+    settings = study.Settings(calibration_seeds=1, max_checks=1, cache=str(tmp_path))
+    found = study.run(["XLMForQuestionAnswering"], 0, 2, ["static"], settings=settings, progress_every=1e9)
+    assert found.verdicts[0].screened == 2 and set(found.screen.recorder) == {"tapped"}

@@ -65,6 +65,33 @@ def test_an_output_beyond_the_float64_bound_is_a_defect_and_within_it_is_noise()
     assert found.cause is verdicts.Cause.DEFECT and "0.001" in found.proof and found.defect_seed == 0
 
 
+def test_a_verdict_is_decided_without_a_word_and_worded_when_read(monkeypatch):
+    """A class's verdict holds decisions only: deciding writes no sentence, so a rewording moves no decision."""
+    import dataclasses
+
+    from exactness.engine import verdict_words
+
+    assert not {"proof", "action", "refutation"} & {f.name for f in dataclasses.fields(verdicts.ClassVerdict)}
+    cases = {"nothing reaches": _tables([_output(0, output="idx")], [_seed(0)], [_margin(0)], ops=OPS.iloc[:0]),
+             "defect": _tables([_output(0, ort_f64_err=1e-3, within_noise=False)], [_seed(0)], [], ops=OPS.iloc[:0]),
+             "tie": _tables([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True)],
+                            [_seed(0, flipped=True)], [_margin(0, 1, 0.0)])}
+    worded = {name: verdicts.verdict(t, verdicts.RatePolicy(), 16.0) for name, t in cases.items()}
+
+    def no_words(*args, **kwargs):
+        raise AssertionError("a sentence was written while deciding")
+
+    for name in ("proof", "action", "refutation", "defect", "values"):
+        monkeypatch.setattr(verdict_words, name, no_words)
+    unworded = {name: verdicts.verdict(t, verdicts.RatePolicy(), 16.0) for name, t in cases.items()}
+    monkeypatch.undo()
+    for name, found in unworded.items():
+        assert repr(found) == repr(worded[name]), name  # every field decided the same (repr: NaN reads equal)
+        assert found.proof == worded[name].proof and found.action == worded[name].action, name
+    assert [found.cause for found in worded.values()] == [verdicts.Cause.NOTHING_REACHES, verdicts.Cause.DEFECT,
+                                                           verdicts.Cause.EXACT_TIE]
+
+
 def test_a_nan_on_one_side_is_a_defect_even_where_a_flip_follows():
     flipped = _tables([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True, within_noise=None)],
                       [_seed(0, flipped=True)], [_margin(0, flipped=1, margin_ulps=0.0, reads_nonfinite_ort=13,
