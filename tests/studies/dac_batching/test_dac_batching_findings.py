@@ -83,3 +83,13 @@ def test_the_padding_claim_counts_every_changed_frame_and_states_the_threshold_i
     curves[(1, "latent", "padding")][5] = 1e-7  # a frame the padding cannot reach: the table says so
     regions = found.reach_regions(table, curves, 1, 3)
     assert "1 differ, by up to 1.0e-07" in found.reach_regions_sentence(regions, 3)
+
+
+def test_a_code_region_counts_changed_frames_and_gives_no_difference_size():
+    lengths = [800, 480]
+    table = _table(lengths).assign(any_diff_from_end=0, threshold=0.0, threshold_ulps=float("nan"))
+    curves = _curves(lengths)
+    curves[(1, "codes", "padding")][-2:] = torch.tensor([978.0, 3.0])  # |index difference|: two codes changed
+    codes = found.reach_regions(table, curves, 1, 3).query("stage == 'codes'").set_index("region")
+    assert codes.loc["within the reach", "differing"] == 2 and codes.loc["outside the reach", "differing"] == 0
+    assert codes.largest.isna().all()  # 978 is no size of a difference

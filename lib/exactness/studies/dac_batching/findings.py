@@ -355,9 +355,11 @@ def reach_regions(table: pd.DataFrame, curves: dict, shortest: int, one_side_fra
         floor = float(pad.loc[stage, "threshold"]) if "threshold" in pad.columns else 0.0
         for region, part in (("outside the reach", curve[: max(n - one_side_frames, 0)]),
                              ("within the reach", curve[max(n - one_side_frames, 0):])):
+            # two code indices are equal or not: their difference is no size (981 for a code changed from 3)
+            largest = float("nan") if stage == "codes" else float(part.max()) if part.numel() else 0.0
             rows.append({"stage": stage, "region": region, "frames": int(part.numel()),
                          "differing": int((part > 0).sum()), "above_threshold": int((part > floor).sum()),
-                         "largest": float(part.max()) if part.numel() else 0.0})
+                         "largest": largest})
     return pd.DataFrame(rows)
 
 
