@@ -10,6 +10,7 @@ studies nor the machinery. Imports inside functions count: a lazy import is stil
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 from conftest import REPO
@@ -125,3 +126,43 @@ def test_every_study_is_a_package_with_its_rules():
     packages = {p.parent.name for p in (LIB / "exactness" / "studies").glob("*/__init__.py")}
     assert packages == notebooks
     assert all((LIB / "exactness" / "studies" / study / "rules.py").exists() for study in notebooks)
+
+
+# A study's words live in three modules, named alike in every study: the notebook's sentences and captions
+# (`sentences`), the findings set beside the investigations (`findings`) and the answer table (`answers`).
+WORD_MODULES = ("sentences", "findings", "answers")
+WORDS = re.compile(r"(sentence|_words|caption)s?$")
+
+
+def words_outside_word_modules(sources: dict[str, str]) -> list[str]:
+    """`module: function` for each top-level function named as words (`*_sentence`, `*_words`, `*_caption`)
+    defined in a study module that is not one of its word modules (`sentences`, `findings`, `answers` or a
+    `*_answers` module that words one section's answers)."""
+    found = []
+    for name, source in sources.items():
+        stem = name.rsplit(".", 1)[-1]
+        if stem in WORD_MODULES or stem.endswith("_answers") or stem == "figures":
+            continue
+        found += [f"{name}: {node.name}" for node in ast.parse(source).body
+                  if isinstance(node, ast.FunctionDef) and WORDS.search(node.name.removeprefix("_"))]
+    return sorted(found)
+
+
+def _study_sources() -> dict[str, str]:
+    return {name: path.read_text() for name, path in _modules().items() if _study(name)}
+
+
+def test_every_study_keeps_its_words_in_the_same_three_modules():
+    studies = {p.parent.name for p in (LIB / "exactness" / "studies").glob("*/__init__.py")}
+    missing = [f"{study}/{module}.py" for study in sorted(studies) for module in WORD_MODULES
+               if not (LIB / "exactness" / "studies" / study / f"{module}.py").exists()]
+    assert missing == []
+    assert words_outside_word_modules(_study_sources()) == []
+
+
+def test_the_check_finds_a_sentence_written_in_a_computation_module():
+    planted = {"exactness.studies.a.scale": "def ratio(x):\n    return x\n\ndef ratio_sentence(x):\n    return ''\n",
+               "exactness.studies.a.sentences": "def ratio_sentence(x):\n    return ''\n",
+               "exactness.studies.a.planted": "def _size_words(x):\n    return ''\n"}
+    assert words_outside_word_modules(planted) == ["exactness.studies.a.planted: _size_words",
+                                                   "exactness.studies.a.scale: ratio_sentence"]

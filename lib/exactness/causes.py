@@ -28,6 +28,18 @@ class Cause(Enum):
     NO_EXPORT = "not run"  # the class did not build or did not export
 
 
+class Stage(Enum):
+    """The stage of the export-and-run pipeline that makes a defect (`studies.discrete_ops.stages.locate`)."""
+
+    TRANSLATION = "the exporter's translation (torch.onnx)"  # onnx's reference evaluator shows it too
+    ORT_KERNELS = "ONNX Runtime's kernels"  # the same unoptimized graph is right in onnx's reference evaluator
+    UNSEPARATED = "the exporter's translation or ONNX Runtime's kernels"  # the reference evaluator could not run it
+    EXPORT_OPTIMIZER = "the exporter's optimizer (onnxscript)"
+    ORT_OPTIMIZER = "ONNX Runtime's graph optimizations"
+    MODEL = "the model itself: eager float32 breaks too, before any export"
+    NOT_SHOWN = "no stage: the symptom does not show in the full pipeline on this seed"
+
+
 # The cause a skip reason's labelled claim names (exactness.published), by measured cause.
 CLAIMED = {Cause.EXACT_TIE: published.EXACT_TIE, Cause.NEAR_TIE: published.NEAR_TIE,
            Cause.RANDOM_DRAW: published.RANDOM_DRAW, Cause.FLOAT_NOISE: published.FLOAT_NOISE}

@@ -89,7 +89,7 @@ def answer(verdict: v.ClassVerdict, subject: str) -> Answer:
         _sentence(f"the skip's stated reason does not hold: {verdict.refutation}") if verdict.refutation else "")
         if part)
     # no op can flip, but no seed's values were checked either: float noise alone could still fail the test
-    rate = NOT_CHECKED if verdict.evidence.never_runs else rate_words(failures)
+    rate = NOT_CHECKED if verdict.evidence.never_called else rate_words(failures)
     return Answer(subject, verdict.cause.value, verdict.action, rate, proof, verdict.compare,
                   verdict.exclude, verdict.where, failures.per if failures else None,
                   failures.low if failures else None, failures.high if failures else None,

@@ -8,6 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
+from exactness.causes import Stage
+
 
 class DefectSign(Enum):
     """How the rows show a defect, in the order `verdicts.find_defect` looks for them."""
@@ -92,6 +94,17 @@ class Refuted(Enum):
 
 
 @dataclass(frozen=True)
+class Remedy:
+    """What a defect's localization asks for: the pipeline stage that makes it and what the run measured of it."""
+
+    stage: Stage
+    pass_name: str = ""  # the exporter's rule or ORT's pass whose removal alone removes it ("" when none alone does)
+    level: str = ""  # ORT's lowest graph optimization level that shows it (ORT's stage)
+    provider: str = ""  # the execution provider whose kernels ran the graph
+    reproduces: bool | None = None  # whether the plain reproduction showed the pass here (None: none written)
+
+
+@dataclass(frozen=True)
 class Evidence:
     """Every number a verdict's proof and action state (fields a cause does not use keep their defaults)."""
 
@@ -113,8 +126,9 @@ class Evidence:
     rate_asked: float = float("nan")
     seeds_needed: int = 0
     skipped: bool = False  # the export test skips the class (it has a skip to remove)
-    never_runs: str = ""  # what shows that the class's forward never calls its discrete op
-    remedy: str = ""  # a defect's localization's words (`localize`)
+    never_called: str = ""  # the module holding the class's discrete op, which its forward never calls
+    quoted_skip: tuple[str, str] = ()  # an investigation's own reason for skipping the class: (where, its words)
+    remedy: Remedy | None = None  # what a defect's localization asks for (`localize`)
     # a tie-aware comparison measured on the class: True where it passed every check and caught every required
     # planted defect, False where it missed one, None where no study measured it (then it is not offered)
     tie_aware: bool | None = None

@@ -3,18 +3,20 @@ discrete-ops engine's decisions become words. Nothing here decides; each functio
 
 from __future__ import annotations
 
-from exactness.causes import Cause
+from exactness.causes import Cause, Stage
 from exactness.engine.evidence import (
     Defect,
     DefectSign,
     Evidence,
     Flips,
     Refuted,
+    Remedy,
     Undecided,
     Values,
     ValueState,
 )
 from exactness.engine.outputs import NOISE_FACTOR
+from exactness.runtimes.onnx_graph import LEVEL_BELOW
 from exactness.workbook.wording import one_in, plural
 
 
@@ -71,6 +73,55 @@ def _flips(f: Flips) -> str:
                f"{f.reach_ulps:.3g}{ties}") + "; forcing ORT's choices explains every output they reach")
 
 
+# Who fixes a stage: where a maintainer reports a defect the run traced to it.
+UPSTREAM = {Stage.EXPORT_OPTIMIZER: "onnxscript (github.com/microsoft/onnxscript/issues)",
+            Stage.ORT_OPTIMIZER: "ONNX Runtime (github.com/microsoft/onnxruntime/issues)",
+            Stage.ORT_KERNELS: "ONNX Runtime (github.com/microsoft/onnxruntime/issues)",
+            Stage.TRANSLATION: "PyTorch's ONNX exporter (github.com/pytorch/pytorch/issues, label 'module: onnx')"}
+
+
+def remedy(r: Remedy | None) -> str:
+    """What to do about a defect's stage ("" when no stage was named)."""
+    if r is None:
+        return ""
+    if r.stage is Stage.MODEL:
+        return ("the model's, not the export's: guard the value that breaks where it starts, or have the tester draw "
+                "inputs that keep it finite")
+    repro = f"; report it to {UPSTREAM.get(r.stage, 'upstream')}"
+    if r.reproduces is not None:
+        repro += (" with the reproduction in this report (it reproduces here)" if r.reproduces else
+                  " with the class's graph (the reproduction in this report does not reproduce here)")
+    if r.stage is Stage.EXPORT_OPTIMIZER:
+        if r.pass_name:
+            return f"export without onnxscript's rule {r.pass_name} (or with optimize=False), which removes it{repro}"
+        return f"export with optimize=False, which removes it{repro}"
+    if r.stage is Stage.ORT_OPTIMIZER:
+        if r.pass_name:
+            return f'run ONNX Runtime with disabled_optimizers=["{r.pass_name}"], which removes it{repro}'
+        below = LEVEL_BELOW.get(r.level, "disabled")
+        return (f"run ONNX Runtime at graph optimization level '{below}', below the '{r.level}' level that makes it "
+                f"(no single pass removes it){repro}")
+    if r.stage is Stage.TRANSLATION:
+        return f"fix the model's code, or the exporter's translation of it (no optimizer makes it){repro}"
+    if r.stage is Stage.ORT_KERNELS:
+        return (f"report it to ONNX Runtime ({r.provider}'s kernels) with the graph exported with optimize=False: no "
+                "optimizer makes it, and onnx's reference evaluator computes the graph right")
+    if r.stage is Stage.UNSEPARATED:
+        return "export with optimize=False and compare the graph in another runtime: no optimizer makes it"
+    return ""
+
+
+def never_called(e: Evidence) -> str:
+    """What shows that no seed can flip: the module the forward never calls; an investigation's reason for skipping
+    the class, where it gave one, answered by that."""
+    words = f"its {e.never_called} is not called in eval forward: no code to flip"
+    if e.quoted_skip:
+        where, reason = e.quoted_skip
+        words += (f"; {where} skipped it because \"{reason}\": its forward never runs that argmax, so the reason "
+                  "does not hold")
+    return words
+
+
 def proof(cause: Cause, e: Evidence, error: str = "") -> str:
     """The numbers that show the cause, in a sentence (`error`: why a class did not run)."""
     if cause is Cause.NO_EXPORT:
@@ -87,8 +138,8 @@ def proof(cause: Cause, e: Evidence, error: str = "") -> str:
         return "an op left out as unable to flip on its own flipped on a seed where no counted op did"
     if e.undecided is Undecided.NO_REFERENCE:
         return values(e.values)
-    if e.never_runs:
-        return e.never_runs
+    if e.never_called:
+        return never_called(e)
     if cause in (Cause.FLOAT_NOISE, Cause.NOTHING_REACHES):
         return (f"no flip in {e.total:,} seeds; " if e.counted else
                 "no discrete op that can flip reaches an output; ") + values(e.values)
@@ -120,7 +171,7 @@ def action(cause: Cause, e: Evidence, compare: list[str], exclude: list[str], er
             check = (f"the export test's value check fails on {e.failing} of {plural(e.checked, 'checked seed')}: "
                      "keep it, and fix the cause")
         return (f"a bug, not a flaky comparison; {check}: "
-                + (e.remedy or f"it starts at {e.where or 'a place not localized'}"))
+                + (remedy(e.remedy) or f"it starts at {e.where or 'a place not localized'}"))
     if cause is Cause.RANDOM_DRAW:
         if not compare:
             return ("nothing is left to compare: a random draw reaches every output, and the runtimes draw different "
@@ -143,7 +194,7 @@ def action(cause: Cause, e: Evidence, compare: list[str], exclude: list[str], er
         return "undecided: the scan's exclusion of an op is contradicted; look at the margins table"
     if e.undecided is Undecided.NO_REFERENCE:
         return "undecided: the values could not be checked against float64"
-    if e.never_runs:
+    if e.never_called:
         return "compare every output at the test's tolerance" + _remove_skip(e) + ": no seed can flip"
     if cause in (Cause.FLOAT_NOISE, Cause.NOTHING_REACHES):
         words = "compare every output" + (f" at a tolerance the noise needs: the export test's fails on "

@@ -34,6 +34,7 @@ from exactness.engine.evidence import (
     Evidence,
     Flips,
     Refuted,
+    Remedy,
     Undecided,
     Values,
     ValueState,
@@ -308,7 +309,7 @@ def refuted(claim: published.Claim | None, cause: Cause, ops: pd.DataFrame, flip
     return Refuted.OTHER_CAUSE
 
 
-def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", remedy: str = "",
+def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", remedy: Remedy | None = None,
             stage: str = "", pass_name: str = "", rule: export_rule.Rule = export_rule.BUILT_IN) -> ClassVerdict:
     """The class's cause, decided from its rows into typed evidence (`evidence`), put into words by `verdict_words`
     when read. `where`, `remedy`, `stage`, `pass_name`: a defect's localization (`localize.Localization`)."""
@@ -445,11 +446,13 @@ def reach_ulps(noise: float, floor: float = REACH_FLOOR_ULPS, factor: float = RE
     return unmeasured if math.isnan(noise) else max(floor, factor * noise)
 
 
-def never_runs(model: str, shape_mode: str, why: str) -> ClassVerdict:
-    """A class whose forward never calls the family's discrete op (`why`: the measurement that shows it): nothing
-    can flip on any seed, so nothing reaches an output and no seed needs a check."""
+def never_runs(model: str, shape_mode: str, module: str) -> ClassVerdict:
+    """A class whose forward never calls the `module` that holds the family's discrete op: nothing can flip on any
+    seed, so nothing reaches an output and no seed needs a check. An investigation's own reason for skipping the
+    class (`published.INVESTIGATION_SKIPS`) is quoted beside it, since the measurement answers it."""
     reason, claim = stated_reason(model)
-    evidence = Evidence(skipped=bool(reason), never_runs=why)
+    evidence = Evidence(skipped=bool(reason), never_called=module,
+                        quoted_skip=published.INVESTIGATION_SKIPS.get(model, ()))
     cause = Cause.NOTHING_REACHES
     outputs: list[str] = []
     result = ClassVerdict(model, shape_mode, cause, outputs, [],

@@ -266,6 +266,9 @@ class OrtRunner:
         return dict(zip(self.names, self.session.run(self.names, feed), strict=True))
 
 
+LEVEL_BELOW = {"basic": "disabled", "extended": "basic", "all": "extended"}  # ORT's optimization levels, in order
+
+
 def session_options(optimization: str = "all", intra_op_threads: int = 0) -> ort.SessionOptions:
     options = ort.SessionOptions()
     options.graph_optimization_level = {

@@ -287,16 +287,18 @@ def test_a_long_difference_is_drawn_as_its_largest_value_per_bin():
 def test_the_figure_caption_counts_any_difference_and_the_part_above_the_threshold_apart():
     import pandas as pd
 
-    from exactness.studies.dac_batching import findings as dac_findings
+    from exactness.studies.dac_batching import sentences as batching_sentences
 
     table = pd.DataFrame({"clip": 1, "cause": "padding", "stage": ["latent", "audio"],
                           "first_diff_from_end": [5, 300], "any_diff_from_end": [6, 300]})
-    assert dac_findings.padding_tail_words(table, 1, "latent", "frames") == (
+    assert batching_sentences.padding_tail_words(table, 1, "latent", "frames") == (
         "The padding changes values in the last 6 frames, by more than the threshold in the last 5.")
-    assert dac_findings.padding_tail_words(table, 1, "audio", "samples") == "The padding changes the last 300 samples."
+    assert batching_sentences.padding_tail_words(table, 1, "audio", "samples") == (
+        "The padding changes the last 300 samples.")
     below = table.assign(first_diff_from_end=0)
-    assert dac_findings.padding_tail_words(below, 1, "latent", "frames").endswith("none by more than the threshold.")
-    assert dac_findings.padding_tail_words(below.assign(any_diff_from_end=0), 1, "latent", "frames") == (
+    assert batching_sentences.padding_tail_words(below, 1, "latent", "frames").endswith(
+        "none by more than the threshold.")
+    assert batching_sentences.padding_tail_words(below.assign(any_diff_from_end=0), 1, "latent", "frames") == (
         "The padding changes none of its frames.")
 
 

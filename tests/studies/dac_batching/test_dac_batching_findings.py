@@ -2,6 +2,7 @@ import pandas as pd
 import torch
 
 from exactness.studies.dac_batching import findings as found
+from exactness.studies.dac_batching import sentences as batching_sentences
 
 
 def _table(lengths):
@@ -79,10 +80,10 @@ def test_the_padding_claim_counts_every_changed_frame_and_states_the_threshold_i
     latent = regions[regions.stage == "latent"].set_index("region")
     assert (latent.loc["outside the reach", "differing"], latent.loc["within the reach", "differing"]) == (0, 3)
     assert latent.loc["within the reach", "above_threshold"] == 2
-    assert "none differs of 57" in found.reach_regions_sentence(regions, 3)
+    assert "none differs of 57" in batching_sentences.reach_regions_sentence(regions, 3)
     curves[(1, "latent", "padding")][5] = 1e-7  # a frame the padding cannot reach: the table says so
     regions = found.reach_regions(table, curves, 1, 3)
-    assert "1 differ, by up to 1.0e-07" in found.reach_regions_sentence(regions, 3)
+    assert "1 differ, by up to 1.0e-07" in batching_sentences.reach_regions_sentence(regions, 3)
 
 
 def test_a_code_region_counts_changed_frames_and_gives_no_difference_size():

@@ -6,6 +6,7 @@ import pandas as pd
 
 from exactness.models import dac
 from exactness.runtimes.sides import Side
+from exactness.studies.dac_propagation import answers as propagation_answers
 from exactness.studies.dac_propagation import precision
 
 
@@ -34,7 +35,7 @@ def test_the_committed_gpu_run_reproduces_the_pattern_in_tf32_and_not_in_fp32():
 def test_another_model_than_the_investigations_is_not_set_against_its_figures():
     chain = pd.DataFrame({"side": ["a", "a"], "layer": [precision.FIRST, precision.JUMP], "init": ["x", "x"],
                           "max_abs_diff": [1.2e-7, 2e-4]})
-    (line,) = precision.answers(chain, "tiny")
+    (line,) = propagation_answers.precision_answers(chain, "tiny")
     assert line.cause == "not comparable" and "tiny" in line.proof
     gpu = chain.assign(side="eager CUDA TF32 convolutions (GPU run)")  # a GPU run's chain is the 44.1 kHz model
-    assert precision.answers(gpu, "tiny")[0].cause != "not comparable"
+    assert propagation_answers.precision_answers(gpu, "tiny")[0].cause != "not comparable"

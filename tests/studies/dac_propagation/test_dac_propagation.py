@@ -11,6 +11,7 @@ import torch
 
 from exactness.models import dac
 from exactness.models import dac_chunks as chunks
+from exactness.studies.dac_propagation import sentences as propagation_sentences
 from exactness.studies.dac_propagation import study as propagation
 from exactness.workbook.study_rules import registration
 
@@ -337,12 +338,12 @@ def test_other_rates_run_each_configuration_and_the_sentence_follows_the_rows():
     row = others.iloc[0]
     assert (row.variant, row.init, row.seconds) == ("tiny", "variance_preserving", 0.05) and row.fold_fp32_exact
     assert row.amplification == pytest.approx(row.activation_growth * row.relative_error_growth)
-    sentence = propagation.other_rates_sentence(others)
+    sentence = propagation_sentences.other_rates_sentence(others)
     assert "exact in 1 of 1 runs" in sentence and "tiny variance_preserving: x" in sentence
     flipped = others.assign(fold_fp32_exact=False, codes_differing_pct=2.5)
-    assert "exact in 0 of 1" in propagation.other_rates_sentence(flipped) and "up to 2.5%" in \
-        propagation.other_rates_sentence(flipped)
-    assert "No other configuration" in propagation.other_rates_sentence(others.iloc[:0])
+    assert "exact in 0 of 1" in propagation_sentences.other_rates_sentence(flipped) and "up to 2.5%" in \
+        propagation_sentences.other_rates_sentence(flipped)
+    assert "No other configuration" in propagation_sentences.other_rates_sentence(others.iloc[:0])
 
 
 def test_other_configurations_get_a_finding_that_names_a_flip():

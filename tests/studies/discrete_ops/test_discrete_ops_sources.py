@@ -11,6 +11,7 @@ from builder_files import pair_builder
 from exactness.engine.evidence import DefectSign
 from exactness.engine.verdicts import Cause
 from exactness.models import sources
+from exactness.studies.discrete_ops import answers as discrete_ops_answers
 from exactness.studies.discrete_ops import localize, sentences, study
 
 CHECKOUT = str(Path(__file__).resolve().parents[2] / "fixtures" / "transformers_checkout")
@@ -70,7 +71,7 @@ def test_the_skip_audit_and_your_builder_run_in_one_command_every_class_answered
     assert verdicts["BertModel"].claim == "(scope onnx.exactness)"  # no claim labelled for this reason
     assert verdicts["GhostModel"].cause is Cause.NO_EXPORT and verdicts["GhostModel"].skip_reason.startswith("A class")
     assert verdicts[mine].skip_reason == ""
-    assert [a.subject for a in sentences.answers(result)] == audited + [mine]  # the answers cover every class
+    assert [a.subject for a in discrete_ops_answers.answers(result)] == audited + [mine]  # every class answered
 
 
 @pytest.mark.slow

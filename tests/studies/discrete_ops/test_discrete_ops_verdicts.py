@@ -17,6 +17,7 @@ from exactness.engine import outputs as engine_outputs
 from exactness.engine import verdicts
 from exactness.engine.evidence import Defect, DefectSign, Evidence, Flips, Refuted, Values, ValueState
 from exactness.engine.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
+from exactness.studies.discrete_ops import answers as discrete_ops_answers
 from exactness.studies.discrete_ops import check, figures, findings, sentences
 from exactness.studies.discrete_ops.study import Result
 
@@ -330,7 +331,7 @@ def test_answers_and_findings_read_the_verdicts():
     tie = verdicts.verdict(_tables([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True,
                                             within_noise=None, rule_mismatched=1)], [_seed(0, flipped=True)],
                                    [_margin(0, 1, 0.0)]), verdicts.RatePolicy(), 16.0)
-    (answer,) = sentences.answers(_result([tie]))
+    (answer,) = discrete_ops_answers.answers(_result([tie]))
     assert answer.cause == "exact tie" and answer.exclude == ["idx"]
     assert answer.rate.startswith("none in 1 seed: at most 1 in ") and answer.rate.endswith("(95% bound)")
     assert answer.flips == "1 in 1 (95% 1 in 4.8 to 1 in 1; 1 of 1 seed)"  # flips apart from failures
@@ -344,7 +345,7 @@ def test_a_screen_with_no_seed_in_reach_states_its_rate_over_every_screened_seed
     # 2,000 seeds screened, none within reach of a tie: no candidate checked, only the calibration seed beyond reach
     quiet = verdicts.verdict(_tables([_output(0, output="idx")], [_seed(0)], [_margin(0)], screened=2000),
                              verdicts.RatePolicy(), 16.0)
-    (answer,) = sentences.answers(_result([quiet]))
+    (answer,) = discrete_ops_answers.answers(_result([quiet]))
     assert quiet.failures.checked == 0 and quiet.failures.seeds == 2000
     assert answer.rate == "none in 2,000 seeds: at most 1 in 670 (95% bound)", answer.rate
     shown = figures.failure_rates([quiet])
@@ -368,9 +369,9 @@ def test_a_run_of_two_shape_modes_names_each_line_by_its_mode():
 
     tie = verdicts.verdict(_tables([_output(0, output="idx")], [_seed(0)], [_margin(0)]), verdicts.RatePolicy(), 16.0)
     both = [tie, dataclasses.replace(tie, shape_mode="dynamic")]
-    assert [a.subject for a in sentences.answers(_result(both))] == [f"{tie.model} ({tie.shape_mode})",
+    assert [a.subject for a in discrete_ops_answers.answers(_result(both))] == [f"{tie.model} ({tie.shape_mode})",
                                                                     f"{tie.model} (dynamic)"]
-    assert [a.subject for a in sentences.answers(_result([tie]))] == [tie.model]
+    assert [a.subject for a in discrete_ops_answers.answers(_result([tie]))] == [tie.model]
     claim = findings.findings(_result(both))[0].claim
     assert claim.startswith(f"2 exports (1 class in {tie.shape_mode} and dynamic), none of them decided"), claim
 
@@ -518,12 +519,12 @@ def test_a_skip_reason_is_refuted_from_the_runs_own_rows():
 
 
 def test_the_summary_carries_each_defects_stage_pass_and_errors():
-    from exactness.studies.discrete_ops.localize import Localization
+    from exactness.studies.discrete_ops.localize import Localization, table
 
     spot = Localization("BitModel", "static", 1, "embedder.pad", "optimization", stage="ORT", pass_name="Pad_Fusion",
                         error_with=1.4e-3, error_without=1.1e-7, reproduces=True)
     result = _result([])
-    result.localizations = pd.DataFrame([vars(spot)])
+    result.localizations = table([spot])
     (defect,) = sentences.summary(result, 3)["defects"].values()
     assert defect == {"seed": 1, "stage": "ORT", "pass": "Pad_Fusion", "error_with": 1.4e-3, "error_without": 1.1e-7,
                       "reproduces": True}
@@ -618,3 +619,20 @@ def test_a_defects_answer_leads_with_its_own_proof_and_a_ties_with_its_flips():
     assert line(verdicts.Cause.DEFECT).startswith("Seed 1: y is non-finite on one side only in 3 of 8 values. Flips "
                                                   "counted over 300 seeds screened")
     assert line(verdicts.Cause.EXACT_TIE).startswith("Flips counted over 300 seeds screened")
+
+
+def test_a_localizations_remedy_is_typed_and_worded_in_one_place():
+    from exactness.causes import Stage
+    from exactness.engine import verdict_words
+    from exactness.engine.evidence import Remedy
+    from exactness.studies.discrete_ops.localize import Localization, table
+
+    spot = Localization("BitModel", "static", 1, "embedder.pad", "optimization", stage=Stage.ORT_OPTIMIZER.value,
+                        pass_name="Pad_Fusion", stage_remedy=Remedy(Stage.ORT_OPTIMIZER, "Pad_Fusion", reproduces=True))
+    shown = table([spot])
+    columns = list(shown.columns)
+    assert columns[columns.index("stage_proof") + 1] == "remedy" and "stage_remedy" not in columns
+    assert shown.remedy.iloc[0] == spot.remedy == verdict_words.remedy(spot.stage_remedy)
+    assert 'disabled_optimizers=["Pad_Fusion"]' in spot.remedy and "(it reproduces here)" in spot.remedy
+    assert verdict_words.remedy(Remedy(Stage.MODEL)).startswith("the model's, not the export's")
+    assert verdict_words.remedy(Remedy(Stage.NOT_SHOWN)) == verdict_words.remedy(None) == ""

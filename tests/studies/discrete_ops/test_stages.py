@@ -9,6 +9,9 @@ import pytest
 import torch
 from onnx import helper
 
+from exactness.causes import Stage
+from exactness.engine import verdict_words
+from exactness.engine.evidence import Remedy
 from exactness.runtimes import onnx_graph
 from exactness.runtimes.export_cache import ExportCache, export_key
 from exactness.studies.discrete_ops import reproductions, stages
@@ -110,7 +113,8 @@ def test_a_guard_the_exporters_optimizer_deletes_is_named_by_its_rule(tmp_path):
     assert proof.pass_name.startswith("no_op[") and "Add(" in proof.pass_name
     assert proof.with_pass.nonfinite == 4 and proof.without_pass.nonfinite == 0
     assert proof.without.export.rules_off == (proof.pass_name,)
-    assert "optimize=False" in proof.action() and proof.pass_name in proof.words()
+    assert proof.remedy == Remedy(Stage.EXPORT_OPTIMIZER, proof.pass_name, "", onnx_graph.PROVIDER, None)
+    assert "optimize=False" in verdict_words.remedy(proof.remedy) and proof.pass_name in proof.words()
 
 
 @pytest.mark.slow
@@ -120,7 +124,7 @@ def test_a_pad_folded_into_a_max_pool_is_named_by_ort_pass_and_reproduced(tmp_pa
     assert proof.stage is stages.Stage.ORT_OPTIMIZER and proof.pass_name == "Pad_Fusion"
     assert proof.with_pass.over > 1 >= proof.without_pass.over
     assert proof.exports == 1  # ORT's passes are switched on the one graph
-    assert 'disabled_optimizers=["Pad_Fusion"]' in proof.action()
+    assert 'disabled_optimizers=["Pad_Fusion"]' in verdict_words.remedy(proof.remedy)
     shown = reproductions.run(proof.stage, proof.pass_name)
     assert shown is not None and shown.reproduces, shown.detail
 
@@ -128,7 +132,7 @@ def test_a_pad_folded_into_a_max_pool_is_named_by_ort_pass_and_reproduced(tmp_pa
 def test_a_model_without_the_defect_names_no_stage(tmp_path):
     x = 1 + torch.rand(1, 2, 8, 8, generator=torch.Generator().manual_seed(0))  # positive: a zero pad never wins
     proof = stages.locate(_measure(_PadPool(), {"x": x}, ExportCache(tmp_path)))
-    assert proof.stage is stages.Stage.NOT_SHOWN and not proof.pass_name and proof.action() == ""
+    assert proof.stage is stages.Stage.NOT_SHOWN and not proof.pass_name and verdict_words.remedy(proof.remedy) == ""
 
 
 @pytest.fixture(scope="module")
@@ -188,7 +192,8 @@ def test_with_no_optimizer_to_blame_the_reference_evaluator_tells_the_graph_from
     assert translation.stage is stages.Stage.TRANSLATION and "shows it too" in translation.words()
     kernels = stages.locate(_Scripted(present_in_reference=False))
     assert kernels.stage is stages.Stage.ORT_KERNELS and "does not" in kernels.words()
-    assert "report it to ONNX Runtime" in kernels.action()
+    assert kernels.remedy == Remedy(Stage.ORT_KERNELS, "", "", onnx_graph.PROVIDER, None)
+    assert "report it to ONNX Runtime" in verdict_words.remedy(kernels.remedy)
     unseparated = stages.locate(_Scripted(present_in_reference=None))
     assert unseparated.stage is stages.Stage.UNSEPARATED and "no kernel for op Foo" in unseparated.words()
     # optimize=False with ORT's optimizations off was measured before the evaluator was asked
@@ -213,7 +218,8 @@ def test_an_ort_level_no_single_pass_explains_is_named_with_the_level_below_it(m
     proof = stages.locate(_OrtOnly(None))
     assert proof.stage is stages.Stage.ORT_OPTIMIZER and proof.pass_name == "" and proof.level == "extended"
     assert proof.without.level == "basic" and not proof.without_pass.present
-    assert "graph optimization level 'basic', below the 'extended' level" in proof.action()
+    assert proof.remedy == Remedy(Stage.ORT_OPTIMIZER, "", "extended", onnx_graph.PROVIDER, None)
+    assert "graph optimization level 'basic', below the 'extended' level" in verdict_words.remedy(proof.remedy)
 
 
 def test_a_moved_rule_set_is_named_by_package_and_version(monkeypatch):

@@ -1,5 +1,5 @@
 """The near-tie answer line per class: the engine's verdict on the quantizer's screen and checks. Tests of the
-science assert on the verdict's evidence (`near_tie.answers.class_verdicts`); a few assert on the words."""
+science assert on the verdict's evidence (`near_tie.engine_tables.class_verdicts`); a few assert on the words."""
 
 import re
 
@@ -10,7 +10,7 @@ from exactness.causes import Cause
 from exactness.compare.rates import PER, RatePolicy, estimate, wilson_interval
 from exactness.engine.evidence import DefectSign, Undecided
 from exactness.engine.rows import MarginRow, OutputRow, frame
-from exactness.studies.near_tie import answers
+from exactness.studies.near_tie import answers, engine_tables
 
 SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
 OUTPUTS = ("codevector_perplexity", "projected_quantized_states", "projected_states")
@@ -52,7 +52,7 @@ def _run(model, flipped, passed, margin_ulps=None, moved=None, noise_ulps=20.0, 
 
 
 def _verdict(screen, run, **kw):
-    (found,) = answers.class_verdicts(screen, *run, threshold=1e-4, **kw)
+    (found,) = engine_tables.class_verdicts(screen, *run, threshold=1e-4, **kw)
     return found
 
 
@@ -81,7 +81,7 @@ def test_a_tie_aware_comparison_is_offered_only_where_it_was_measured_to_keep_va
                                   "here to pass every check and catch every required planted defect)")
     assert kept.action.endswith("; or, without a tie-aware check, compare projected_states; exclude "
                                 "codevector_perplexity, projected_quantized_states")
-    assert answers.tie_aware_kept(judged, defects) == {SEED_MODEL}
+    assert engine_tables.tie_aware_kept(judged, defects) == {SEED_MODEL}
     missed = defects.assign(caught_by_tie_aware=[True, False])  # 1 of 2 required defects caught
     failed = judged.assign(tie_aware_passed=[True, False, True, True])  # one check it does not pass
     unjudged = judged.assign(tie_aware_passed=[True, None, True, True])  # one check never judged
@@ -89,7 +89,7 @@ def test_a_tie_aware_comparison_is_offered_only_where_it_was_measured_to_keep_va
     dynamic = defects.assign(shape_mode="dynamic")  # nor another shape mode's
     for c, d in ((judged, missed), (failed, defects), (unjudged, defects), (judged, other), (judged, dynamic),
                  (checks, defects)):
-        assert answers.tie_aware_kept(c, d) == frozenset()
+        assert engine_tables.tie_aware_kept(c, d) == frozenset()
         (line,) = answers.answers(screen, c, outputs, margins, threshold=1e-4, defects=d)
         assert line.action == "compare projected_states; exclude codevector_perplexity, projected_quantized_states"
 
@@ -146,6 +146,12 @@ def test_a_class_that_never_calls_its_quantizer_is_nothing_reaches_and_its_skip_
     assert line.failures_per_40000 is None and line.rate.startswith("not measured: no seed checked")
     assert "has the same argmax" in line.proof and "does not hold" in line.proof
     assert "remove the skip" not in line.action  # the export test does not skip it: nothing to remove
+    (verdict,) = engine_tables.class_verdicts(screen, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), 1e-4,
+                                              immune=["UniSpeechSatForPreTraining", "Data2VecAudioForPreTraining"])[:1]
+    assert verdict.evidence.never_called == "quantizer" and verdict.evidence.quoted_skip[0] == "#50575 (section 5)"
+    other = engine_tables.class_verdicts(screen, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), 1e-4,
+                                         immune=["Data2VecAudioForPreTraining"])[0]
+    assert other.evidence.quoted_skip == () and "skipped it because" not in other.proof  # no reason was given
 
 
 def test_each_class_excludes_only_what_its_own_flips_moved():
@@ -153,7 +159,7 @@ def test_each_class_excludes_only_what_its_own_flips_moved():
     mine, theirs = _run(SEED_MODEL, [1], [False]), _run(other, [1], [False], moved={"codevector_perplexity": 1})
     run = tuple(pd.concat([a, b], ignore_index=True) for a, b in zip(mine, theirs, strict=True))
     screen = pd.concat([_screen(SEED_MODEL, 100, 1), _screen(other, 100, 1)])
-    found = {v.model: v for v in answers.class_verdicts(screen, *run, threshold=1e-4)}
+    found = {v.model: v for v in engine_tables.class_verdicts(screen, *run, threshold=1e-4)}
     assert found[SEED_MODEL].exclude == ["codevector_perplexity", "projected_quantized_states"]
     assert found[other].exclude == ["codevector_perplexity"]
     assert found[other].compare == ["projected_quantized_states", "projected_states"]

@@ -7,6 +7,7 @@ import pytest
 
 from exactness.studies.near_tie import cpu_kernel_sets as kernels
 from exactness.studies.near_tie import screen as near_tie_screen
+from exactness.studies.near_tie import sentences as near_tie_sentences
 from exactness.workbook import machine
 
 MODEL = "Wav2Vec2ConformerForPreTraining"
@@ -43,7 +44,7 @@ def test_the_comparison_counts_identical_gaps_shared_candidates_and_shared_failu
                             {"native": _checks({0}, [0, 1]), "avx2": _checks({0}, [0])}, 1.5e-5).iloc[0]
     assert table.identical_gap_fraction == 0.5 and (table.candidates, table.candidates_other) == (2, 1)
     assert (table.candidates_both, table.failing, table.failing_other, table.failing_both) == (1, 1, 1, 1)
-    text = kernels.sentence(kernels.compare({"native": native, "avx2": other},
+    text = near_tie_sentences.kernel_sets_sentence(kernels.compare({"native": native, "avx2": other},
                                             {"native": _checks({0}, [0, 1]), "avx2": _checks({0}, [0])}, 1.5e-5),
                             {"native": "AVX512", "avx2": "AVX2"})
     assert "A failing seed is portable" in text and "the rate is portable" in text and "50.0% of 4 seeds" in text
@@ -54,16 +55,17 @@ def test_a_seed_that_fails_on_one_set_only_is_not_portable_and_a_far_rate_is_not
     table = kernels.compare({"native": native, "avx2": other},
                             {"native": _checks({0}, list(range(40))), "avx2": _checks({1}, list(range(40)))}, 1.5e-5)
     assert kernels.portability(table) == (False, True)
-    assert "A failing seed is not portable" in kernels.sentence(table, {})
+    assert "A failing seed is not portable" in near_tie_sentences.kernel_sets_sentence(table, {})
     seeds = list(range(40))
     many = kernels.compare({"native": native, "avx2": other},
                            {"native": _checks(set(), seeds), "avx2": _checks(set(range(20)), seeds)}, 1.5e-5)
-    assert kernels.portability(many)[1] is False and "the rate is not portable" in kernels.sentence(many, {})
+    assert kernels.portability(many)[1] is False
+    assert "the rate is not portable" in near_tie_sentences.kernel_sets_sentence(many, {})
     none = kernels.compare({"native": native, "avx2": other},
                            {"native": _checks(set(), [0]), "avx2": _checks(set(), [0])}, 1.5e-5)
-    assert "not measured here" in kernels.sentence(none, {})
-    assert "nor is the rate: no failure to compare" in kernels.sentence(none, {})
-    assert "rate is portable" not in kernels.sentence(none, {})
+    assert "not measured here" in near_tie_sentences.kernel_sets_sentence(none, {})
+    assert "nor is the rate: no failure to compare" in near_tie_sentences.kernel_sets_sentence(none, {})
+    assert "rate is portable" not in near_tie_sentences.kernel_sets_sentence(none, {})
 
 
 @pytest.mark.slow
@@ -83,7 +85,7 @@ def test_a_kernel_set_runs_in_its_own_process_and_reaches_its_workers():
 
 
 def test_the_environment_report_lists_the_kernel_sets_this_cpu_offers():
-    from exactness.studies.environment import study as environment
+    from exactness.studies.environment import findings as environment
 
     hardware = {"vector_extensions": ["sse4_2", "avx2", "fma"], "torch_cpu_capability": "AVX2", "cpu_model": "x"}
     finding = environment.kernels_finding(hardware)

@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from exactness.studies.near_tie import findings as near_tie_findings
+from exactness.studies.near_tie import sentences as near_tie_sentences
 from exactness.studies.near_tie import study as near_tie
 from exactness.studies.near_tie.findings import (
     SEED_MODEL,
@@ -117,7 +118,7 @@ def test_tolerance_sentence_quotes_each_class_median_over_its_checks():
                            "rtol_one_flip_worst": 9.2e-3},
                           {"model": OTHER, "checks": 95, "simulated_flips": 0, "rtol_one_flip_median": float("nan"),
                            "rtol_one_flip_worst": float("nan")}])
-    text = near_tie_findings.tolerance_sentence(table)
+    text = near_tie_sentences.tolerance_sentence(table)
     assert f"{SEED_MODEL} median 0.0033 over its 13 simulated flips of 13 checks, worst 0.0092" in text
     assert OTHER not in text  # no simulated flip, no median to quote
 

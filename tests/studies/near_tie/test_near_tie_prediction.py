@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from exactness.studies.near_tie import prediction
+from exactness.studies.near_tie import sentences as near_tie_sentences
 
 MODEL = "Wav2Vec2ConformerForPreTraining"
 ROWS = 4
@@ -54,7 +55,7 @@ def test_measured_far_above_the_prediction_falls_outside_and_says_so():
     predicted = prediction.predict(screen, checks, deltas, replicates=300)
     table = prediction.calibration(predicted)
     assert not table.inside_at_run.iloc[0]
-    text = prediction.calibration_sentence(predicted)
+    text = near_tie_sentences.calibration_sentence(predicted)
     assert "OUTSIDE the interval" in text and "in 0 of 1 class" in text and "needs a run of at least" in text
 
 
@@ -65,8 +66,8 @@ def test_a_paper_scale_run_judges_the_target_from_its_first_seeds():
     assert predicted.predicted_from.iloc[0] == 2000 and predicted.failures_per_scale.iloc[0] == pytest.approx(15.0)
     near = prediction.calibration(predicted.assign(measured_failures=10))
     assert near.paper_scale.iloc[0] and near.within_target.iloc[0] and near.factor.iloc[0] == pytest.approx(1.5)
-    assert "target met" in prediction.calibration_sentence(predicted.assign(measured_failures=10))
-    far = prediction.calibration_sentence(predicted.assign(measured_failures=60))
+    assert "target met" in near_tie_sentences.calibration_sentence(predicted.assign(measured_failures=10))
+    far = near_tie_sentences.calibration_sentence(predicted.assign(measured_failures=60))
     assert "Target (the count predicted from the first" in far and ") missed: " in far and "a factor 4.0" in far
 
 
@@ -87,7 +88,7 @@ def test_a_miss_is_split_into_the_small_samples_share_and_the_noise_laws_share()
     assert reasons.sample_factor == pytest.approx(15 / 10.75) and reasons.measured_per_scale == 42
     assert reasons.law_factor == pytest.approx(10.75 / 42)
     predicted = prediction.predict(screen, checks, deltas, from_seeds=2000, replicates=100)
-    text = prediction.calibration_sentence(predicted, pd.DataFrame([reasons]))
+    text = near_tie_sentences.calibration_sentence(predicted, pd.DataFrame([reasons]))
     assert ") missed: " in text and "Why:" in text and "x0.26 of the measured count" in text
 
 

@@ -5,6 +5,7 @@ import pandas as pd
 import pytest
 
 from exactness.studies.near_tie import scale as near_tie_scale
+from exactness.studies.near_tie import sentences as near_tie_sentences
 
 A, B = "Wav2Vec2ForPreTraining", "UniSpeechForPreTraining"
 
@@ -42,7 +43,7 @@ def test_rows_and_scale_explain_the_difference_when_the_per_ulp_density_is_the_s
     assert table.set_index("model").rows_per_seed.to_dict() == {A: 364, B: 910}
     in_ulps = table.set_index("model").threshold_ulps
     assert in_ulps[B] / in_ulps[A] == pytest.approx(0.25)
-    sentence = near_tie_scale.explanation_sentence(table, 1.5e-5)
+    sentence = near_tie_sentences.explanation_sentence(table, 1.5e-5)
     assert "rows per seed and logit scale explain the difference" in sentence and "910" in sentence
 
 
@@ -52,4 +53,4 @@ def test_a_class_whose_gaps_are_denser_is_not_explained_by_rows_and_scale():
     table = near_tie_scale.explanation(pd.concat([a, b]), 1.5e-5, {A: 364, B: 364})
     agree, ratio = near_tie_scale.densities_agree(table)
     assert not agree and ratio > 10
-    assert "explain only part" in near_tie_scale.explanation_sentence(table, 1.5e-5)
+    assert "explain only part" in near_tie_sentences.explanation_sentence(table, 1.5e-5)

@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from exactness.studies.ulp_noise import depth
+from exactness.studies.ulp_noise import sentences as ulp_noise_sentences
 
 
 def _scaled(rows):
@@ -30,7 +31,7 @@ def test_a_layer_norm_that_only_rescales_keeps_relative_noise_flat_while_absolut
     assert norm.absolute_factor == pytest.approx(200) and norm.relative_factor == pytest.approx(1.0)
     kinds = depth.growth_by_kind(table).set_index("kind")
     assert depth.role(kinds.loc["layer norm"]).startswith("rescales")
-    sentence = depth.growth_sentence(depth.growth_by_kind(table), table)
+    sentence = ulp_noise_sentences.growth_sentence(depth.growth_by_kind(table), table)
     assert kinds.loc["layer norm"].role.startswith("rescales")  # the factors per kind are the table's
     assert "x1.0 relative" not in sentence and sentence.count(". ") <= 2  # two sentences, no list of factors
     assert sentence.startswith("No layer kind grows the relative noise")
@@ -41,7 +42,7 @@ def test_a_layer_that_grows_the_relative_noise_is_named_so():
     scaled = _scaled([("m.conv", 1e-6, 1e-6), ("m.act", 5e-6, 5e-6)])
     kinds = depth.growth_by_kind(depth.growth(scaled))
     assert depth.role(kinds.iloc[0]) == "grows the relative noise"
-    sentence = depth.growth_sentence(kinds, depth.growth(scaled))
+    sentence = ulp_noise_sentences.growth_sentence(kinds, depth.growth(scaled))
     assert sentence.startswith("The relative noise grows at activation (x5.0)")
 
 
@@ -56,9 +57,10 @@ def test_parallel_projections_take_the_input_of_the_first_and_outputs_and_exact_
 
 def test_worst_elements_sentence_turns_when_the_worst_elements_are_large():
     small = pd.DataFrame({"worst_of_rms": [1e-4, 3e-4], "top_ulps_below_rms": [0.02, 0.05]})
-    assert depth.worst_elements_sentence(small).startswith("The worst element-wise counts come from small elements")
+    assert ulp_noise_sentences.worst_elements_sentence(small).startswith(
+        "The worst element-wise counts come from small elements")
     large = small.assign(worst_of_rms=[1.2, 0.9])
-    assert "not confined to small elements" in depth.worst_elements_sentence(large)
+    assert "not confined to small elements" in ulp_noise_sentences.worst_elements_sentence(large)
 
 
 def test_a_module_reading_a_sum_no_module_returns_has_no_measured_input():

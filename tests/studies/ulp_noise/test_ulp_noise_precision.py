@@ -6,6 +6,7 @@ import torch
 
 from exactness.runtimes.sides import Precision
 from exactness.studies.ulp_noise import precision
+from exactness.studies.ulp_noise import sentences as ulp_noise_sentences
 
 
 def test_a_precisions_ulp_is_float32s_scaled_by_the_dropped_bits():
@@ -24,4 +25,4 @@ def test_tf32_noise_is_a_few_of_its_ulps_and_farther_from_float64_than_float32()
     assert (changed.other_vs_float64 > changed.fp32_vs_float64).mean() > 0.8
     first = table[table.tensor.str.endswith("conv_layers.0.conv")]
     assert (first.max_abs_diff == 0).all()  # one input channel: kept in float32, as cuDNN keeps it
-    assert "ulps of the tensor's RMS" in precision.sentence(table)
+    assert "ulps of the tensor's RMS" in ulp_noise_sentences.precision_sentence(table)

@@ -6,16 +6,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from exactness.studies.dac_batching.findings import ROUNDING_FLOOR, above_threshold, any_tail, split_words
+from exactness.studies.dac_batching.findings import ROUNDING_FLOOR, above_threshold, any_tail, clip_rows, split_words
 from exactness.workbook.answers import Answer, Columns
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
 
 COLUMNS = Columns(subject="the shorter clip: compared", rate="what changes")
 
-
-def _rows(table: pd.DataFrame, clip: int, cause: str) -> pd.DataFrame:
-    return table[(table["clip"] == clip) & (table["cause"] == cause)].set_index("stage")
 
 
 def _changes(rows: pd.DataFrame, code_frames: int, curve=None) -> str:
@@ -29,7 +26,7 @@ def _changes(rows: pd.DataFrame, code_frames: int, curve=None) -> str:
 def answers(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: int,
             repaired: dict | None = None) -> list[Answer]:
     found = []
-    pad = _rows(table, shortest, "padding")
+    pad = clip_rows(table, shortest, "padding")
     pad_codes = int((curves[(shortest, "codes", "padding")] > 0).sum())
     tail = int(pad.loc["latent", "first_diff_from_end"])
     curve = curves.get((shortest, "latent", "padding"))

@@ -52,7 +52,7 @@ def any_tail(rows: pd.DataFrame, stage: str = "latent") -> int:
     return int(rows.loc[stage, column])
 
 
-def _rows(table: pd.DataFrame, clip: int, cause: str) -> pd.DataFrame:
+def clip_rows(table: pd.DataFrame, clip: int, cause: str) -> pd.DataFrame:
     return table[(table["clip"] == clip) & (table["cause"] == cause)].set_index("stage")
 
 
@@ -67,7 +67,7 @@ def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, re
     field? (A frame whose receptive field reaches past the clip's end reads, there, the padded run's layer
     outputs: computed from the zeros appended and, near the end, from the clip's own last samples, plus biases;
     the clip alone reads its layers' zero padding there instead. A network without biases differs too.)"""
-    pad = _rows(table, shortest, "padding")
+    pad = clip_rows(table, shortest, "padding")
     tail, frames = int(pad.loc["latent", "first_diff_from_end"]), int(pad.loc["latent", "length"])
     moved = any_tail(pad)
     largest = significant(pad.loc["latent", "max_diff_in_tail"])
@@ -102,7 +102,7 @@ def before_tail_finding(table: pd.DataFrame, curves: dict, shortest: int, one_si
                         changed_code_frames: int) -> Finding:
     """Before the tail: frames the padding cannot reach, and those it reaches by less than the rounding floor;
     the codes there."""
-    pad = _rows(table, shortest, "padding")
+    pad = clip_rows(table, shortest, "padding")
     latent = curves[(shortest, "latent", "padding")]
     unreached = _outside_reach(latent, one_side_frames)
     frames = int(pad.loc["codes", "length"])
@@ -174,7 +174,7 @@ def audio_finding(table: pd.DataFrame, curves: dict, shortest: int, hop: int, on
     there the two decodes are convolutions of other lengths; see `dac_batching.decoder_windows_differ_from`).
     `exact` (`dac_batching.Float64Audio`): the same two latents decoded in float64, which decides whether a
     difference beyond the reach is rounding."""
-    pad = _rows(table, shortest, "padding")
+    pad = clip_rows(table, shortest, "padding")
     tail = int(pad.loc["audio", "first_diff_from_end"])
     frames = int(pad.loc["latent", "first_diff_from_end"])
     above = frames * hop + decoder_left if frames else 0  # from the frames above the rounding floor
@@ -321,7 +321,7 @@ def findings(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: 
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The notebook's sentences and small tables, one per section: each reads its measurement and nothing else
+# The notebook's small tables, one per section, and summary.json's figures: each reads its measurement
 
 UNITS = {"latent": "frames", "codes": "frames", "audio": "samples"}
 
@@ -334,20 +334,11 @@ def reach_table(field: dict, measured: dict) -> pd.DataFrame:
                           "right_samples": measured["right_samples"]}])
 
 
-def reach_sentence(field: dict, measured: dict) -> str:
-    same = (field["left_samples"], field["right_samples"]) == (measured["left_samples"], measured["right_samples"])
-    return (f"A latent frame reads {count(field['left_samples'])} samples before its first sample and "
-            f"{count(field['right_samples'])} after it by the layers' sizes and paddings, "
-            f"{count(measured['left_samples'])} and {count(measured['right_samples'])} by float64 gradient"
-            f"{' (the same)' if same else ''}: the padding after a clip reaches its last "
-            f"{count(field['one_side_frames'])} frames of {count(field['hop'])} samples.")
-
-
 def reach_regions(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: int) -> pd.DataFrame:
     """The shorter clip's latent and code frames by where they lie: outside the padding's reach (before the last
     `one_side_frames`) and inside it, each with how many differ at all, how many above the threshold, and the
     largest difference: the table a sentence about "outside the reach" reads."""
-    pad = _rows(table, shortest, "padding")
+    pad = clip_rows(table, shortest, "padding")
     rows = []
     for stage in ("latent", "codes"):
         curve = curves[(shortest, stage, "padding")].double()
@@ -363,16 +354,6 @@ def reach_regions(table: pd.DataFrame, curves: dict, shortest: int, one_side_fra
     return pd.DataFrame(rows)
 
 
-def reach_regions_sentence(regions: pd.DataFrame, one_side_frames: int) -> str:
-    latent = regions[regions.stage == "latent"].set_index("region")
-    out, inside = latent.loc["outside the reach"], latent.loc["within the reach"]
-    outside = ("none differs" if not out.differing else
-               f"{count(int(out.differing))} differ, by up to {significant(float(out.largest))}")
-    return (f"Outside the last {count(one_side_frames)} latent frames, which the padding reaches: {outside} of "
-            f"{count(int(out.frames))}; within them {count(int(inside.differing))} differ, "
-            f"{count(int(inside.above_threshold))} above the threshold.")
-
-
 def shortest_clip(clips) -> int:
     return int(pd.Series([c.shape[-1] for c in clips]).idxmin())
 
@@ -385,38 +366,12 @@ def with_code_frames(table: pd.DataFrame, curves: dict) -> pd.DataFrame:
 
 
 def padding_tail(table: pd.DataFrame, shortest: int, stage: str) -> int:
-    return int(_rows(table, shortest, "padding").loc[stage, "first_diff_from_end"])
-
-
-def padding_tail_words(table: pd.DataFrame, shortest: int, stage: str, unit: str) -> str:
-    """How far from the end the padding changes the shorter clip: any difference, and beyond the threshold."""
-    rows = _rows(table, shortest, "padding")
-    above, moved = int(rows.loc[stage, "first_diff_from_end"]), any_tail(rows, stage)
-    if not moved:
-        return f"The padding changes none of its {unit}."
-    if not above:
-        return f"The padding changes values in the last {count(moved)} {unit}, none by more than the threshold."
-    if moved == above:
-        return f"The padding changes the last {count(above)} {unit}."
-    return (f"The padding changes values in the last {count(moved)} {unit}, by more than the threshold in the last "
-            f"{count(above)}.")
-
-
-def decoder_sentence(decoder: dict, hop: int) -> str:
-    return (f"Changing one latent frame in the float64 decoder changes {count(decoder['left_samples'])} samples "
-            f"before that frame's {count(hop)} samples and {count(decoder['right_samples'])} after: the decoder's "
-            "receptive field.")
+    return int(clip_rows(table, shortest, "padding").loc[stage, "first_diff_from_end"])
 
 
 def odd_lengths(seconds: float, sampling_rate: int, hop: int, extras) -> list[int]:
     """Lengths a few samples past a multiple of the hop, near `seconds` of audio."""
     return [int(seconds * sampling_rate) // hop * hop + int(extra) for extra in extras]
-
-
-def repair_sentence(repaired: dict) -> str:
-    return (f"Recomputing the last {count(repaired['tail_frames'])} frames leaves "
-            f"{count(repaired['code_frames_after'])} of {count(repaired['frames'])} code frames different from the "
-            f"clip run alone ({count(repaired['code_frames_before'])} before).")
 
 
 def summary_values(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: int,
@@ -425,6 +380,6 @@ def summary_values(table: pd.DataFrame, curves: dict, shortest: int, one_side_fr
     size_codes = int((curves[(shortest, "codes", "batch size")] > 0).sum())
     return {"receptive_field_frames": one_side_frames,
             "padding_tail_latent_frames": padding_tail(table, shortest, "latent"),
-            "padding_changed_latent_frames": any_tail(_rows(table, shortest, "padding")),
+            "padding_changed_latent_frames": any_tail(clip_rows(table, shortest, "padding")),
             "padding_tail_code_frames": padding_tail(table, shortest, "codes"),
             "batch_size_code_frames": size_codes, "max_dropped_samples": int(dropped.dropped_samples.max())}

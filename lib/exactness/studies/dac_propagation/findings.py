@@ -15,8 +15,12 @@ from dataclasses import replace
 import pandas as pd
 
 from exactness import published
-from exactness.studies.dac_propagation.figures import run_name
-from exactness.studies.dac_propagation.study import ENCODER_OUTPUT, FIRST_LAYER, seed_chain
+from exactness.studies.dac_propagation.sentences import times
+from exactness.studies.dac_propagation.study import (
+    ENCODER_OUTPUT,
+    codec_run_ratios,
+    seed_chain,
+)
 from exactness.workbook.findings import Finding, count, significant, span
 from exactness.workbook.wording import plural
 
@@ -28,10 +32,6 @@ CODEC_SAME = 1e-2  # runs are "the same codec" when they differ by less than thi
 
 def _seed(what: str, section: str) -> str:
     return f"{what} (the DAC integration-test fix, {section}, DAC 44.1 kHz, trained weights)"
-
-
-def _x(factor: float) -> str:
-    return f"x{significant(factor, 3)}"
 
 
 def _within(ours: float, seed: float, factor: float = SAME_SIZE_FACTOR) -> bool:
@@ -106,15 +106,15 @@ def rounding_finding(weights: pd.DataFrame, variant: str) -> Finding:
 
 def growth_finding(growth: pd.DataFrame, variant: str) -> Finding:
     """Raw growth from Conv1 to the encoder output = activation growth x relative-error growth, per init."""
-    parts = [f"{init}: {significant(g.conv1_error)} -> {significant(g.encoder_error)}, {_x(g.amplification)} = "
-             f"activations {_x(g.activation_growth)} x relative error {_x(g.relative_error_growth)}"
+    parts = [f"{init}: {significant(g.conv1_error)} -> {significant(g.encoder_error)}, {times(g.amplification)} = "
+             f"activations {times(g.activation_growth)} x relative error {times(g.relative_error_growth)}"
              for init, g in growth.iterrows()]
     claim = ("The raw growth of the error from Conv1 to the encoder output is activation growth times relative-error "
              "growth: " + "; ".join(parts) + ".")
     seed_total, seed_out = published.value("total_amplification"), published.value("encoder.Conv2")
     seed = _seed(f"encoder output error {significant(seed_out)}, x{count(seed_total)} from Conv1",
                  "error propagation table")
-    ours = "; ".join(f"{init} {_x(g.amplification)}" for init, g in growth.iterrows())
+    ours = "; ".join(f"{init} {times(g.amplification)}" for init, g in growth.iterrows())
     if variant != SEED_VARIANT:
         return Finding(claim=claim, ours=ours, verdict="not comparable", source=seed,
                        why=f"the investigation measured the 44.1 kHz model; this run is {variant}",
@@ -125,8 +125,8 @@ def growth_finding(growth: pd.DataFrame, variant: str) -> Finding:
     most = growth.activation_growth.idxmax()
     return Finding(claim=claim, ours=ours, verdict="not comparable", source=seed,
                    why=f"random weights, not the trained checkpoint the investigation ran: activations grow at most "
-                   f"{_x(growth.activation_growth.max())} here ({most}), the relative error at most "
-                   f"{_x(growth.relative_error_growth.max())}; its total needs far larger growth, which trained "
+                   f"{times(growth.activation_growth.max())} here ({most}), the relative error at most "
+                   f"{times(growth.relative_error_growth.max())}; its total needs far larger growth, which trained "
                    "weights may have (they cannot be downloaded here, so the two cannot contradict each other)",
                    evidence="tables/propagation.parquet")
 
@@ -147,7 +147,7 @@ def amplifier_finding(propagated: pd.DataFrame, variant: str) -> Finding:
     table = block_table(propagated, variant).set_index("layer")
     inits = [c for c in table.columns if c != "seed_002"]
     tops = {init: (table[init].idxmax(), table[init].max()) for init in inits}
-    parts = "; ".join(f"{init}: {layer.split('.')[-1]} {_x(g)}" for init, (layer, g) in tops.items())
+    parts = "; ".join(f"{init}: {layer.split('.')[-1]} {times(g)}" for init, (layer, g) in tops.items())
     claim = (f"The encoder block that multiplies the error most: {parts} (the error after the block over the error "
              "at its input; below x1 it shrinks).")
     seed_growth = published.value("growth.encoder.Block0")
@@ -163,8 +163,8 @@ def amplifier_finding(propagated: pd.DataFrame, variant: str) -> Finding:
                        evidence="block growth table, tables/propagation.parquet")
     return Finding(claim=claim, ours=parts, verdict="not comparable", source=seed,
                    why=f"random weights, not the trained checkpoint the investigation ran (no block here multiplies "
-                   f"the error by more than {_x(table[inits].max().max())}, its Block0 by {_x(seed_growth)}; trained "
-                   "weights cannot be downloaded here, so the two cannot contradict each other)",
+                   f"the error by more than {times(table[inits].max().max())}, its Block0 by {times(seed_growth)}; "
+                   "trained weights cannot be downloaded here, so the two cannot contradict each other)",
                    evidence="block growth table, tables/propagation.parquet")
 
 
@@ -194,14 +194,6 @@ def codes_finding(codes: pd.DataFrame, margins: pd.DataFrame, propagated: pd.Dat
     return Finding(claim=claim, ours=parts, verdict="differs", source=seed,
                    why="frames whose winning margin is smaller than the encoder error flip",
                    evidence="tables/codes.parquet")
-
-
-def codec_run_ratios(codec: pd.DataFrame) -> pd.Series:
-    """Per init: the largest difference between a run's decoded audio and the float64 run's, over the smallest
-    largest codec error (decoded audio against the input) of the same init's runs: both from one set of weights,
-    both a largest absolute difference."""
-    grouped = codec.groupby("init", sort=False)
-    return grouped.decoded_vs_float64.max() / grouped.codec_max_abs_err.min()
 
 
 def codec_finding(codec: pd.DataFrame) -> Finding:
@@ -273,74 +265,7 @@ def findings(propagated: pd.DataFrame, weights: pd.DataFrame, growth: pd.DataFra
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The notebook's sentences, one per section: each reads its table and nothing else
-
-PUBLISHED = ("16khz", "24khz", "44khz")
-
-
-def config_sentence(configs: pd.DataFrame) -> str:
-    published = configs[configs.case.isin(PUBLISHED)]
-    stale = configs[~configs.case.isin(PUBLISHED)]
-    caught = len(stale) > 0 and bool((stale.result != "consistent").all())
-    return (f"{count(int((published.result == 'consistent').sum()))} of {count(len(published))} published "
-            f"configurations pass the check; the stale configuration is {'caught' if caught else 'NOT caught'}.")
-
-
-def fold_sentence(weights: pd.DataFrame) -> str:
-    same = weights[weights.variant == "folded_fp32"].max_abs_diff.max() == 0
-    fp64 = weights[weights.variant == "folded_fp64"].max_abs_diff.max()
-    return (f"Folding in float32 on this machine gives {'exactly' if same else 'NOT exactly'} the weights the "
-            f"original recomputes; folding in float64 moves them by up to {significant(fp64)}.")
-
-
-def growth_sentence(growth: pd.DataFrame) -> str:
-    return "; ".join(f"{init}: encoder output error {significant(g.encoder_error)}, {_x(g.amplification)} from Conv1"
-                     for init, g in growth.iterrows()) + "."
-
-
-def against_float64(propagated: pd.DataFrame) -> pd.DataFrame:
-    """Each run against float64 at the encoder's input and output and the decoder's output."""
-    ends = [FIRST_LAYER, ENCODER_OUTPUT, "decoder.Conv2"]
-    return propagated[(propagated.against == "float64") & propagated.layer.isin(ends)]
-
-
-def closeness_sentence(propagated: pd.DataFrame, growth: pd.DataFrame) -> str:
-    """The growth's two factors per init, and the runs ranked by their distance from float64 at the encoder
-    output; runs whose errors are equal are identical there and are named together, never ranked."""
-    parts = [f"{init}: error {_x(g.amplification)} = activations {_x(g.activation_growth)} x relative error "
-             f"{_x(g.relative_error_growth)}" for init, g in growth.iterrows()]
-    rel = against_float64(propagated)
-    orders = []
-    for (init, layer), group in rel[rel.layer.isin(["encoder.Conv2", "decoder.Conv2"])].groupby(["init", "layer"],
-                                                                                                   sort=False):
-        at = group.groupby("variant").rel_err.max()
-        ranked = [" / ".join(sorted(run_name(n) for n in names)) for _, names in sorted(at.groupby(at).groups.items())]
-        where = "encoder output" if layer == "encoder.Conv2" else "decoder output"
-        orders.append(f"{init} at the {where}: " + (f"all identical ({ranked[0]})" if len(ranked) == 1 else
-                                                     ", ".join(ranked)))
-    return (f"From Conv1 to the encoder output, {'; '.join(parts)}. Closest to float64 first (runs joined by / are "
-            f"identical), per init and end, since the order changes with both: {'; '.join(orders)}.")
-
-
-def codes_sentence(codes: pd.DataFrame, margins: pd.DataFrame, propagated: pd.DataFrame) -> str:
-    error = seed_chain(propagated)
-    error = error[error.layer == ENCODER_OUTPUT].set_index("init").max_abs_err
-    changed = codes[codes.variant != "weight_norm"].groupby("init", sort=False).fraction_differing.max()
-    parts = [f"{init}: {significant(100 * changed[init])}% of code frames differ; the smallest winning margin is "
-             f"{significant(margins[margins.init == init].min_margin.min())} and the largest encoder error "
-             f"{significant(error[init])}" for init in changed.index]
-    return ("; ".join(parts) + ". The margin is a distance between normalised projections, not in the encoder's "
-            "units: a code flips only where the error, carried through the quantizer's projection, exceeds it "
-            "(a near-tie again).")
-
-
-def codec_sentence(codec: pd.DataFrame) -> str:
-    ratios = codec_run_ratios(codec)
-    return ("The codec error (" + "; ".join(
-        f"{init}: {span(g.codec_rms_err.min(), g.codec_rms_err.max())} RMS and "
-        f"{span(g.codec_max_abs_err.min(), g.codec_max_abs_err.max())} at most, runs at most "
-        f"{significant(g.decoded_vs_float64.max())} from float64 ({significant(ratios[init])} of the largest error)"
-        for init, g in codec.groupby("init", sort=False)) + "; random weights make the codec error large).")
+# summary.json's figures
 
 
 def summary_values(growth: pd.DataFrame, weights: pd.DataFrame) -> dict:

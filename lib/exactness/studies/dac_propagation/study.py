@@ -353,18 +353,20 @@ def other_rates(variants: list[str], seconds: float, seed: int, audio_seed: int,
     return pd.DataFrame(rows)
 
 
-def other_rates_sentence(others: pd.DataFrame) -> str:
-    """One computed sentence over `other_rates`' rows."""
-    from exactness.workbook.findings import count, significant
+def codec_run_ratios(codec: pd.DataFrame) -> pd.Series:
+    """Per init: the largest difference between a run's decoded audio and the float64 run's, over the smallest
+    largest codec error (decoded audio against the input) of the same init's runs: both from one set of weights,
+    both a largest absolute difference."""
+    grouped = codec.groupby("init", sort=False)
+    return grouped.decoded_vs_float64.max() / grouped.codec_max_abs_err.min()
 
-    if others.empty:
-        return "No other configuration was asked for (other_variants is empty; paper.yaml runs 16khz and 24khz)."
-    exact = int(others.fold_fp32_exact.sum())
-    parts = "; ".join(f"{r.variant} {r.init}: x{significant(r.amplification, 3)} = activations "
-                      f"x{significant(r.activation_growth, 3)} x relative error "
-                      f"x{significant(r.relative_error_growth, 3)}" for r in others.itertuples())
-    flips = others.codes_differing_pct.max()
-    return (f"Folding in float32 is exact in {count(exact)} of {count(len(others))} runs; the float64 fold's error "
-            f"from Conv1 to the encoder output: {parts}. Code frames changed by a float32 run: "
-            + (f"up to {significant(flips)}%." if flips > 0 else "none."))
 
+
+PUBLISHED = ("16khz", "24khz", "44khz")
+
+
+
+def against_float64(propagated: pd.DataFrame) -> pd.DataFrame:
+    """Each run against float64 at the encoder's input and output and the decoder's output."""
+    ends = [FIRST_LAYER, ENCODER_OUTPUT, "decoder.Conv2"]
+    return propagated[(propagated.against == "float64") & propagated.layer.isin(ends)]

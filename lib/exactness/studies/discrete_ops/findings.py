@@ -17,7 +17,7 @@ from exactness.studies.discrete_ops.sentences import made_by, plural
 from exactness.studies.discrete_ops.study import Result
 from exactness.workbook.findings import Finding, count, rate_text, rate_verdict
 
-SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
+SEED_MODEL = published.NEAR_TIE_CLASS
 SEED_OP = ("argmax", "quantizer")  # the op the investigation counted flips of: category and module scope
 
 

@@ -16,12 +16,16 @@ from __future__ import annotations
 
 import ast
 import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import onnx
+import pandas as pd
 import torch
 
+from exactness.causes import Stage
+from exactness.engine import verdict_words
+from exactness.engine.evidence import Remedy
 from exactness.engine.outputs import NOISE_FACTOR, max_abs, scale_ulp
 from exactness.runtimes import discrete_recorder, onnx_graph
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED, _tensors
@@ -50,12 +54,17 @@ class Localization:
     nonfinite_with: int = 0
     nonfinite_without: int = 0
     stage_proof: str = ""  # the stage's proof in words
-    remedy: str = ""  # what to do about the stage
+    stage_remedy: Remedy | None = None  # what the stage asks for (its words: `remedy`)
     trials: int = 0  # pipeline configurations measured
     exports: int = 0  # of them, distinct exports
     reproduction: str = ""  # plain torch/ONNX code that shows the pass alone
     reproduces: bool | None = None  # whether running it here showed the pass's effect (None: no reproduction)
     reproduction_output: str = ""
+
+    @property
+    def remedy(self) -> str:
+        """What to do about the stage, in words (`engine.verdict_words.remedy`)."""
+        return verdict_words.remedy(self.stage_remedy)
 
     @property
     def where(self) -> str:
@@ -67,8 +76,8 @@ class Localization:
         return f"{place}{node}: {self.detail}{missing}{made}"
 
     def add_stage(self, proof: stages.StageProof) -> None:
-        self.stage = proof.stage.value if proof.stage is not stages.Stage.NOT_SHOWN else ""
-        self.pass_name, self.stage_proof, self.remedy = proof.pass_name, proof.words(), proof.action()
+        self.stage = proof.stage.value if proof.stage is not Stage.NOT_SHOWN else ""
+        self.pass_name, self.stage_proof, self.stage_remedy = proof.pass_name, proof.words(), proof.remedy
         self.trials, self.exports = len(proof.trials), proof.exports
         if proof.with_pass is not None:
             self.error_with, self.nonfinite_with = proof.with_pass.error, proof.with_pass.nonfinite
@@ -78,6 +87,14 @@ class Localization:
         if proof.reproduction is not None:
             self.reproduction, self.reproduces = proof.reproduction.code, proof.reproduction.reproduces
             self.reproduction_output = proof.reproduction.detail
+
+
+def table(spots: list[Localization]) -> pd.DataFrame:
+    """The localizations table: a row per defect localized, every field as it is, the remedy in words."""
+    rows = [{("remedy" if f.name == "stage_remedy" else f.name):
+             (spot.remedy if f.name == "stage_remedy" else getattr(spot, f.name)) for f in fields(spot)}
+            for spot in spots]
+    return pd.DataFrame(rows)
 
 
 def module_outputs(model: torch.nn.Module, inputs: dict,
@@ -205,9 +222,7 @@ def _eager_and_float64(built: torch.nn.Module, inputs: dict) -> tuple[dict, dict
     return eager, module_outputs(wide_model, wide_inputs, check.own_choices(records))[0], records
 
 
-MODEL_STAGE = "the model itself: eager float32 breaks too, before any export"
-MODEL_REMEDY = ("the model's, not the export's: guard the value that breaks where it starts, or have the tester draw "
-                "inputs that keep it finite")
+MODEL_STAGE = Stage.MODEL.value
 
 
 def eager_place(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: dict,
@@ -221,7 +236,7 @@ def eager_place(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs:
     _, bare, initializers = _seed_graph(cg, seed, built, inputs, cache)
     eager, wide, _ = _eager_and_float64(built, inputs)
     found = Localization(task.model, task.shape_mode, seed, "", "NaN in eager", stage=MODEL_STAGE,
-                         stage_proof=MODEL_STAGE, remedy=MODEL_REMEDY)
+                         stage_proof=MODEL_STAGE, stage_remedy=Remedy(Stage.MODEL))
     for label, mine in eager.items():
         broken = int(np.isnan(mine).sum()) if mine.dtype.kind == "f" else 0
         if not broken:

@@ -127,17 +127,3 @@ def summary_table(found: list[PairEvidence]) -> pd.DataFrame:
                           "rate": wording.rate(c.failed, c.seeds) if c.seeds else ""} for c in found])
 
 
-def sentence(found: list[PairEvidence], pairs: list[Pair]) -> str:
-    """Which classes a precision makes fail, and the emulation's note."""
-    from exactness.runtimes.sides import emulation_note
-    from exactness.workbook.presentation import plural
-
-    parts = []
-    for pair in pairs:
-        mine = [c for c in found if c.pair == pair.spec and c.seeds]
-        failing = [c.model for c in mine if c.failed]
-        flipping = [c.model for c in mine if c.flipped and not c.failed]
-        parts.append(f"{pair.other.label}: the export test fails for {plural(len(failing), 'class', 'classes')} of "
-                     f"{len(mine)}" + (f" ({', '.join(failing)})" if failing else "")
-                     + (f"; a choice flips without failing it for {', '.join(flipping)}" if flipping else ""))
-    return "; ".join(parts) + ". " + emulation_note([s for p in pairs for s in (p.reference, p.other)])

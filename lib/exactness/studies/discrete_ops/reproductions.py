@@ -14,7 +14,8 @@ import warnings
 
 import numpy as np
 
-from exactness.studies.discrete_ops.stages import Reproduction, Stage
+from exactness.causes import Stage
+from exactness.studies.discrete_ops.stages import Reproduction
 
 TOLERANCE = 1e-6  # far below what either pass changes (NaN, 1.49), far above float32 rounding of these sizes
 

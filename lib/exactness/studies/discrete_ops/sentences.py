@@ -11,14 +11,13 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from exactness.engine import answers as engine_answers
 from exactness.engine import verdicts as v
 from exactness.engine.answers import rate_words
 from exactness.engine.outputs import NOISE_FACTOR
+from exactness.engine.pairs import PairEvidence
 from exactness.models import class_registry, sources
-from exactness.models.names import ClassTask
+from exactness.runtimes.sides import Pair, emulation_note
 from exactness.studies.discrete_ops.study import Result
-from exactness.workbook.answers import Answer
 from exactness.workbook.findings import significant
 from exactness.workbook.wording import count, plural
 
@@ -28,17 +27,6 @@ class Section:
     frame: pd.DataFrame  # what the section's table shows (may be empty)
     sentence: str  # the one computed sentence under it
     extra: dict = field(default_factory=dict)  # what a figure of the section needs
-
-
-def subject(verdict: v.ClassVerdict, verdicts: list[v.ClassVerdict]) -> str:
-    """How a verdict's line names what it answers for: its class, and its shape mode where the run has more."""
-    if len({other.shape_mode for other in verdicts}) > 1:
-        return ClassTask(verdict.model, verdict.shape_mode).label
-    return verdict.model
-
-
-def answers(result: Result) -> list[Answer]:
-    return [engine_answers.answer(verdict, subject(verdict, result.verdicts)) for verdict in result.verdicts]
 
 
 def registered(models, checkout: str | sources.Checkout = "", graphs: pd.DataFrame | None = None) -> Section:
@@ -242,3 +230,16 @@ def summary(result: Result, n_seeds: int) -> dict:
             "causes": {key(x): x.cause.value for x in result.verdicts},
             "seeds_run": {key(x): {"screened": int(x.screened), "checked": int(x.checked)} for x in result.verdicts},
             "defects": defects}
+
+
+def precision_sentence(found: list[PairEvidence], pairs: list[Pair]) -> str:
+    """Which classes a precision makes fail, and the emulation's note."""
+    parts = []
+    for pair in pairs:
+        mine = [c for c in found if c.pair == pair.spec and c.seeds]
+        failing = [c.model for c in mine if c.failed]
+        flipping = [c.model for c in mine if c.flipped and not c.failed]
+        parts.append(f"{pair.other.label}: the export test fails for {plural(len(failing), 'class', 'classes')} of "
+                     f"{len(mine)}" + (f" ({', '.join(failing)})" if failing else "")
+                     + (f"; a choice flips without failing it for {', '.join(flipping)}" if flipping else ""))
+    return "; ".join(parts) + ". " + emulation_note([s for p in pairs for s in (p.reference, p.other)])

@@ -19,32 +19,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
 
 import numpy as np
 import onnx
 import torch
 
+from exactness.causes import Stage
+from exactness.engine.evidence import Remedy
 from exactness.engine.outputs import NOISE_FACTOR, max_abs, scale_ulp
 from exactness.runtimes import onnx_graph
 from exactness.runtimes.export_cache import ExportCache
 from exactness.studies.discrete_ops import check
-
-
-class Stage(Enum):
-    TRANSLATION = "the exporter's translation (torch.onnx)"  # onnx's reference evaluator shows it too
-    ORT_KERNELS = "ONNX Runtime's kernels"  # the same unoptimized graph is right in onnx's reference evaluator
-    UNSEPARATED = "the exporter's translation or ONNX Runtime's kernels"  # the reference evaluator could not run it
-    EXPORT_OPTIMIZER = "the exporter's optimizer (onnxscript)"
-    ORT_OPTIMIZER = "ONNX Runtime's graph optimizations"
-    NOT_SHOWN = "no stage: the symptom does not show in the full pipeline on this seed"
-
-
-# Who fixes a stage: where a maintainer reports a defect the run traced to it.
-UPSTREAM = {Stage.EXPORT_OPTIMIZER: "onnxscript (github.com/microsoft/onnxscript/issues)",
-            Stage.ORT_OPTIMIZER: "ONNX Runtime (github.com/microsoft/onnxruntime/issues)",
-            Stage.ORT_KERNELS: "ONNX Runtime (github.com/microsoft/onnxruntime/issues)",
-            Stage.TRANSLATION: "PyTorch's ONNX exporter (github.com/pytorch/pytorch/issues, label 'module: onnx')"}
 
 
 @dataclass(frozen=True)
@@ -64,7 +49,6 @@ class Config:
 
 
 REFERENCE = "onnx's reference evaluator"
-LEVEL_BELOW = {"basic": "disabled", "extended": "basic", "all": "extended"}  # ORT's optimization levels, in order
 
 
 @dataclass(frozen=True)
@@ -147,32 +131,11 @@ class StageProof:
         return (f"{self.stage.value}, {kind} {self.pass_name}: {base}; without it alone ({self.without}), "
                 f"{without} ({searched})")
 
-    def action(self) -> str:
-        """What to do about the stage, in words ("" when no stage was named)."""
-        upstream = UPSTREAM.get(self.stage, "upstream")
-        repro = f"; report it to {upstream}"
-        if self.reproduction is not None:
-            repro += (" with the reproduction in this report (it reproduces here)" if self.reproduction.reproduces else
-                      " with the class's graph (the reproduction in this report does not reproduce here)")
-        if self.stage is Stage.EXPORT_OPTIMIZER:
-            if self.pass_name:
-                return (f"export without onnxscript's rule {self.pass_name} (or with optimize=False), which removes "
-                        f"it{repro}")
-            return f"export with optimize=False, which removes it{repro}"
-        if self.stage is Stage.ORT_OPTIMIZER:
-            if self.pass_name:
-                return (f'run ONNX Runtime with disabled_optimizers=["{self.pass_name}"], which removes it{repro}')
-            below = LEVEL_BELOW.get(self.level, "disabled")
-            return (f"run ONNX Runtime at graph optimization level '{below}', below the '{self.level}' level that "
-                    f"makes it (no single pass removes it){repro}")
-        if self.stage is Stage.TRANSLATION:
-            return f"fix the model's code, or the exporter's translation of it (no optimizer makes it){repro}"
-        if self.stage is Stage.ORT_KERNELS:
-            return (f"report it to ONNX Runtime ({self.provider}'s kernels) with the graph exported with "
-                    "optimize=False: no optimizer makes it, and onnx's reference evaluator computes the graph right")
-        if self.stage is Stage.UNSEPARATED:
-            return "export with optimize=False and compare the graph in another runtime: no optimizer makes it"
-        return ""
+    @property
+    def remedy(self) -> Remedy:
+        """What the stage asks for, as the engine's evidence holds it (`verdict_words.remedy` words it)."""
+        return Remedy(self.stage, self.pass_name, self.level, self.provider,
+                      self.reproduction.reproduces if self.reproduction is not None else None)
 
 
 def _names(model: onnx.ModelProto, inputs: dict) -> dict:
@@ -258,7 +221,7 @@ def locate(measure: Measure) -> StageProof:
         passes = onnx_graph.ort_passes(measure.graph(onnx_graph.DEFAULT_EXPORT), lowest)
         name = bisect(passes, lambda off: not measure(Config(disabled=off), f"{len(off)} passes disabled").present)
         proof = StageProof(Stage.ORT_OPTIMIZER, name, full, candidates=len(passes), level=lowest)
-        below = LEVEL_BELOW[lowest]
+        below = onnx_graph.LEVEL_BELOW[lowest]
         proof.without = Config(disabled=(name,)) if name else Config(level=below)
         proof.without_pass = measure(proof.without, "the named pass disabled" if name else f"ORT level '{below}'")
         proof.trials = measure.trials

@@ -28,7 +28,6 @@ import pandas as pd
 from exactness.compare.rates import binomial_two_sided_p, wilson_interval
 from exactness.studies.near_tie.scale import is_candidate
 from exactness.workbook import machine
-from exactness.workbook.findings import count, significant
 
 CHECK_COLUMNS = ["model", "seed", "shape_mode", "n_flipped_rows", "test_rule_passed", "min_gap"]
 
@@ -161,34 +160,4 @@ def portability(table: pd.DataFrame) -> tuple[bool | None, bool]:
     rates = bool((table.p_value >= 0.05).all())
     return seeds, rates
 
-
-def sentence(table: pd.DataFrame, capabilities: dict[str, str], reference: str = "native") -> str:
-    """Plainly: whether a failing seed is portable between kernel sets and whether the rate is."""
-    if not len(table):
-        return (f"Only the machine's own kernels ran ({reference}): set cpu_kernels to compare kernel sets "
-                f"(available here: {', '.join(machine.available_kernel_sets())}).")
-    parts = []
-    for r in table.itertuples():
-        parts.append(
-            f"{r.model} under {r.kernel_set} (torch {capabilities.get(r.kernel_set, '?')}): "
-            f"{r.identical_gap_fraction:.1%} of {count(r.seeds)} seeds keep a bit-identical smallest gap; "
-            f"{count(r.candidates_both)} of {count(r.candidates)} candidates are candidates there too "
-            f"({count(r.candidates_other)} there); {count(r.failing_both)} of {count(r.failing)} failing seeds fail "
-            f"there too ({count(r.failing_other)} there); rates {significant(r.rate)} against "
-            f"{significant(r.rate_other)} (p = {significant(r.p_value)})")
-    seeds, rates = portability(table)
-    if seeds is None:
-        verdict = "No seed failed under any kernel set: whether a failing seed is portable is not measured here"
-    elif seeds:
-        verdict = "A failing seed is portable: every seed that fails under one kernel set fails under the others"
-    else:
-        verdict = ("A failing seed is not portable: it may pass on a machine whose CPU picks other kernels, and "
-                   "other seeds fail there instead")
-    if seeds is None:  # 0 against 0 agrees with any rate: it says nothing about portability
-        verdict += "; nor is the rate: no failure to compare."
-    else:
-        verdict += ("; the rate is portable: the failure rates agree at the 5% level in every class." if rates else
-                    "; the rate is not portable: in some class the failure rates differ at the 5% level.")
-    return (f"Against the machine's own kernels ({reference}, torch {capabilities.get(reference, '?')}): "
-            + "; ".join(parts) + ". " + verdict)
 

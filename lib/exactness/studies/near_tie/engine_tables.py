@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import pandas as pd
 
-from exactness.engine import candidates
+from exactness.compare.rates import RatePolicy
+from exactness.engine import candidates, verdicts
 from exactness.engine.rows import OpRow, ScreenRow, SeedRow, frame
 from exactness.engine.verdicts import ClassTables, noise_ulps, reach_ulps
 from exactness.models import wav2vec2_family as family
 from exactness.studies.near_tie.check import QUANTIZER_NODE
 from exactness.studies.near_tie.planted import DefectTally
 from exactness.studies.near_tie.scale import is_candidate
+
+QUANTIZER_MODULE = "quantizer"  # the module that holds the family's argmax (its forward calls it or never does)
 
 
 def _mine(table: pd.DataFrame, model: str, shape_mode: str) -> pd.DataFrame:
@@ -92,3 +95,36 @@ def class_tables(model: str, shape_mode: str, screen: pd.DataFrame, checks: pd.D
                        screen_rows(screen, model, shape_mode, threshold, threshold_ulps, reach),
                        _mine(margins, model, shape_mode), _mine(outputs, model, shape_mode),
                        seed_rows(mine), scanned=False, tie_aware=tie_aware_keeps(mine, planted))
+
+
+def class_verdicts(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, margins: pd.DataFrame,
+                   threshold: float, immune: list[str] = (), threshold_ulps: float = 0.0,
+                   policy: RatePolicy | None = None, shape_mode: str = "",
+                   defects: pd.DataFrame | None = None) -> list[verdicts.ClassVerdict]:
+    """The engine's verdict per screened class in `shape_mode` (default: the checks' first), then one per class
+    that never calls its quantizer. `policy`: the rate a class must be bounded under to never flip (default:
+    #50575's failure rate). The reach is the engine's, from the class's own read noise; a seed within it that was not
+    checked widens the rate to a worst case. `defects`: the planted defects, so that a tie-aware comparison is
+    offered only where it was measured to keep value checks."""
+    policy = policy or RatePolicy()
+    mode = shape_mode or (str(checks.shape_mode.iloc[0]) if len(checks) else "static")
+    found = []
+    for model in sorted(set(screen.model)) if len(screen) else []:
+        mine = margins[(margins.model == model) & (margins.shape_mode == mode)] if len(margins) else margins
+        reach = class_reach(mine)
+        tables = class_tables(model, mode, screen, checks, outputs, margins, threshold, threshold_ulps,
+                                            reach, defects)
+        found.append(verdicts.verdict(tables, policy, reach))
+    return found + [verdicts.never_runs(model, mode, QUANTIZER_MODULE) for model in immune]
+
+
+
+def tie_aware_kept(checks: pd.DataFrame, defects: pd.DataFrame | None, shape_mode: str = "") -> frozenset[str]:
+    """The classes on which the tie-aware comparison was measured to keep value checks in `shape_mode` (default:
+    the checks' first), as the engine's offer reads it (`tie_aware_keeps`)."""
+    if not len(checks):
+        return frozenset()
+    mode = shape_mode or str(checks.shape_mode.iloc[0])
+    mine = checks[checks.shape_mode == mode]
+    return frozenset(m for m in sorted(set(mine.model))
+                     if tie_aware_keeps(*tie_aware_rows(m, mode, mine, defects)))

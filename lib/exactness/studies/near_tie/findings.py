@@ -13,16 +13,16 @@ import numpy as np
 import pandas as pd
 
 from exactness import published
-from exactness.studies.near_tie import cpu_kernel_sets as near_tie_kernels
 from exactness.studies.near_tie import prediction as near_tie_prediction
 from exactness.studies.near_tie import scale as near_tie_scale
+from exactness.studies.near_tie import sentences as near_tie_sentences
 from exactness.studies.near_tie import ties as near_tie_ties
-from exactness.studies.near_tie.planted import DefectTally, size_words
-from exactness.workbook import wording
+from exactness.studies.near_tie.planted import DefectTally
+from exactness.studies.near_tie.sentences import predicted_rate, size_words, tolerance_words
 from exactness.workbook.findings import Finding, count, named, one_in, rate_verdict, significant
 from exactness.workbook.presentation import plural
 
-SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
+SEED_MODEL = published.NEAR_TIE_CLASS
 # a median within this factor of the investigation's counts as the same noise (same order, same CPU class)
 NOISE_FACTOR = 3.0
 
@@ -129,14 +129,14 @@ def candidates_finding(screen: pd.DataFrame, checks: pd.DataFrame, threshold: fl
     screened = screen.groupby("model").size()
     per_class = "; ".join(f"{m} {count(below[m])} of {count(screened[m])}" for m in below.index)
     if len(checks) and "ort_min_row_gap" in checks:
-        tie_words = near_tie_ties.sentence(near_tie_ties.exact_ties(checks))
+        tie_words = near_tie_sentences.ties_sentence(near_tie_ties.exact_ties(checks))
     else:  # checks made before ORT's values at the tied row were recorded
         ties = checks[checks.exact_tie.astype(bool)] if len(checks) else checks
         tie_words = (f"{count(ties.seed.nunique() if len(ties) else 0)} checked seeds had an exact tie (gap 0), "
                      f"{count(int((ties.n_flipped_rows > 0).sum()) if len(ties) else 0)} of them flipped.")
     why_rates = ""
     if rows_per_seed and threshold_ulps <= 0:
-        why_rates = " " + near_tie_scale.explanation_sentence(
+        why_rates = " " + near_tie_sentences.explanation_sentence(
             near_tie_scale.explanation(screen, threshold, rows_per_seed), threshold)
     claim = f"Seeds whose {near_tie_scale.criterion(threshold, threshold_ulps)}: {per_class}. {tie_words}"
     ours = per_class + (f" ({why_rates.strip()})" if why_rates else "")
@@ -158,14 +158,6 @@ def candidates_finding(screen: pd.DataFrame, checks: pd.DataFrame, threshold: fl
     ours = f"{ours}; {SEED_MODEL}: {why}"
     return Finding(claim, ours, verdict, source=seed, why=why if verdict != "reproduced" else "",
                    evidence="screen per class table")
-
-
-def predicted_rate(p) -> str:
-    """A predicted failure count per `p.scale` seeds as the one rate shape: '1 in 2,700 (95% 1 in 3,600 to ...)'."""
-    if not p.failures_per_scale_high:  # an interval of 0 to 0: nothing predicted, said once, not "none to none"
-        return "none predicted"
-    return (f"{wording.one_in(p.failures_per_scale / p.scale)} "
-            f"({wording.interval(p.failures_per_scale_low / p.scale, p.failures_per_scale_high / p.scale)})")
 
 
 def _prediction_claim(prediction: pd.DataFrame, table: pd.DataFrame) -> str:
@@ -198,7 +190,7 @@ def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = 
         missed = judged[~judged.within_target]
         why = "; ".join(f"{r.model} off by a factor {significant(r.factor)}" for r in missed.itertuples())
         if reasons is not None and len(reasons):
-            why += " (" + near_tie_prediction.reasons_sentence(reasons, missed.model) + ")"
+            why += " (" + near_tie_sentences.reasons_sentence(reasons, missed.model) + ")"
     claim = _prediction_claim(prediction, table)
     evidence = "prediction table and predicted-against-measured figure"
     conformer = prediction[prediction.model == SEED_MODEL]
@@ -276,27 +268,6 @@ def noise_finding(noise: pd.DataFrame, shape_modes: set[str] | None = None) -> F
                    evidence="noise table")
 
 
-def tolerance_words(row) -> str:
-    """One class's tolerance: the median and worst rtol one simulated flip needs, and over how many checks."""
-    checks = getattr(row, "checks", None)
-    of = f" of {plural(checks, 'check')}" if checks is not None else ""
-    return (f"{row.model} median {significant(row.rtol_one_flip_median)} over its "
-            f"{plural(row.simulated_flips, 'simulated flip')}{of}, worst {significant(row.rtol_one_flip_worst)}")
-
-
-def tolerance_sentence(tolerance: pd.DataFrame) -> str:
-    """The notebook's sentence under the tolerance table: per class, the median it computed and over what."""
-    measured = tolerance[tolerance.simulated_flips > 0] if len(tolerance) else tolerance
-    if not len(measured):
-        return "No flip was simulated: no tolerance measured."
-    return ("Simulated on eager, one flip of the smallest-gap row needs on the perplexity an rtol of: "
-            + "; ".join(tolerance_words(r) for r in measured.itertuples())
-            + f". The investigation says about {published.value('rtol_observed'):.0e} observed and "
-            f"{published.value('rtol_worst'):.0e} worst on {SEED_MODEL}. A flipped code moves its row of "
-            "projected_quantized_states entirely, and such an rtol would apply to every output of every class: a "
-            "tie is not a precision problem.")
-
-
 def replays_example(replayed: pd.DataFrame) -> bool:
     """Did this run replay the investigation's captured failing seed on the conformer (so a sentence may say so)?"""
     if not len(replayed):
@@ -358,7 +329,8 @@ def machine_finding(kernels: pd.DataFrame, capabilities: dict[str, str]) -> Find
     ours = "; ".join(f"{r.model} under {r.kernel_set}: {r.identical_gap_fraction:.1%} of smallest gaps bit-identical, "
                      f"{count(r.failing_both)} of {count(r.failing)} failing seeds fail there too, rates p = "
                      f"{significant(r.p_value)}" for r in kernels.itertuples())
-    return Finding(near_tie_kernels.sentence(kernels, capabilities), ours, "new", evidence="kernel sets table")
+    return Finding(near_tie_sentences.kernel_sets_sentence(kernels, capabilities), ours, "new",
+                   evidence="kernel sets table")
 
 
 def findings(screen: pd.DataFrame, checks: pd.DataFrame, rates: pd.DataFrame, prediction: pd.DataFrame,

@@ -45,10 +45,3 @@ class DefectTally:
         return self.required > 0 and self.tie_aware == self.required
 
 
-def size_words(tolerances: float, caught: int = 0, graded: int = 0) -> str:
-    """What a comparison catches of the graded defects on every seed: 'one output channel off by 10x the tolerance
-    and more', or 'no graded size' (with how many it caught on some seeds only, `caught` of `graded`)."""
-    if tolerances != tolerances:  # NaN
-        return (f"no graded size on every seed, only {caught} of the {graded} size-seed plantings" if caught
-                else "no graded size")
-    return f"one output channel off by {tolerances:g}x the tolerance and more"

@@ -28,9 +28,7 @@ import pandas as pd
 
 from exactness.compare.rates import PER
 from exactness.studies.near_tie.rate import Tally, noise_below
-from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
-from exactness.workbook.wording import interval, one_in
 
 PAPER_SEEDS = PER  # the seed's scale, per class: the one every rate is stated per
 DEFAULT_SEEDS = 2_000  # the calibration: the first seeds a prediction is made from, then held against the rest
@@ -244,50 +242,3 @@ def _ratio(a: float, b: float) -> float:
     return float("inf") if a > 0 else 1.0
 
 
-def reasons_sentence(reasons: pd.DataFrame, models) -> str:
-    """For the classes that missed the target: the two factors in words."""
-    parts = []
-    for r in reasons[reasons.model.isin(list(models))].itertuples():
-        parts.append(f"{r.model}: the first {count(DEFAULT_SEEDS)} seeds predict x{significant(r.sample_factor)} of "
-                     f"what every screened seed and check predicts (their gaps near zero and their noise), and that "
-                     f"full prediction is x{significant(r.law_factor)} of the measured count (the pooled noise law: "
-                     "one law for every argmax row of the class)")
-    return "; ".join(parts)
-
-
-def calibration_sentence(prediction: pd.DataFrame, reasons: pd.DataFrame | None = None) -> str:
-    """Per class, the predicted rates (`wording`: 1 in N with the interval), predicted against measured at the run's
-    scale, and the calibration target's verdict where the run is large enough to judge it (with `reasons`, from
-    `miss_reasons`, why a class missed)."""
-    if not len(prediction):
-        return "No class had checks to learn the gap noise from: nothing predicted."
-    table = calibration(prediction)
-    scale = int(prediction.scale.iloc[0])
-    parts = []
-    for p, c in zip(prediction.itertuples(), table.itertuples(), strict=True):
-        parts.append(f"{p.model}: fails {one_in(p.failures_per_scale / scale)} "
-                     f"({interval(p.failures_per_scale_low / scale, p.failures_per_scale_high / scale)}), flips "
-                     f"{one_in(p.flips_per_scale / scale)} "
-                     f"({interval(p.flips_per_scale_low / scale, p.flips_per_scale_high / scale)}) from "
-                     f"{count(p.predicted_from)} screened seeds; at this run's {count(p.screened)} seeds "
-                     f"{significant(p.failures_at_run)} predicted ({p.failures_at_run_low:.0f} to "
-                     f"{p.failures_at_run_high:.0f}), {count(p.measured_failures)} measured, "
-                     + ("inside" if c.inside_at_run else "OUTSIDE") + " the interval")
-    inside = int(table.inside_at_run.sum())
-    text = (f"Predicted from the screen's gaps and the gap-noise law: {'; '.join(parts)}. Measured failures lie inside "
-            f"the predicted 95% interval in {count(inside)} of {plural(len(table), 'class', 'classes')}.")
-    judged = table[table.paper_scale]
-    if not len(judged):
-        return text + (f" The target (predicted from {count(DEFAULT_SEEDS)} seeds within a factor "
-                       f"{TARGET_FACTOR:g} of the count measured on {count(scale)}) needs a run of at least "
-                       f"{count(scale)} seeds per class; this run is not one.")
-    missed = judged[~judged.within_target]
-    if not len(missed):
-        return text + (f" Predicted from the first seeds, every class's count on {count(scale)} seeds lies within a "
-                       f"factor {TARGET_FACTOR:g} of the measured one: target met.")
-    why = f" Why: {reasons_sentence(reasons, missed.model)}." if reasons is not None and len(reasons) else ""
-    return text + (f" Target (the count predicted from the first {count(DEFAULT_SEEDS)} seeds within a factor "
-                   f"{TARGET_FACTOR:g} of the one measured on {count(scale)}) missed: " + "; ".join(
-        f"{r.model} fails {one_in(r.failures_per_scale / scale)} predicted, {one_in(r.measured_per_scale / scale)} "
-        f"measured on {count(scale)} seeds (a factor {significant(r.factor)})" for r in missed.itertuples())
-        + "." + why)

@@ -48,7 +48,7 @@ def buckets(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, m
     checked, flipped, failed, flipped but passed, and the failure rate: the engine's estimate, the one the answer
     table states (`near_tie.answers`), with its words in `rate`."""
     from exactness.engine.answers import rate_words
-    from exactness.studies.near_tie.answers import class_verdicts
+    from exactness.studies.near_tie.engine_tables import class_verdicts
 
     rows = []
     for mode, in_mode in checks.groupby("shape_mode", sort=False) if len(checks) else []:

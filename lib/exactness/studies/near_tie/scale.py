@@ -10,13 +10,10 @@ every class, rows and scale explain the difference in candidates.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pandas as pd
 
 from exactness.compare.rates import wilson_interval
-from exactness.workbook.findings import count, significant
 
 # Per-row densities within this factor of each other (or inside each other's 95% intervals) count as the same:
 # the rows and the scale then explain the candidates.
@@ -80,35 +77,3 @@ def densities_agree(table: pd.DataFrame) -> tuple[bool, float]:
     return ratio <= SAME_DENSITY_FACTOR or overlap, ratio
 
 
-def explanation_sentence(table: pd.DataFrame, threshold: float) -> str:
-    """Why the classes' candidate rates differ, computed: rows per seed, logit scale, and whether the per-row
-    density per ulp is then the same."""
-    if not len(table):
-        return "No class was screened."
-    if len(table) == 1:
-        r = table.iloc[0]
-        return (f"{r.model}: {count(r.rows_per_seed)} argmax rows per seed, median top logit "
-                f"{significant(r.top_logit_median)} (the threshold {threshold:g} is {r.threshold_ulps:.0f} ulps of "
-                "it); "
-                f"per row and per ulp of the top logit, {significant(r.per_row_per_ulp_e6)} per million have a gap "
-                "that small.")
-    agree, ratio = densities_agree(table)
-    rates = ", ".join(f"{r.model} {r.candidate_rate:.2%}" for r in table.itertuples())
-    rows = ", ".join(f"{r.model} {count(r.rows_per_seed)}" for r in table.itertuples())
-    scale = ", ".join(f"{r.model} {significant(r.top_logit_median)} ({r.threshold_ulps:.0f} ulps)"
-                      for r in table.itertuples())
-    density = ", ".join(f"{r.model} {significant(r.per_row_per_ulp_e6)} ({significant(r.per_row_per_ulp_e6_low)} to "
-                        f"{significant(r.per_row_per_ulp_e6_high)})" for r in table.itertuples())
-    spread = "inf" if math.isinf(ratio) else significant(ratio)
-    if agree:
-        how = "within" if ratio <= SAME_DENSITY_FACTOR else "more than"
-        verdict = (f"{how} a factor {SAME_DENSITY_FACTOR:g} of each other (largest ratio {spread})"
-                   + ("" if ratio <= SAME_DENSITY_FACTOR else ", but inside each other's 95% intervals")
-                   + ": rows per seed and logit scale explain the difference in candidates")
-    else:
-        verdict = (f"a factor {spread} apart, outside each other's 95% intervals: rows and scale explain only part; "
-                   "the gaps themselves are distributed differently")
-    return (f"Candidates per seed differ by class ({rates}) for two measured reasons: argmax rows per seed ({rows}) "
-            f"and logit scale (median top logit, and the threshold {threshold:g} in its ulps: {scale}). Per row and "
-            f"per ulp of the top logit, the density of a gap below the threshold is (per million, 95% interval) "
-            f"{density}: {verdict}.")

@@ -1,23 +1,28 @@
 """The near-tie notebook's computed sentences and derived tables: every count, ratio and comparison a cell
-states. Each takes the study's tables and returns a sentence or a table; the notebook only shows them."""
+states. Each takes the study's tables and returns a sentence or a table; the notebook only shows them, and the
+findings quote them."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 from exactness import published
 from exactness.studies.near_tie import cpu_kernel_sets as near_tie_kernels
-from exactness.studies.near_tie import findings as near_tie_findings
 from exactness.studies.near_tie import prediction as near_tie_prediction
 from exactness.studies.near_tie import rate as near_tie_rate
-from exactness.studies.near_tie.planted import DefectTally, size_words
-from exactness.studies.near_tie.scale import is_candidate
-from exactness.workbook import findings
+from exactness.studies.near_tie.cpu_kernel_sets import portability
+from exactness.studies.near_tie.planted import DefectTally
+from exactness.studies.near_tie.prediction import DEFAULT_SEEDS, TARGET_FACTOR, calibration
+from exactness.studies.near_tie.scale import SAME_DENSITY_FACTOR, densities_agree, is_candidate
+from exactness.studies.near_tie.ties import explained
+from exactness.workbook import findings, machine, wording
+from exactness.workbook.findings import significant
 from exactness.workbook.parameter_rules import StudyParameterError
 from exactness.workbook.presentation import plural
-from exactness.workbook.wording import count
+from exactness.workbook.wording import count, interval, one_in
 
 
 def check_kernel_sets(cpu_kernels) -> None:
@@ -37,7 +42,7 @@ def candidates_sentence(screen: pd.DataFrame, gaps: pd.DataFrame, threshold: flo
                         candidate_rule: str) -> str:
     """Candidates per class; the investigation's count beside them only at the investigation's own threshold and
     class."""
-    seed_model = near_tie_findings.SEED_MODEL
+    seed_model = published.NEAR_TIE_CLASS
     same_threshold = threshold == published.value("threshold") and not threshold_ulps > 0
     seed_words = (f" The investigation found {published.value('candidates'):,.0f} of "
                   f"{published.value('seeds_screened'):,.0f} "
@@ -97,13 +102,13 @@ def rate_sentence(rates: pd.DataFrame, replays_example: bool, seed_start: int, n
     recipe = "(the same recipe as ours: the replay above rebuilds its example seed), " if replays_example else ""
     last = seed_start + n_seeds - 1
     return (f"{ours}. The investigation measured {findings.one_in(published.value('failure_rate'))} on "
-            f"{near_tie_findings.SEED_MODEL} with its own seeding {recipe}but over its own "
+            f"{published.NEAR_TIE_CLASS} with its own seeding {recipe}but over its own "
             f"{published.value('seeds_screened'):,.0f} draws, not our seeds {seed_start} to {last}, "
             "so the rates are samples of the same rate, not the same seeds.")
 
 
 def noise_sentence(noise: pd.DataFrame) -> str:
-    seed_model = near_tie_findings.SEED_MODEL
+    seed_model = published.NEAR_TIE_CLASS
     logits = noise[noise.label == "logits"]
     return "Median max abs difference of the quantizer logits over passing seeds: " + "; ".join(
         f"{r.model} {findings.significant(r.passing)}"
@@ -200,4 +205,199 @@ def flip_curve_caption(curve: pd.DataFrame) -> str:
 
 def with_predicted_rate(calibrated: pd.DataFrame) -> pd.DataFrame:
     """The prediction table with its rate per seed in the one rate shape (`wording`), a column "predicted_rate"."""
-    return calibrated.assign(predicted_rate=[near_tie_findings.predicted_rate(p) for p in calibrated.itertuples()])
+    return calibrated.assign(predicted_rate=[predicted_rate(p) for p in calibrated.itertuples()])
+
+
+def reasons_sentence(reasons: pd.DataFrame, models) -> str:
+    """For the classes that missed the target: the two factors in words."""
+    parts = []
+    for r in reasons[reasons.model.isin(list(models))].itertuples():
+        parts.append(f"{r.model}: the first {count(DEFAULT_SEEDS)} seeds predict x{significant(r.sample_factor)} of "
+                     f"what every screened seed and check predicts (their gaps near zero and their noise), and that "
+                     f"full prediction is x{significant(r.law_factor)} of the measured count (the pooled noise law: "
+                     "one law for every argmax row of the class)")
+    return "; ".join(parts)
+
+
+
+def calibration_sentence(prediction: pd.DataFrame, reasons: pd.DataFrame | None = None) -> str:
+    """Per class, the predicted rates (`wording`: 1 in N with the interval), predicted against measured at the run's
+    scale, and the calibration target's verdict where the run is large enough to judge it (with `reasons`, from
+    `miss_reasons`, why a class missed)."""
+    if not len(prediction):
+        return "No class had checks to learn the gap noise from: nothing predicted."
+    table = calibration(prediction)
+    scale = int(prediction.scale.iloc[0])
+    parts = []
+    for p, c in zip(prediction.itertuples(), table.itertuples(), strict=True):
+        parts.append(f"{p.model}: fails {one_in(p.failures_per_scale / scale)} "
+                     f"({interval(p.failures_per_scale_low / scale, p.failures_per_scale_high / scale)}), flips "
+                     f"{one_in(p.flips_per_scale / scale)} "
+                     f"({interval(p.flips_per_scale_low / scale, p.flips_per_scale_high / scale)}) from "
+                     f"{count(p.predicted_from)} screened seeds; at this run's {count(p.screened)} seeds "
+                     f"{significant(p.failures_at_run)} predicted ({p.failures_at_run_low:.0f} to "
+                     f"{p.failures_at_run_high:.0f}), {count(p.measured_failures)} measured, "
+                     + ("inside" if c.inside_at_run else "OUTSIDE") + " the interval")
+    inside = int(table.inside_at_run.sum())
+    text = (f"Predicted from the screen's gaps and the gap-noise law: {'; '.join(parts)}. Measured failures lie inside "
+            f"the predicted 95% interval in {count(inside)} of {plural(len(table), 'class', 'classes')}.")
+    judged = table[table.paper_scale]
+    if not len(judged):
+        return text + (f" The target (predicted from {count(DEFAULT_SEEDS)} seeds within a factor "
+                       f"{TARGET_FACTOR:g} of the count measured on {count(scale)}) needs a run of at least "
+                       f"{count(scale)} seeds per class; this run is not one.")
+    missed = judged[~judged.within_target]
+    if not len(missed):
+        return text + (f" Predicted from the first seeds, every class's count on {count(scale)} seeds lies within a "
+                       f"factor {TARGET_FACTOR:g} of the measured one: target met.")
+    why = f" Why: {reasons_sentence(reasons, missed.model)}." if reasons is not None and len(reasons) else ""
+    return text + (f" Target (the count predicted from the first {count(DEFAULT_SEEDS)} seeds within a factor "
+                   f"{TARGET_FACTOR:g} of the one measured on {count(scale)}) missed: " + "; ".join(
+        f"{r.model} fails {one_in(r.failures_per_scale / scale)} predicted, {one_in(r.measured_per_scale / scale)} "
+        f"measured on {count(scale)} seeds (a factor {significant(r.factor)})" for r in missed.itertuples())
+        + "." + why)
+
+
+def explanation_sentence(table: pd.DataFrame, threshold: float) -> str:
+    """Why the classes' candidate rates differ, computed: rows per seed, logit scale, and whether the per-row
+    density per ulp is then the same."""
+    if not len(table):
+        return "No class was screened."
+    if len(table) == 1:
+        r = table.iloc[0]
+        return (f"{r.model}: {count(r.rows_per_seed)} argmax rows per seed, median top logit "
+                f"{significant(r.top_logit_median)} (the threshold {threshold:g} is {r.threshold_ulps:.0f} ulps of "
+                "it); "
+                f"per row and per ulp of the top logit, {significant(r.per_row_per_ulp_e6)} per million have a gap "
+                "that small.")
+    agree, ratio = densities_agree(table)
+    rates = ", ".join(f"{r.model} {r.candidate_rate:.2%}" for r in table.itertuples())
+    rows = ", ".join(f"{r.model} {count(r.rows_per_seed)}" for r in table.itertuples())
+    scale = ", ".join(f"{r.model} {significant(r.top_logit_median)} ({r.threshold_ulps:.0f} ulps)"
+                      for r in table.itertuples())
+    density = ", ".join(f"{r.model} {significant(r.per_row_per_ulp_e6)} ({significant(r.per_row_per_ulp_e6_low)} to "
+                        f"{significant(r.per_row_per_ulp_e6_high)})" for r in table.itertuples())
+    spread = "inf" if math.isinf(ratio) else significant(ratio)
+    if agree:
+        how = "within" if ratio <= SAME_DENSITY_FACTOR else "more than"
+        verdict = (f"{how} a factor {SAME_DENSITY_FACTOR:g} of each other (largest ratio {spread})"
+                   + ("" if ratio <= SAME_DENSITY_FACTOR else ", but inside each other's 95% intervals")
+                   + ": rows per seed and logit scale explain the difference in candidates")
+    else:
+        verdict = (f"a factor {spread} apart, outside each other's 95% intervals: rows and scale explain only part; "
+                   "the gaps themselves are distributed differently")
+    return (f"Candidates per seed differ by class ({rates}) for two measured reasons: argmax rows per seed ({rows}) "
+            f"and logit scale (median top logit, and the threshold {threshold:g} in its ulps: {scale}). Per row and "
+            f"per ulp of the top logit, the density of a gap below the threshold is (per million, 95% interval) "
+            f"{density}: {verdict}.")
+
+
+LISTED = 6  # seeds named in the sentence; the exact-ties table names every one
+
+
+
+def _listed(seeds: pd.DataFrame) -> str:
+    """The tied seeds by name when they are few; else how many per class and the first few (the table has all)."""
+    if len(seeds) <= LISTED:
+        return ", ".join(f"{r.model} {r.seed}" for r in seeds.itertuples())
+    per_class = ", ".join(f"{model} {count(n)}" for model, n in seeds.groupby("model", sort=False).size().items())
+    first = ", ".join(f"{r.model} {r.seed}" for r in seeds.head(3).itertuples())
+    return f"{per_class}; e.g. {first}; every one in the exact-ties table"
+
+
+
+def ties_sentence(ties: pd.DataFrame) -> str:
+    """How many checked seeds had an exact tie, how many flipped, and why, from the seeds' rows."""
+    seeds = ties.drop_duplicates(["model", "seed"]) if len(ties) else ties
+    if not len(seeds):
+        return "No checked seed had an exact tie (gap 0)."
+    flipped = int(ties.flipped_at_tie.sum())
+    identical = ties[ties.ort_bit_identical]
+    separated = ties[~ties.ort_bit_identical]
+    second_ahead = int((separated.ort_min_row_gap < 0).sum())
+    unexplained = ties[~explained(ties)]
+    text = (f"{plural(len(seeds), 'checked seed')} had an exact tie (gap 0: "
+            f"{_listed(seeds)}); "
+            f"{count(flipped)} of {count(len(ties))} tied rows flipped. ")
+    if len(identical):
+        text += (f"On {count(len(identical))} ORT also computed the two tied logits bit-identical, so both argmax "
+                 "took the first code" + ("" if identical.flipped_at_tie.any() else " and none flipped") + "; ")
+    else:
+        text += "ORT never computed the two tied logits bit-identical: "
+    text += (f"on {count(len(separated))} ORT's rounding separated them, with the second code ahead on "
+             f"{count(second_ahead)}")
+    if len(unexplained):
+        return text + (f". {plural(len(unexplained), 'tie')} "
+                       "did not follow that rule: " + "; ".join(f"{r.model} {r.seed}: {r.why}"
+                                                                for r in unexplained.itertuples()) + ".")
+    return text + ": every tie flipped exactly when ORT put the second code ahead."
+
+
+def kernel_sets_sentence(table: pd.DataFrame, capabilities: dict[str, str], reference: str = "native") -> str:
+    """Plainly: whether a failing seed is portable between kernel sets and whether the rate is."""
+    if not len(table):
+        return (f"Only the machine's own kernels ran ({reference}): set cpu_kernels to compare kernel sets "
+                f"(available here: {', '.join(machine.available_kernel_sets())}).")
+    parts = []
+    for r in table.itertuples():
+        parts.append(
+            f"{r.model} under {r.kernel_set} (torch {capabilities.get(r.kernel_set, '?')}): "
+            f"{r.identical_gap_fraction:.1%} of {count(r.seeds)} seeds keep a bit-identical smallest gap; "
+            f"{count(r.candidates_both)} of {count(r.candidates)} candidates are candidates there too "
+            f"({count(r.candidates_other)} there); {count(r.failing_both)} of {count(r.failing)} failing seeds fail "
+            f"there too ({count(r.failing_other)} there); rates {significant(r.rate)} against "
+            f"{significant(r.rate_other)} (p = {significant(r.p_value)})")
+    seeds, rates = portability(table)
+    if seeds is None:
+        verdict = "No seed failed under any kernel set: whether a failing seed is portable is not measured here"
+    elif seeds:
+        verdict = "A failing seed is portable: every seed that fails under one kernel set fails under the others"
+    else:
+        verdict = ("A failing seed is not portable: it may pass on a machine whose CPU picks other kernels, and "
+                   "other seeds fail there instead")
+    if seeds is None:  # 0 against 0 agrees with any rate: it says nothing about portability
+        verdict += "; nor is the rate: no failure to compare."
+    else:
+        verdict += ("; the rate is portable: the failure rates agree at the 5% level in every class." if rates else
+                    "; the rate is not portable: in some class the failure rates differ at the 5% level.")
+    return (f"Against the machine's own kernels ({reference}, torch {capabilities.get(reference, '?')}): "
+            + "; ".join(parts) + ". " + verdict)
+
+
+def predicted_rate(p) -> str:
+    """A predicted failure count per `p.scale` seeds as the one rate shape: '1 in 2,700 (95% 1 in 3,600 to ...)'."""
+    if not p.failures_per_scale_high:  # an interval of 0 to 0: nothing predicted, said once, not "none to none"
+        return "none predicted"
+    return (f"{wording.one_in(p.failures_per_scale / p.scale)} "
+            f"({wording.interval(p.failures_per_scale_low / p.scale, p.failures_per_scale_high / p.scale)})")
+
+
+def size_words(tolerances: float, caught: int = 0, graded: int = 0) -> str:
+    """What a comparison catches of the graded defects on every seed: 'one output channel off by 10x the tolerance
+    and more', or 'no graded size' (with how many it caught on some seeds only, `caught` of `graded`)."""
+    if tolerances != tolerances:  # NaN
+        return (f"no graded size on every seed, only {caught} of the {graded} size-seed plantings" if caught
+                else "no graded size")
+    return f"one output channel off by {tolerances:g}x the tolerance and more"
+
+
+def tolerance_words(row) -> str:
+    """One class's tolerance: the median and worst rtol one simulated flip needs, and over how many checks."""
+    checks = getattr(row, "checks", None)
+    of = f" of {plural(checks, 'check')}" if checks is not None else ""
+    return (f"{row.model} median {significant(row.rtol_one_flip_median)} over its "
+            f"{plural(row.simulated_flips, 'simulated flip')}{of}, worst {significant(row.rtol_one_flip_worst)}")
+
+
+
+def tolerance_sentence(tolerance: pd.DataFrame) -> str:
+    """The notebook's sentence under the tolerance table: per class, the median it computed and over what."""
+    measured = tolerance[tolerance.simulated_flips > 0] if len(tolerance) else tolerance
+    if not len(measured):
+        return "No flip was simulated: no tolerance measured."
+    return ("Simulated on eager, one flip of the smallest-gap row needs on the perplexity an rtol of: "
+            + "; ".join(tolerance_words(r) for r in measured.itertuples())
+            + f". The investigation says about {published.value('rtol_observed'):.0e} observed and "
+            f"{published.value('rtol_worst'):.0e} worst on {published.NEAR_TIE_CLASS}. A flipped code moves its row of "
+            "projected_quantized_states entirely, and such an rtol would apply to every output of every class: a "
+            "tie is not a precision problem.")

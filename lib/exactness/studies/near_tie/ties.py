@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from exactness.workbook.findings import count, significant
-from exactness.workbook.wording import plural
+from exactness.workbook.findings import significant
 
 COLUMNS = ["model", "seed", "shape_mode", "min_row", "ort_min_row_gap", "ort_bit_identical", "flipped_at_tie",
            "n_flipped_rows", "test_rule_passed", "why"]
@@ -50,40 +49,3 @@ def explained(ties: pd.DataFrame) -> pd.Series:
     return (ties.ort_min_row_gap < 0) == ties.flipped_at_tie
 
 
-LISTED = 6  # seeds named in the sentence; the exact-ties table names every one
-
-
-def _listed(seeds: pd.DataFrame) -> str:
-    """The tied seeds by name when they are few; else how many per class and the first few (the table has all)."""
-    if len(seeds) <= LISTED:
-        return ", ".join(f"{r.model} {r.seed}" for r in seeds.itertuples())
-    per_class = ", ".join(f"{model} {count(n)}" for model, n in seeds.groupby("model", sort=False).size().items())
-    first = ", ".join(f"{r.model} {r.seed}" for r in seeds.head(3).itertuples())
-    return f"{per_class}; e.g. {first}; every one in the exact-ties table"
-
-
-def sentence(ties: pd.DataFrame) -> str:
-    """How many checked seeds had an exact tie, how many flipped, and why, from the seeds' rows."""
-    seeds = ties.drop_duplicates(["model", "seed"]) if len(ties) else ties
-    if not len(seeds):
-        return "No checked seed had an exact tie (gap 0)."
-    flipped = int(ties.flipped_at_tie.sum())
-    identical = ties[ties.ort_bit_identical]
-    separated = ties[~ties.ort_bit_identical]
-    second_ahead = int((separated.ort_min_row_gap < 0).sum())
-    unexplained = ties[~explained(ties)]
-    text = (f"{plural(len(seeds), 'checked seed')} had an exact tie (gap 0: "
-            f"{_listed(seeds)}); "
-            f"{count(flipped)} of {count(len(ties))} tied rows flipped. ")
-    if len(identical):
-        text += (f"On {count(len(identical))} ORT also computed the two tied logits bit-identical, so both argmax "
-                 "took the first code" + ("" if identical.flipped_at_tie.any() else " and none flipped") + "; ")
-    else:
-        text += "ORT never computed the two tied logits bit-identical: "
-    text += (f"on {count(len(separated))} ORT's rounding separated them, with the second code ahead on "
-             f"{count(second_ahead)}")
-    if len(unexplained):
-        return text + (f". {plural(len(unexplained), 'tie')} "
-                       "did not follow that rule: " + "; ".join(f"{r.model} {r.seed}: {r.why}"
-                                                                for r in unexplained.itertuples()) + ".")
-    return text + ": every tie flipped exactly when ORT put the second code ahead."

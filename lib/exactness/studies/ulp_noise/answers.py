@@ -7,7 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from exactness.studies.ulp_noise.findings import scale_profile, worst_draw
+from exactness.studies.ulp_noise.depth import worst_draw
+from exactness.studies.ulp_noise.findings import scale_profile
 from exactness.workbook.answers import Answer, Columns
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural

@@ -17,8 +17,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from exactness.workbook.findings import count, significant
-from exactness.workbook.wording import plural
+from exactness.compare.scale import rms_ulps
 
 # Kinds by the last part of a module's path; the first pattern that matches names the kind.
 KINDS = (
@@ -103,40 +102,13 @@ def role(row) -> str:
     return "grows the relative noise" if row.relative_factor > FLAT else "shrinks the relative noise"
 
 
-def growth_sentence(kinds: pd.DataFrame, table: pd.DataFrame) -> str:
-    """Where the relative noise grows and where the absolute noise is only rescaled, in two sentences: the
-    factors per layer kind are the table's (`growth_by_kind`), not a list in words."""
-    if not len(kinds):
-        return "No module output differs from its input's noise: no factor to measure."
-    rel = table.rel_rms[np.isfinite(table.rel_rms)]
-    span = (f"Over the {plural(len(table), 'module output')} with an input, relative noise (max |diff| / RMS) stays "
-            f"within {significant(rel.min())} to {significant(rel.max())} while the absolute noise spans "
-            f"{significant(table.max_abs_diff.min())} to {significant(table.max_abs_diff.max())}.")
-    roles = {r.kind: role(r) for r in kinds.itertuples()}
-    growing = [f"{r.kind} (x{significant(r.relative_factor)})" for r in kinds.itertuples()
-               if roles[r.kind] == "grows the relative noise"]
-    rescaling = kinds[[roles[k].startswith("rescales") and r.absolute_factor > FLAT
-                       for k, r in zip(kinds.kind, kinds.itertuples(), strict=True)]]
-    lead = (f"The relative noise grows at {', '.join(growing)} (median factor above {FLAT:g}). " if growing else
-            f"No layer kind grows the relative noise by more than a factor {FLAT:g} (median). ")
-    if len(rescaling):
-        lead += ("Absolute noise is raised without relative growth at "
-                 + ", ".join(f"{r.kind} (x{significant(r.absolute_factor)})" for r in rescaling.itertuples())
-                 + ": values and noise are scaled alike. ")
-    return lead + span
-
-
-def worst_elements_sentence(scaled: pd.DataFrame) -> str:
-    """Which elements drive the worst element-wise counts: their size against the RMS (medians over tensors)."""
-    have = scaled.dropna(subset=["worst_of_rms"]) if "worst_of_rms" in scaled else scaled.iloc[0:0]
-    if not len(have):
-        return "No tensor differs: no worst element to locate."
-    worst = float(have.worst_of_rms.median())
-    below = float(have.top_ulps_below_rms.median())
-    small = worst < 0.1
-    return ((f"The worst element-wise counts come from small elements: the worst element of a tensor has a "
-             f"median magnitude of {significant(worst)} of the tensor's RMS" if small else
-             f"The worst element-wise counts are not confined to small elements: the worst element of a tensor "
-             f"has a median magnitude of {significant(worst)} of its RMS")
-            + f", and the 1% of elements with the most ulps lie below {significant(below)} of the RMS (median over "
-            f"{count(len(have))} tensors).")
+def worst_draw(noise: pd.DataFrame) -> tuple[float, str, int] | None:
+    """The largest max |diff| in ulps of the tensor's RMS in any single draw: (ulps, tensor, seed), or None.
+    The scale profile's figures are medians over draws; a test's tolerance must hold in the worst one."""
+    if not len(noise) or "rel_rms" not in noise:
+        return None
+    per_draw = pd.Series(rms_ulps(noise.max_abs_diff, noise.rel_rms), index=noise.index)
+    if not per_draw.notna().any():
+        return None
+    at = per_draw.idxmax()
+    return float(per_draw[at]), str(noise.tensor[at]), int(noise.seed[at])

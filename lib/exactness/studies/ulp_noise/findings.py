@@ -17,10 +17,12 @@ from scipy import stats
 from exactness import published
 from exactness.compare.scale import rms_ulps
 from exactness.studies.ulp_noise import depth as ulp_noise_depth
+from exactness.studies.ulp_noise import sentences as ulp_noise_sentences
+from exactness.studies.ulp_noise.sentences import short_tensor
 from exactness.workbook.findings import Finding, count, significant, span
 from exactness.workbook.wording import plural
 
-SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
+SEED_MODEL = published.NEAR_TIE_CLASS
 SEED_SHAPE_MODE = "dynamic"
 # A median within this factor of the investigation's counts as the same noise (the near-tie report uses the same rule).
 NOISE_FACTOR = 3.0
@@ -57,18 +59,6 @@ def scale_profile(noise: pd.DataFrame) -> pd.DataFrame:
         max_abs_diff=("max_abs_diff", "median"), rms_ulps=("rms_ulps", "median"), median_ulp=("median_ulp", "median"),
         p99_ulp=("p99_ulp", "median"), max_ulp=("max_ulp", "median"), **more).sort_values("depth").reset_index(
         drop=True)
-
-
-def worst_draw(noise: pd.DataFrame) -> tuple[float, str, int] | None:
-    """The largest max |diff| in ulps of the tensor's RMS in any single draw: (ulps, tensor, seed), or None.
-    The scale profile's figures are medians over draws; a test's tolerance must hold in the worst one."""
-    if not len(noise) or "rel_rms" not in noise:
-        return None
-    per_draw = pd.Series(rms_ulps(noise.max_abs_diff, noise.rel_rms), index=noise.index)
-    if not per_draw.notna().any():
-        return None
-    at = per_draw.idxmax()
-    return float(per_draw[at]), str(noise.tensor[at]), int(noise.seed[at])
 
 
 def seed_label() -> str:
@@ -117,11 +107,6 @@ def medians_finding(noise: pd.DataFrame, model: str, shape_mode: str) -> Finding
                                          "report)", evidence="noise table, seed medians table")
 
 
-def _short(tensor: str) -> str:
-    """A module path by its last two parts: enough to find it in the depth table, short enough for a claim."""
-    return ".".join(tensor.split(".")[-2:])
-
-
 def ulps_finding(profile: pd.DataFrame, scaled: pd.DataFrame | None = None,
                  noise: pd.DataFrame | None = None) -> Finding:
     """Is the noise a few rounding steps for the typical element of every tensor? And how large is the worst,
@@ -134,17 +119,17 @@ def ulps_finding(profile: pd.DataFrame, scaled: pd.DataFrame | None = None,
     worst = float(profile.p99_ulp.max())
     claim = (f"In every tensor the median element differs by at most {significant(typical)} ulps in the median "
              "draw, a few float32 rounding steps" if few else
-             f"Not just a few rounding steps: the median element of {_short(at)} differs by {significant(typical)} "
-             f"ulps in the median draw (more than {FEW_ULPS})")
+             f"Not just a few rounding steps: the median element of {short_tensor(at)} differs by "
+             f"{significant(typical)} ulps in the median draw (more than {FEW_ULPS})")
     ours = f"largest median ulp {significant(typical)} ({at}); largest 99th percentile {significant(worst)} ulps"
     if scaled is not None and scaled.rms_ulps.notna().any():
         by_scale = float(scaled.rms_ulps.max())
         scale_at = scaled.loc[scaled.rms_ulps.idxmax(), "tensor"]
-        single = worst_draw(noise) if noise is not None else None
-        beyond = (f", {significant(single[0])} ({_short(single[1])}) in the worst draw"
+        single = ulp_noise_depth.worst_draw(noise) if noise is not None else None
+        beyond = (f", {significant(single[0])} ({short_tensor(single[1])}) in the worst draw"
                   if single is not None and single[0] > by_scale else "")
         claim += (f"; in ulps of each tensor's RMS the worst difference is {significant(by_scale)} "
-                  f"({_short(scale_at)}) in the median draw{beyond}.")
+                  f"({short_tensor(scale_at)}) in the median draw{beyond}.")
         ours += f"; largest max |diff| in ulps of the RMS {significant(by_scale)} ({scale_at})"
         if single is not None:
             ours += f", {significant(single[0])} in one draw ({single[1]}, seed {single[2]})"
@@ -165,7 +150,7 @@ def growth_finding(scaled: pd.DataFrame) -> Finding:
     if not len(kinds):
         return Finding(_no_growth(scaled), "no factor", "new", evidence="growth per layer kind table")
     ours = "; ".join(f"{r.kind} x{significant(r.relative_factor)} relative" for r in kinds.itertuples())
-    return Finding(ulp_noise_depth.growth_sentence(kinds, table), ours, "new",
+    return Finding(ulp_noise_sentences.growth_sentence(kinds, table), ours, "new",
                    evidence="growth per layer kind table, noise figure")
 
 
@@ -183,9 +168,9 @@ def _no_growth(scaled: pd.DataFrame) -> str:
     worst = differing.loc[differing.max_abs_diff.idxmax()]
     return (f"{count(len(differing))} of {plural(len(modules), 'module output')} "
             f"{'differs' if len(differing) == 1 else 'differ'} between eager and ORT (largest "
-            f"max |diff| {significant(float(worst.max_abs_diff))}, at {_short(worst.tensor)}), but none has a measured "
-            "input that differs (an input that is a sum or a container's output has no factor): no growth factor to "
-            "measure.")
+            f"max |diff| {significant(float(worst.max_abs_diff))}, at {short_tensor(worst.tensor)}), but none has a "
+            "measured input that differs (an input that is a sum or a container's output has no factor): no growth "
+            "factor to measure.")
 
 
 def float64_finding(closer: pd.DataFrame) -> Finding:
@@ -280,96 +265,7 @@ def findings(noise: pd.DataFrame, profile: pd.DataFrame, closer: pd.DataFrame, s
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The notebook's sentences, one per section: each reads its table and nothing else
-
-def medians_sentence(medians: pd.DataFrame, model: str, draws: int, swap_status: str) -> str:
-    measured = medians.dropna(subset=["ours_median_max_abs_diff"])
-    if not len(measured):
-        return (f"{model} has none of the investigation's three tensors; the depth profile below covers it "
-                f"({draws} draws).")
-    return ("; ".join(f"{r.tensor}: {significant(r.ours_median_max_abs_diff)} here, a median of "
-                      f"{r.ours_median_ulp:.0f} ulps per element" for r in measured.itertuples())
-            + f" ({count(draws)} draws, {swap_status}).")
-
-
-def depth_caption(profile: pd.DataFrame, scaled: pd.DataFrame) -> str:
-    moving = profile[profile.max_abs_diff > 0]
-    if not len(moving):
-        return "Every tensor matches exactly."
-    return (f"The largest absolute noise is {significant(moving.max_abs_diff.max())}; in ulps of the RMS at most "
-            f"{significant(scaled.rms_ulps.max())}, while the element-wise 99th percentile reaches "
-            f"{scaled.p99_ulp.max():.0f}.")
-
-
-def depth_sentence(profile: pd.DataFrame) -> str:
-    moving = profile[profile.max_abs_diff > 0]
-    shrinks = moving[moving.growth < 0.5]
-    where = (f"The largest absolute noise is at {moving.loc[moving.max_abs_diff.idxmax(), 'tensor']} "
-             f"({significant(moving.max_abs_diff.max())}); " if len(moving) else "No tensor differs; ")
-    names = ", ".join(shrinks.tensor.str.split(".").str[-1].unique()[:8]) or "none"
-    return (where + f"the median element differs by at most {significant(profile.median_ulp.max())} ulps anywhere. "
-            "Tensors where the noise drops by more than half in absolute terms from the previous one (relative "
-            f"measures below): {names}.")
-
-
-def histogram_caption(noise: pd.DataFrame, scaled: pd.DataFrame) -> str:
-    named = noise[noise.label != ""]
-    return ("Per named tensor, how many draws (vertical) reach a given ulp distance (log scale): the worst element "
-            f"of the draw and its median element. The median element stays within "
-            f"{significant(named.median_ulp.max())} ulps and the worst reaches {significant(named.max_ulp.max())}; "
-            f"measured in ulps of the tensor's RMS (figure above) each tensor's median draw stays within "
-            f"{significant(scaled.rms_ulps.max())}" + _worst_draw_words(noise) + ".")
-
-
-def _worst_draw_words(noise: pd.DataFrame) -> str:
-    single = worst_draw(noise)
-    return (f" and the worst single draw reaches {significant(single[0])} ({_short(single[1])}, seed {single[2]})"
-            if single is not None else "")
-
-
-def float64_sentence(closer: pd.DataFrame) -> str:
-    counts = closer.closer.value_counts()
-    return (f"Against a float64 eager run of the same weights, ORT is closer on {count(int(counts.get('ort', 0)))} "
-            f"tensors, eager float32 on {count(int(counts.get('eager', 0)))}, and they tie on "
-            f"{count(int(counts.get('tie', 0)))}.")
-
-
-def settings_medians(settings: pd.DataFrame) -> pd.DataFrame:
-    """Per setting, value and named tensor: medians over draws, and whether a session run twice matched."""
-    return settings.groupby(["setting", "value", "label"], as_index=False).agg(
-        max_abs_diff=("max_abs_diff", "median"), median_ulp=("median_ulp", "median"),
-        identical=("run_twice_identical", "all"))
-
-
-def settings_sentence(settings: pd.DataFrame) -> str:
-    spread = settings_medians(settings).groupby("label").max_abs_diff.agg(["min", "max"])
-    twice = ("One session run twice gives bit-identical outputs every time." if settings.run_twice_identical.all()
-             else "One session run twice is NOT always bit-identical.")
-    return ("Across optimisation levels and thread counts each tensor's median noise stays within "
-            + "; ".join(f"{label} {span(r['min'], r['max'])}" for label, r in spread.iterrows())
-            + ". " + twice)
-
-
-def passing_failing_sentence(comparison: pd.DataFrame, source: str) -> str:
-    tested = comparison[(comparison.failing_seeds > 0) & comparison.p_value.notna()] if len(comparison) else comparison
-    if not len(tested):
-        return "No near-tie run with failing seeds to compare" + (f" ({source})." if source else ".")
-    verdict = ("no difference detected at the 5% level (with few failing seeds the test has little power)"
-               if (tested.p_value >= 0.05).all() else "some differ at the 5% level")
-    return (f"From {source}: Mann-Whitney U p-values " + ", ".join(
-        f"{r.model} {r.label} {significant(r.p_value)} ({count(int(r.failing_seeds))} failing / "
-        f"{count(int(r.passing_seeds))} passing)" for r in tested.itertuples()) + f"; {verdict}.")
-
-
-def gpu_sentence(gpu: pd.DataFrame | None, noise: pd.DataFrame, device: str, device_name: str = "") -> str:
-    if gpu is None:  # asked for and missing; a CPU run asks for none and has no such section
-        return "" if device == "cpu" else "No GPU run: no CUDA device is present here."
-
-    def medians(table):
-        named = table[table.label != ""].groupby("label").max_abs_diff.median()
-        return ", ".join(f"{label} {significant(value)}" for label, value in named.items())
-    return (f"Eager on {device_name} against ORT on the CPU: median noise of the named tensors {medians(gpu)} "
-            f"(CPU eager: {medians(noise)}).")
+# summary.json's figures
 
 
 def summary_values(medians: pd.DataFrame, profile: pd.DataFrame) -> dict:

@@ -67,18 +67,3 @@ def per_tensor(noise: pd.DataFrame) -> pd.DataFrame:
     return table.sort_values(["side", "label"], ascending=[True, False], kind="stable").reset_index(drop=True)
 
 
-def sentence(table: pd.DataFrame) -> str:
-    from exactness.workbook.findings import significant
-
-    parts = []
-    for side, group in table.groupby("side", sort=False):
-        worst = group.loc[group.max_ulp_of_rms.idxmax()]
-        parts.append(f"{side}: the median tensor's median element differs by {significant(group.median_ulp.median())} "
-                     f"of its precision's ulps, its worst by {significant(group.max_ulp_of_rms.median())} ulps of the "
-                     f"tensor's RMS in that precision (the worst tensor {significant(worst.max_ulp_of_rms)}, "
-                     f"{worst.tensor}); it is farther from float64 than float32 on "
-                     f"{int((group.other_vs_float64 > group.fp32_vs_float64).sum())} of {len(group)} tensors")
-    from exactness.runtimes.sides import Side, emulation_note
-
-    note = emulation_note([Side.parse(f"eager:cpu:{p}") for p in table.precision.unique()])
-    return "; ".join(parts) + ". " + note

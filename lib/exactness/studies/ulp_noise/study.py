@@ -271,3 +271,10 @@ def cuda_draws(pool: GraphPool, seeds) -> pd.DataFrame:
     for seed in seeds:
         frames.append(_table(pool.model, _draw(pool, int(seed), eager_run=on_gpu)).assign(seed=int(seed)))
     return pd.concat(frames, ignore_index=True)[NOISE_COLUMNS + ["numel"] + ELEMENT_COLUMNS]
+
+
+def settings_medians(settings: pd.DataFrame) -> pd.DataFrame:
+    """Per setting, value and named tensor: medians over draws, and whether a session run twice matched."""
+    return settings.groupby(["setting", "value", "label"], as_index=False).agg(
+        max_abs_diff=("max_abs_diff", "median"), median_ulp=("median_ulp", "median"),
+        identical=("run_twice_identical", "all"))

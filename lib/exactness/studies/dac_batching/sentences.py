@@ -1,0 +1,57 @@
+"""The DAC batching notebook's words: one computed sentence per section, each reading the run's measurements
+and nothing else."""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from exactness.studies.dac_batching.findings import any_tail, clip_rows
+from exactness.workbook.findings import count, significant
+
+
+def reach_sentence(field: dict, measured: dict) -> str:
+    same = (field["left_samples"], field["right_samples"]) == (measured["left_samples"], measured["right_samples"])
+    return (f"A latent frame reads {count(field['left_samples'])} samples before its first sample and "
+            f"{count(field['right_samples'])} after it by the layers' sizes and paddings, "
+            f"{count(measured['left_samples'])} and {count(measured['right_samples'])} by float64 gradient"
+            f"{' (the same)' if same else ''}: the padding after a clip reaches its last "
+            f"{count(field['one_side_frames'])} frames of {count(field['hop'])} samples.")
+
+
+
+def reach_regions_sentence(regions: pd.DataFrame, one_side_frames: int) -> str:
+    latent = regions[regions.stage == "latent"].set_index("region")
+    out, inside = latent.loc["outside the reach"], latent.loc["within the reach"]
+    outside = ("none differs" if not out.differing else
+               f"{count(int(out.differing))} differ, by up to {significant(float(out.largest))}")
+    return (f"Outside the last {count(one_side_frames)} latent frames, which the padding reaches: {outside} of "
+            f"{count(int(out.frames))}; within them {count(int(inside.differing))} differ, "
+            f"{count(int(inside.above_threshold))} above the threshold.")
+
+
+
+def decoder_sentence(decoder: dict, hop: int) -> str:
+    return (f"Changing one latent frame in the float64 decoder changes {count(decoder['left_samples'])} samples "
+            f"before that frame's {count(hop)} samples and {count(decoder['right_samples'])} after: the decoder's "
+            "receptive field.")
+
+
+
+def repair_sentence(repaired: dict) -> str:
+    return (f"Recomputing the last {count(repaired['tail_frames'])} frames leaves "
+            f"{count(repaired['code_frames_after'])} of {count(repaired['frames'])} code frames different from the "
+            f"clip run alone ({count(repaired['code_frames_before'])} before).")
+
+
+def padding_tail_words(table: pd.DataFrame, shortest: int, stage: str, unit: str) -> str:
+    """How far from the end the padding changes the shorter clip: any difference, and beyond the threshold."""
+    rows = clip_rows(table, shortest, "padding")
+    above, moved = int(rows.loc[stage, "first_diff_from_end"]), any_tail(rows, stage)
+    if not moved:
+        return f"The padding changes none of its {unit}."
+    if not above:
+        return f"The padding changes values in the last {count(moved)} {unit}, none by more than the threshold."
+    if moved == above:
+        return f"The padding changes the last {count(above)} {unit}."
+    return (f"The padding changes values in the last {count(moved)} {unit}, by more than the threshold in the last "
+            f"{count(above)}.")
