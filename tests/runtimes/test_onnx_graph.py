@@ -141,7 +141,7 @@ def test_defects_change_the_graph_outputs(conformer, defect):
 
 
 def test_a_confident_flip_defect_flips_the_row_it_targets(conformer):
-    from exactness.compare.near_tie import top_two
+    from exactness.compare.tie_aware import top_two
     from exactness.models.quantizer_logits import plain_logits
     from exactness.studies.near_tie.study import _confident_flip
 

@@ -5,7 +5,7 @@ import math
 import torch
 
 from exactness.compare.export_rule import RuleResult
-from exactness.compare.near_tie import TieAwareResult, top_two
+from exactness.compare.tie_aware import TieAwareResult, top_two
 from exactness.studies.near_tie import study as near_tie
 from exactness.studies.near_tie.row import (
     PATH_COLUMNS,

@@ -16,7 +16,7 @@ def test_screen_is_the_same_bit_for_bit_with_one_or_two_workers():
 
 
 def test_screen_locates_the_smallest_gap():
-    from exactness.compare.near_tie import top_two
+    from exactness.compare.tie_aware import top_two
     from exactness.models.quantizer_logits import plain_logits
 
     row = near_tie_screen.screen_seeds("UniSpeechForPreTraining", [5]).iloc[0]

@@ -12,7 +12,7 @@ import torch
 
 from exactness.compare import export_rule
 from exactness.compare.intermediates import intermediate_table
-from exactness.compare.near_tie import flipped_rows, needed_rtol, tie_aware_compare, top_two
+from exactness.compare.tie_aware import flipped_rows, needed_rtol, tie_aware_compare, top_two
 from exactness.compare.ulp import ulp
 from exactness.engine import margins as margins_of
 from exactness.engine.outputs import compare_forced, compare_output, passes_alone

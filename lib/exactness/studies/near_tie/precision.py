@@ -24,7 +24,7 @@ import pandas as pd
 import torch
 
 from exactness import compat
-from exactness.compare.near_tie import top_two
+from exactness.compare.tie_aware import top_two
 from exactness.engine.pairs import PairEvidence
 from exactness.models import wav2vec2_family as family
 from exactness.models.quantizer_logits import FastLogits, plain_logits

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import torch
 
 from exactness.compare import export_rule
-from exactness.compare.near_tie import Gaps, TieAwareResult, needed_rtol, usage_profile
+from exactness.compare.tie_aware import Gaps, TieAwareResult, needed_rtol, usage_profile
 from exactness.runtimes.speedup_paths import BuildPath, LookupPath, SessionPath, WeightsPath
 
 

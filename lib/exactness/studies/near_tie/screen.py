@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 import torch
 
-from exactness.compare.near_tie import top_two
+from exactness.compare.tie_aware import top_two
 from exactness.compare.ulp import ulp
 from exactness.models import wav2vec2_family as family
 from exactness.models.quantizer_logits import FastLogits, plain_logits

@@ -410,7 +410,7 @@ def _confident_flip(model: str, seed: int, bound: float) -> dict:
     """The runner-up code of the row eager was least sure about among those it was sure about (gap above
     ten noise bounds), raised just enough to win: a flip that is not a tie. The bias holds every group's
     codes one after the other, so the row's group picks the slice."""
-    from exactness.compare.near_tie import top_two
+    from exactness.compare.tie_aware import top_two
     from exactness.models.quantizer_logits import plain_logits
 
     gaps = top_two(plain_logits(model, seed))

@@ -1,6 +1,6 @@
 import torch
 
-from exactness.compare.near_tie import flipped_rows, needed_rtol, tie_aware_compare, top_two, usage_profile
+from exactness.compare.tie_aware import flipped_rows, needed_rtol, tie_aware_compare, top_two, usage_profile
 
 
 def test_gaps_in_absolute_terms_and_ulps():
