@@ -36,3 +36,31 @@ def test_smoke_default_and_paper_sets_exist_and_validate(name):
     assert {"smoke", "default", "paper"} <= set(study.param_sets)
     for param_set in study.param_sets:
         parameters.resolve(study.notebook, [study.param_file(param_set)], [])
+
+
+def computed_in_text(source: str) -> list[str]:
+    """The f-string fields of a cell that compute (call a function, index or do arithmetic) rather than name a
+    parameter or a value: a number a report shows is computed by the study's word modules, not in a cell."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.JoinedStr):
+            for part in node.values:
+                computes = isinstance(part, ast.FormattedValue) and isinstance(part.value, (ast.Call, ast.BinOp,
+                                                                                             ast.Subscript))
+                if computes:
+                    found.append(ast.unparse(part.value))
+    return found
+
+
+@pytest.mark.parametrize("name", STUDIES)
+def test_no_cell_computes_a_number_inside_its_text(name):
+    notebook = json.loads(STUDIES[name].notebook.read_text())
+    cells = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    assert {i: found for i, cell in enumerate(cells) if (found := computed_in_text(cell))} == {}
+
+
+def test_the_check_finds_a_count_computed_in_a_cells_text():
+    cell = 'say(f"{len(checks):,} checks at {threshold:g}")\nname = f"error_{stage}"\nx = f"{a[0]} {a + 1}"'
+    assert sorted(computed_in_text(cell)) == ["a + 1", "a[0]", "len(checks)"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from exactness.studies.dac_batching.figures import panels
 from exactness.studies.dac_batching.findings import any_tail, clip_rows
 from exactness.workbook.findings import count, significant
 
@@ -55,3 +56,16 @@ def padding_tail_words(table: pd.DataFrame, shortest: int, stage: str, unit: str
         return f"The padding changes the last {count(above)} {unit}."
     return (f"The padding changes values in the last {count(moved)} {unit}, by more than the threshold in the last "
             f"{count(above)}.")
+
+
+def batching_caption(table: pd.DataFrame, curves: dict, shortest: int, stage: str, unit: str, one_side: int,
+                     reach_label: str, other_windows: bool) -> str:
+    """The batching figure's caption for one stage: its steps where positions are binned, the reach shaded, and
+    how far from the end the padding changes the shorter clip."""
+    binned = [width for _, width in panels(len(curves[(shortest, stage, "padding")]), one_side) if width > 1]
+    return (f"Shorter clip ({shortest}), {stage}: largest |difference| over channels at each position ({unit}"
+            + (f"; each step the largest over {' and '.join(map(str, binned))} {unit}" if binned else "")
+            + "), log scale, exact zeros drawn at the 1e-12 floor; blue: padding, orange: batch size; shaded: "
+            f"{reach_label} (the last {one_side:,} {unit})"
+            + ("; grey: decoded in a window of another span than the padded clip's" if other_windows else "")
+            + ". " + padding_tail_words(table, shortest, stage, unit))

@@ -135,3 +135,20 @@ def codec_sentence(codec: pd.DataFrame) -> str:
 
 def times(factor: float) -> str:
     return f"x{significant(factor, 3)}"
+
+
+def error_depth_caption(propagated: pd.DataFrame, against: str) -> str:
+    """The error-along-depth figure's caption against one reference run, with the largest difference it shows."""
+    shown = propagated[propagated.against == against]
+    worst = shown.loc[shown.max_abs_err.idxmax()]
+    return (f"Top: the largest absolute difference from the {run_name(against)} run at each layer's output (log "
+            "scale); middle: that difference over the layer's activation RMS; bottom: the activation RMS. Colour: run, "
+            "line style: init; a run identical to another is one line named for both; runs identical to the reference "
+            f"have no points. Largest: {significant(worst.max_abs_err)} ({run_name(worst.variant)}, {worst.init}, "
+            f"{worst.layer}).")
+
+
+def error_depth_alt(against: str) -> str:
+    return ("Three log-scale panels over the DAC layers (Conv1, Block0 to Block3, Snake1, Conv2 of the encoder, then "
+            f"the decoder): absolute error against {run_name(against)}, relative error and activation RMS, per run and "
+            "init.")

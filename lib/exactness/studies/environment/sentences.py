@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from exactness.studies.environment.study import float32_ulp_at_one, flushing_runtimes
-from exactness.workbook.findings import count
+from exactness.studies.environment.study import float32_ulp_at_one, flushing_runtimes, relative_spacing_range
+from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
 
 # Each recorded fact in words, for the tables a person reads (the tables under tables/ keep the names).
@@ -85,3 +85,10 @@ def spacing_sentence(spacing: pd.DataFrame, checked: pd.DataFrame) -> str:
     return ((f"At magnitude 1, one float32 ulp is {at_one:.3g}; " if at_one is not None else "")
             + f"{count(int(checked.agrees.sum()))} of {count(len(checked))} measured spacings equal the IEEE 754 "
             "value.")
+
+
+def spacing_caption(spacing: pd.DataFrame) -> str:
+    low, high = relative_spacing_range(spacing)
+    return ("1 ulp (absolute spacing, log scale) against the magnitude of the value (log scale), one line per dtype; a "
+            f"line one decade lower is ten times finer. Relative float32 spacing stays between {significant(low)} and "
+            f"{significant(high)}: ulps compare errors across scales.")

@@ -178,6 +178,34 @@ def _counted(n: int, of: int, noun: str = "", nouns: str | None = None) -> str:
     return f"{findings.count(int(n))} of " + (plural(int(of), noun, nouns) if noun else findings.count(int(of)))
 
 
+def recipe_sentence(same: dict, seed: int) -> str:
+    """Whether the plain recipe, run as a user would paste it, builds the workbook's weights and inputs."""
+    def word(key: str) -> str:
+        return "identical" if same[key] else "DIFFERENT"
+
+    return f"Run for seed {seed}: weights {word('weights')}, inputs {word('inputs')} to the workbook's builders."
+
+
+def replay_proof_sentence(proof) -> str:
+    """The fast screen's replayed logits against plain builds (`screen.replay_proof` raises on any difference)."""
+    return f"Fast and plain logits agree bit for bit on {len(proof)} of {len(proof)} (model, seed) pairs."
+
+
+def flipped_caption(flipped: pd.DataFrame, checks: pd.DataFrame) -> str:
+    return f"The {plural(len(flipped), 'check')} (of {count(len(checks))}) where ORT picked another code than eager."
+
+
+def no_flip_sentence(checks: pd.DataFrame) -> str:
+    return f"ORT picked the same code as eager in every one of the {plural(len(checks), 'check')}."
+
+
+def prediction_caption(calibrated: pd.DataFrame) -> str:
+    return (f"Failures predicted from the smallest gaps of the first {count(int(calibrated.predicted_from.max()))} "
+            "screened seeds and the gap-noise law, with 95% intervals from a bootstrap over screened seeds, checked "
+            "seeds and the fail-if-flipped fraction, plus the Poisson spread of a count; beside the failures measured "
+            "here.")
+
+
 def candidates_caption(gaps: pd.DataFrame, screen: pd.DataFrame, rule: str) -> str:
     return f"Candidates ({rule}): {_counted(gaps.candidates.sum(), len(screen))}."
 

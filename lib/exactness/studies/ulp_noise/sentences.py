@@ -161,3 +161,10 @@ def worst_draw_words(noise: pd.DataFrame) -> str:
 def short_tensor(tensor: str) -> str:
     """A module path by its last two parts: enough to find it in the depth table, short enough for a claim."""
     return ".".join(tensor.split(".")[-2:])
+
+
+def settings_caption(by_setting: pd.DataFrame, draws: int) -> str:
+    return ("Median max |eager − ORT| (absolute, log scale) of each named tensor (read from the graph exposing every "
+            "module output) and each model output (the graph as exported) under each ORT optimisation level and thread "
+            f"count and each eager thread count ({plural(draws, 'draw')} each). Across settings the values span "
+            f"{significant(by_setting.max_abs_diff.min())} to {significant(by_setting.max_abs_diff.max())}.")
