@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from exactness.compare.export_rule import BUILT_IN
-from exactness.studies.discrete_ops import rule_used
+from exactness.studies.discrete_ops import rule_used, sentences
 
 CHECKOUT = str(Path(__file__).resolve().parents[2] / "fixtures" / "transformers_checkout")
 
@@ -24,14 +24,16 @@ def _outputs() -> pd.DataFrame:
 
 
 def test_without_a_checkout_the_built_in_replica_judges():
-    section = rule_used.section(_outputs())
+    section = sentences.rule_section(rule_used.judging(_outputs()))
     assert section.frame["rule"].tolist() == [BUILT_IN.name]
     assert section.frame["pass (built-in replica)"].tolist() == [0]
     assert section.sentence.startswith("No checkout given")
 
 
 def test_with_a_checkout_its_rule_judges_and_the_seeds_it_judges_differently_are_named():
-    section = rule_used.section(_outputs(), CHECKOUT)
+    judging = rule_used.judging(_outputs(), CHECKOUT)
+    assert judging.judged.rule is not BUILT_IN and not judging.judged.problem
+    section = sentences.rule_section(judging)
     row = section.frame.iloc[0]
     assert "the checkout's _check_outputs_close" in row["rule"] and "test_export.py:" in row["rule"]
     assert row["pass (built-in replica)"] == 0 and row["pass (this rule)"] == 1  # seed 1: the pick left out
@@ -44,7 +46,7 @@ def test_a_checkout_whose_rule_cannot_be_read_says_so_and_judges_by_the_replica(
     for folder in ("tests", "tests/models"):
         (tmp_path / folder / "__init__.py").write_text("")
     (tmp_path / "tests" / "test_modeling_common.py").write_text("")
-    section = rule_used.section(_outputs(), str(tmp_path))
+    section = sentences.rule_section(rule_used.judging(_outputs(), str(tmp_path)))
     assert "could not be read" in section.sentence and "test_export.py does not exist" in section.sentence
     assert section.frame["rule"].tolist() == [BUILT_IN.name]
 
@@ -62,7 +64,7 @@ def test_replayed_seeds_are_set_beside_the_workbooks_and_a_disagreement_is_named
     result = SimpleNamespace(
         seeds=pd.DataFrame({"model": "BertModel", "shape_mode": "static", "seed": seeds, "test_rule_passed": claimed}),
         verdicts=[SimpleNamespace(model="BertModel", compare=["last_hidden_state"])])
-    section = rule_used.replayed(result, checkout, per_class=3)
+    section = sentences.replay_section(rule_used.replay_agreement(result, checkout, per_class=3))
     assert section.frame["agree"].tolist() == [True, True, False]
     assert section.frame["real test, outputs kept"].tolist() == ["passed"] * 3
     assert section.sentence == "The real test agrees with the workbook on 2 of 3 replayed seeds; it differs on " \
@@ -92,13 +94,14 @@ def test_the_patch_is_written_to_the_run_and_the_patched_real_test_passes_and_ca
     moved = [s for s in range(12) if runnable_checkout.moved(checkout, s)][:1]
     still = [s for s in range(12) if not runnable_checkout.moved(checkout, s)][:1]
     result = _tie_result(moved + still)
-    section = export_test_change.written(result.verdicts, checkout, RunArtifacts(tmp_path / "run"))
+    section = sentences.patch_section(export_test_change.write_patch(result.verdicts, checkout,
+                                                                         RunArtifacts(tmp_path / "run")))
     patch = (tmp_path / "run" / "patches" / "test_export.patch").read_text()
     assert patch.startswith("# exactness: BertModel: leave outputs out (pooler_output): the pooler's scores tie")
     assert any(line.startswith("+") and line.strip("+ ") == "# BertModel: the pooler's scores tie on every seed"
                for line in patch.splitlines())
     assert '-        "BertModel":' in patch and "patches/test_export.patch" in section.sentence
-    replay = export_test_change.replayed(result, checkout, per_class=2)
+    replay = sentences.patched_replay_section(export_test_change.replay_patched(result, checkout, per_class=2))
     assert replay.frame["patched test"].tolist() == ["passed", "passed"]  # pooler_output moved on the first
     # 3 wrong elements of last_hidden_state's 2,912 are under the test's 5% allowance: forgiven; a whole one is not
     assert replay.frame["caught: 3 elements off"].tolist() == ["0 of 1", "0 of 1"]
@@ -145,5 +148,6 @@ def test_a_change_the_patch_could_not_make_is_not_replayed_as_the_patched_test(t
     monkeypatch.setattr(real_test, "replay", replay)
     result = _tie_result([0, 1])
     assert [c.model for c in export_test_change.changes(result.verdicts, str(copy))] == ["BertModel"]  # recommended
-    section = export_test_change.replayed(result, str(copy), per_class=2)
-    assert section.frame.empty and section.sentence.startswith("The patch changes no class")
+    replayed = export_test_change.replay_patched(result, str(copy), per_class=2)
+    assert not replayed.changed and replayed.table.empty
+    assert sentences.patched_replay_section(replayed).sentence.startswith("The patch changes no class")

@@ -8,12 +8,14 @@ outputs it excludes out (`models.export_test_patch`), the proof as the reason.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from pathlib import Path
+
 import pandas as pd
 
 from exactness.engine.verdicts import Cause
 from exactness.models import checkout_index, export_test_patch, real_test, sources
 from exactness.models.export_test_patch import Change, Edit
-from exactness.studies.discrete_ops.sentences import Section, plural
 
 PLANT_FACTOR = 100.0  # the defects planted in the replay, in tolerances at each moved element
 # (column, elements moved; 0: every element): a few elements, which the test's 5% allowance may forgive in a large
@@ -39,30 +41,40 @@ def changes(verdicts, checkout: str | sources.Checkout) -> list[Change]:
     return [next(iter(found)) for found in by_class.values() if len(found) == 1 and None not in found]
 
 
-def written(verdicts, checkout: str | sources.Checkout, artifacts) -> Section:
-    """The patch, written to the run's patches/test_export.patch, and a row per change."""
+@dataclass(frozen=True)
+class Written:
+    """The changes a run's answers make to the checkout's export test, and the patch file (None: nothing changes)."""
+
+    made: list[Change]
+    notes: tuple[str, ...]  # changes the patch could not make, and why
+    path: Path | None
+
+
+def write_patch(verdicts, checkout: str | sources.Checkout, artifacts) -> Written:
+    """The patch, written to the run's patches/test_export.patch where it changes anything."""
     made = changes(verdicts, checkout)
     patch = export_test_patch.patch(checkout_index.root_of(str(checkout)), made)
-    frame = pd.DataFrame([{"class": c.model, "change": c.edit.value, "outputs": ", ".join(c.outputs),
-                           "reason": c.reason} for c in made])
-    if not patch.diff:
-        return Section(frame, "Nothing in this run's answers changes the checkout's export test"
-                       + (f" ({'; '.join(patch.notes)})." if patch.notes else "."))
-    path = artifacts.patch("test_export", patch.text(made))
-    return Section(frame, f"The change the answers recommend, {plural(len(made), 'class', 'classes')}, is "
-                   f"{path.parent.name}/{path.name}, against the checkout's {checkout_index.EXPORT_TEST} (git apply "
-                   "from its root)" + (f"; not made: {'; '.join(patch.notes)}." if patch.notes else "."))
+    path = artifacts.patch("test_export", patch.text(made)) if patch.diff else None
+    return Written(made, tuple(patch.notes), path)
 
 
-def replayed(result, checkout: str | sources.Checkout, per_class: int) -> Section:
+@dataclass(frozen=True)
+class PatchedReplay:
+    """Each replayed seed of a class the patch changes: the patched real test's outcome, and the plants it caught."""
+
+    changed: bool  # the patch changes some class
+    table: pd.DataFrame
+
+
+def replay_patched(result, checkout: str | sources.Checkout, per_class: int) -> PatchedReplay:
     """Each class the patch changes, its first `per_class` checked seeds in the real test as the patch leaves it
     (skip removed, outputs left out in memory), then with each of `PLANTS` planted in each compared output. A change
-    the patch could not make (`written` names it) is not replayed: the test it would replay is not the patched one."""
+    the patch could not make (`write_patch` names it) is not replayed: the test it would replay is not the patched
+    one."""
     root = checkout_index.root_of(str(checkout))
     made = {c.model: c for c in export_test_patch.patch(root, changes(result.verdicts, checkout)).made}
     if not made:
-        return Section(pd.DataFrame(), "The patch changes no class of the checkout's export test: no patched test "
-                                       "to replay.")
+        return PatchedReplay(False, pd.DataFrame())
     seeds = result.seeds[(result.seeds.shape_mode == "static") & result.seeds.model.isin(list(made))]
     compared = result.outputs.groupby("model").output.unique().to_dict() if len(result.outputs) else {}
     rows = []
@@ -78,14 +90,4 @@ def replayed(result, checkout: str | sources.Checkout, per_class: int) -> Sectio
                     plant=(o, PLANT_FACTOR, elements)).outcome is real_test.Outcome.FAILED]
                 row[f"caught: {column}"] = f"{len(caught)} of {len(kept)}"
             rows.append(row)
-    frame = pd.DataFrame(rows)
-    if not rows:
-        return Section(frame, "No changed class has a checked static-mode seed to replay.")
-    passing = int((frame["patched test"] == "passed").sum())
-    def everywhere(column: str) -> int:  # seeds on which the plant was caught in every compared output
-        return int(frame[f"caught: {column}"].map(lambda x: x.split(" of ")[0] == x.split(" of ")[1]).sum())
-
-    words = "; ".join(f"{column}, on {everywhere(column)} of {len(frame)}" for column, _ in PLANTS)
-    return Section(frame, f"The patched real test passes {passing} of {len(frame)} replayed seeds. A defect planted "
-                   f"in each compared output ({PLANT_FACTOR:g}x the tolerance) fails it in every output: {words} "
-                   "seeds.")
+    return PatchedReplay(True, pd.DataFrame(rows))

@@ -11,7 +11,6 @@ import pandas as pd
 from exactness.compare.export_rule import BUILT_IN, OutputCount, Rule
 from exactness.engine.outputs import rule_count
 from exactness.models import checkout_rule, real_test, sources
-from exactness.studies.discrete_ops.sentences import Section, plural
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,15 @@ def per_seed(outputs: pd.DataFrame, rule: Rule) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["model", "shape_mode", "seed", "built_in_passes", "rule_passes"])
 
 
-def section(outputs: pd.DataFrame, checkout: str | sources.Checkout = "") -> Section:
+@dataclass(frozen=True)
+class Judging:
+    """Which rule judged a run's checked seeds, and per class how it and the built-in replica judged them."""
+
+    judged: Judged
+    table: pd.DataFrame  # per class and shape mode: the rule, seeds checked, passes under each, seeds judged apart
+
+
+def judging(outputs: pd.DataFrame, checkout: str | sources.Checkout = "") -> Judging:
     judged = rule_of(checkout)
     seeds = per_seed(outputs, judged.rule)
     rows = []
@@ -50,34 +57,14 @@ def section(outputs: pd.DataFrame, checkout: str | sources.Checkout = "") -> Sec
                      "pass (built-in replica)": int(group.built_in_passes.sum()),
                      "pass (this rule)": int(group.rule_passes.sum()),
                      "seeds judged differently": ", ".join(map(str, differ))})
-    frame = pd.DataFrame(rows)
-    if judged.problem:
-        sentence = f"The checkout's rule could not be read: {judged.problem}. Every class is judged by {BUILT_IN.name}."
-    elif judged.rule is BUILT_IN:
-        sentence = f"No checkout given: every class is judged by {BUILT_IN.name}."
-    else:
-        moved = sum(bool(r["seeds judged differently"]) for r in rows)
-        sentence = (f"Every checked seed, and so every rate and verification above, judged by {judged.rule.name}; "
-                    "the built-in replica judges "
-                    + (f"{plural(moved, 'class', 'classes')} differently on some seed (named in the table)."
-                       if moved else "every checked seed the same.")
-                    + (" The half-precision floor is not applied to these counts (taken at the test's own "
-                       "tolerances)." if judged.rule.half_tolerance is not None else ""))
-    return Section(frame, sentence)
+    return Judging(judged, pd.DataFrame(rows))
 
 
-def replayed(result, checkout: str | sources.Checkout, per_class: int) -> Section:
+def replay_agreement(result, checkout: str | sources.Checkout, per_class: int) -> pd.DataFrame:
     """Each class's first `per_class` checked seeds (static shape mode: the test replayed is the static one) in
     the checkout's real export test, skip lifted, and narrowed to the outputs its answer keeps where it keeps
     some, beside the workbook's own pass/fail of each."""
     seeds = result.seeds[result.seeds.shape_mode == "static"].sort_values(["model", "seed"])
     chosen = seeds.groupby("model", sort=False).head(per_class)
     keep = {v.model: tuple(v.compare) for v in result.verdicts if v.compare}
-    table = real_test.agreement(str(checkout), chosen, keep=keep) if len(chosen) else pd.DataFrame()
-    if not len(table):
-        return Section(table, "No static-mode seed was checked: nothing to replay in the real test.")
-    agree = int(table["agree"].sum())
-    differ = [f"{model} seed {seed}" for model, seed in table.loc[~table.agree, ["class", "seed"]].itertuples(
-        index=False)]
-    return Section(table, f"The real test agrees with the workbook on {agree} of {len(table)} replayed seeds"
-                   + (f"; it differs on {', '.join(differ)}." if differ else "."))
+    return real_test.agreement(str(checkout), chosen, keep=keep) if len(chosen) else pd.DataFrame()

@@ -11,12 +11,15 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from exactness.compare.export_rule import BUILT_IN
 from exactness.engine import verdicts as v
 from exactness.engine.answers import rate_words
 from exactness.engine.outputs import NOISE_FACTOR
 from exactness.engine.pairs import PairEvidence
-from exactness.models import class_registry, sources
+from exactness.models import checkout_index, class_registry, sources
 from exactness.runtimes.sides import Pair, emulation_note
+from exactness.studies.discrete_ops.export_test_change import PLANT_FACTOR, PLANTS, PatchedReplay, Written
+from exactness.studies.discrete_ops.rule_used import Judging
 from exactness.studies.discrete_ops.study import Result
 from exactness.workbook.findings import significant
 from exactness.workbook.wording import count, plural
@@ -243,3 +246,64 @@ def precision_sentence(found: list[PairEvidence], pairs: list[Pair]) -> str:
                      f"{len(mine)}" + (f" ({', '.join(failing)})" if failing else "")
                      + (f"; a choice flips without failing it for {', '.join(flipping)}" if flipping else ""))
     return "; ".join(parts) + ". " + emulation_note([s for p in pairs for s in (p.reference, p.other)])
+
+
+def rule_section(judging: Judging) -> Section:
+    """Which rule judged every checked seed, and the classes the built-in replica judges differently."""
+    judged, frame = judging.judged, judging.table
+    if judged.problem:
+        sentence = f"The checkout's rule could not be read: {judged.problem}. Every class is judged by {BUILT_IN.name}."
+    elif judged.rule is BUILT_IN:
+        sentence = f"No checkout given: every class is judged by {BUILT_IN.name}."
+    else:
+        moved = int(frame["seeds judged differently"].astype(bool).sum()) if len(frame) else 0
+        sentence = (f"Every checked seed, and so every rate and verification above, judged by {judged.rule.name}; "
+                    "the built-in replica judges "
+                    + (f"{plural(moved, 'class', 'classes')} differently on some seed (named in the table)."
+                       if moved else "every checked seed the same.")
+                    + (" The half-precision floor is not applied to these counts (taken at the test's own "
+                       "tolerances)." if judged.rule.half_tolerance is not None else ""))
+    return Section(frame, sentence)
+
+
+def replay_section(table: pd.DataFrame) -> Section:
+    """The real test's pass/fail of each replayed seed beside the workbook's (`rule_used.replay_agreement`)."""
+    if not len(table):
+        return Section(table, "No static-mode seed was checked: nothing to replay in the real test.")
+    agree = int(table["agree"].sum())
+    differ = [f"{model} seed {seed}" for model, seed in table.loc[~table.agree, ["class", "seed"]].itertuples(
+        index=False)]
+    return Section(table, f"The real test agrees with the workbook on {agree} of {len(table)} replayed seeds"
+                   + (f"; it differs on {', '.join(differ)}." if differ else "."))
+
+
+def patch_section(written: Written) -> Section:
+    """A row per change the answers make to the checkout's export test, and where the patch was written."""
+    frame = pd.DataFrame([{"class": c.model, "change": c.edit.value, "outputs": ", ".join(c.outputs),
+                           "reason": c.reason} for c in written.made])
+    notes = written.notes
+    if written.path is None:
+        return Section(frame, "Nothing in this run's answers changes the checkout's export test"
+                       + (f" ({'; '.join(notes)})." if notes else "."))
+    path = written.path
+    return Section(frame, f"The change the answers recommend, {plural(len(written.made), 'class', 'classes')}, is "
+                   f"{path.parent.name}/{path.name}, against the checkout's {checkout_index.EXPORT_TEST} (git apply "
+                   "from its root)" + (f"; not made: {'; '.join(notes)}." if notes else "."))
+
+
+def patched_replay_section(replayed: PatchedReplay) -> Section:
+    """The patched real test on each replayed seed, and how often a planted defect fails it in every output."""
+    frame = replayed.table
+    if not replayed.changed:
+        return Section(frame, "The patch changes no class of the checkout's export test: no patched test to replay.")
+    if not len(frame):
+        return Section(frame, "No changed class has a checked static-mode seed to replay.")
+    passing = int((frame["patched test"] == "passed").sum())
+
+    def everywhere(column: str) -> int:  # seeds on which the plant was caught in every compared output
+        return int(frame[f"caught: {column}"].map(lambda x: x.split(" of ")[0] == x.split(" of ")[1]).sum())
+
+    words = "; ".join(f"{column}, on {everywhere(column)} of {len(frame)}" for column, _ in PLANTS)
+    return Section(frame, f"The patched real test passes {passing} of {len(frame)} replayed seeds. A defect planted "
+                   f"in each compared output ({PLANT_FACTOR:g}x the tolerance) fails it in every output: {words} "
+                   "seeds.")
