@@ -125,21 +125,22 @@ def test_one_forward_a_seed_screens_every_shape_mode_as_each_screened_alone(tmp_
     units = [u for u in study._units(graphs, seeds, settings) if u.phase is study.Phase.SCREEN]
     assert len(units) == 1 and units[0].tasks == tasks
     assert str(units[0]) == "XLMForQuestionAnswering|static+dynamic screen 0-3"
-    monkeypatch.setattr(worker_state, "_current", worker_state.WorkerState())  # this test's own worker
-    learning = discrete_taps.learn
-    learnt = []
-    monkeypatch.setattr(discrete_taps, "learn", lambda *a, **k: learnt.append(1) or learning(*a, **k))
-    study._Work(settings)([dataclasses.replace(units[0], seeds=(9,))])
-    assert len(learnt) == 1  # the second mode waits for the same calls: the first one's plan
-    forwards, verified = [], []
-    real_record, real_recorded = discrete_taps.TapPlan.record, study._Screen._recorded
-    monkeypatch.setattr(discrete_taps.TapPlan, "record", lambda plan, *a: forwards.append(1) or real_record(plan, *a))
-    monkeypatch.setattr(study._Screen, "_recorded",
-                        lambda screen, task, *a: verified.append(task) or real_recorded(screen, task, *a))
-    shared = study._Work(settings)(units)
-    assert len(forwards) == len(seeds)  # not one a seed and shape mode
-    assert verified == tasks  # yet each mode's taps checked against the dispatch recorder on the chunk's first seed
-    monkeypatch.undo()
+    with worker_state.fresh():  # this test's own worker for the shared chunk; the process's state afterwards
+        learning = discrete_taps.learn
+        learnt = []
+        monkeypatch.setattr(discrete_taps, "learn", lambda *a, **k: learnt.append(1) or learning(*a, **k))
+        study._Work(settings)([dataclasses.replace(units[0], seeds=(9,))])
+        assert len(learnt) == 1  # the second mode waits for the same calls: the first one's plan
+        forwards, verified = [], []
+        real_record, real_recorded = discrete_taps.TapPlan.record, study._Screen._recorded
+        monkeypatch.setattr(discrete_taps.TapPlan, "record",
+                            lambda plan, *a: forwards.append(1) or real_record(plan, *a))
+        monkeypatch.setattr(study._Screen, "_recorded",
+                            lambda screen, task, *a: verified.append(task) or real_recorded(screen, task, *a))
+        shared = study._Work(settings)(units)
+        assert len(forwards) == len(seeds)  # not one a seed and shape mode
+        assert verified == tasks  # yet each mode's taps checked against the dispatch recorder on the first seed
+        monkeypatch.undo()
     assert [done.task for done in shared] == tasks
     for task, done in zip(tasks, shared, strict=True):
         alone = study._Screen({task: graphs[task].ops}, settings)([(task, s) for s in seeds])
