@@ -201,19 +201,6 @@ def encoder_growth(propagation: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows).set_index("init")
 
 
-def beside_seed(propagation: pd.DataFrame) -> pd.DataFrame:
-    """Max error per encoder layer under each init, with the DAC fix's figure for the same layer."""
-    from exactness import published
-
-    seed = published.table(published.SEED_002)
-    seed_layers = seed[seed.section == "propagation"].set_index("key").value
-    chain = seed_chain(propagation)
-    table = chain[chain.layer.isin(seed_layers.index)].pivot_table(index="layer", columns="init",
-                                                                  values="max_abs_err", sort=False)
-    table["seed_002"] = seed_layers
-    return table
-
-
 def _largest_difference(a: torch.Tensor, b: torch.Tensor, elements: int = 1 << 22) -> float:
     """max |a - b| in float64: the exact maximum, without float64 copies of a whole large layer.
 
@@ -361,9 +348,7 @@ def codec_run_ratios(codec: pd.DataFrame) -> pd.Series:
     return grouped.decoded_vs_float64.max() / grouped.codec_max_abs_err.min()
 
 
-
 PUBLISHED = ("16khz", "24khz", "44khz")
-
 
 
 def against_float64(propagated: pd.DataFrame) -> pd.DataFrame:
