@@ -16,7 +16,8 @@ from pathlib import Path
 from conftest import REPO
 
 LIB = REPO / "lib"
-SHARED = ("exactness.models", "exactness.runtimes", "exactness.compare", "exactness.published", "exactness.compat")
+SHARED = ("exactness.models", "exactness.runtimes", "exactness.compare", "exactness.published", "exactness.compat",
+          "exactness.causes")
 
 
 def _modules() -> dict[str, Path]:
@@ -136,12 +137,12 @@ WORDS = re.compile(r"(sentence|_words|caption)s?$")
 
 def words_outside_word_modules(sources: dict[str, str]) -> list[str]:
     """`module: function` for each top-level function named as words (`*_sentence`, `*_words`, `*_caption`)
-    defined in a study module that is not one of its word modules (`sentences`, `findings`, `answers` or a
-    `*_answers` module that words one section's answers)."""
+    defined in a study module that is not one of its word modules (`sentences`, `findings`, `answers`; a figure's
+    labels stay with its figure)."""
     found = []
     for name, source in sources.items():
         stem = name.rsplit(".", 1)[-1]
-        if stem in WORD_MODULES or stem.endswith("_answers") or stem == "figures":
+        if stem in WORD_MODULES or stem == "figures":
             continue
         found += [f"{name}: {node.name}" for node in ast.parse(source).body
                   if isinstance(node, ast.FunctionDef) and WORDS.search(node.name.removeprefix("_"))]

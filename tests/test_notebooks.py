@@ -39,8 +39,9 @@ def test_smoke_default_and_paper_sets_exist_and_validate(name):
 
 
 def computed_in_text(source: str) -> list[str]:
-    """The f-string fields of a cell that compute (call a function, index or do arithmetic) rather than name a
-    parameter or a value: a number a report shows is computed by the study's word modules, not in a cell."""
+    """The f-string fields of a cell that compute (call a function, index, do arithmetic or choose a word) rather
+    than name a parameter or a value: a number a report shows is computed by the study's word modules, not in a
+    cell."""
     import ast
 
     found = []
@@ -48,7 +49,7 @@ def computed_in_text(source: str) -> list[str]:
         if isinstance(node, ast.JoinedStr):
             for part in node.values:
                 computes = isinstance(part, ast.FormattedValue) and isinstance(part.value, (ast.Call, ast.BinOp,
-                                                                                             ast.Subscript))
+                                                                                             ast.Subscript, ast.IfExp))
                 if computes:
                     found.append(ast.unparse(part.value))
     return found
@@ -62,5 +63,6 @@ def test_no_cell_computes_a_number_inside_its_text(name):
 
 
 def test_the_check_finds_a_count_computed_in_a_cells_text():
-    cell = 'say(f"{len(checks):,} checks at {threshold:g}")\nname = f"error_{stage}"\nx = f"{a[0]} {a + 1}"'
-    assert sorted(computed_in_text(cell)) == ["a + 1", "a[0]", "len(checks)"]
+    cell = ('say(f"{len(checks):,} checks at {threshold:g}")\nname = f"error_{stage}"\nx = f"{a[0]} {a + 1}"\n'
+            'y = f"draw{\'s\' if n != 1 else \'\'}"')
+    assert sorted(computed_in_text(cell)) == ["'s' if n != 1 else ''", "a + 1", "a[0]", "len(checks)"]

@@ -100,6 +100,7 @@ class Remedy:
     stage: Stage
     pass_name: str = ""  # the exporter's rule or ORT's pass whose removal alone removes it ("" when none alone does)
     level: str = ""  # ORT's lowest graph optimization level that shows it (ORT's stage)
+    below: str = ""  # the level below it, which does not
     provider: str = ""  # the execution provider whose kernels ran the graph
     reproduces: bool | None = None  # whether the plain reproduction showed the pass here (None: none written)
 

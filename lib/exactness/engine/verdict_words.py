@@ -16,7 +16,6 @@ from exactness.engine.evidence import (
     ValueState,
 )
 from exactness.engine.outputs import NOISE_FACTOR
-from exactness.runtimes.onnx_graph import LEVEL_BELOW
 from exactness.workbook.wording import one_in, plural
 
 
@@ -98,9 +97,8 @@ def remedy(r: Remedy | None) -> str:
     if r.stage is Stage.ORT_OPTIMIZER:
         if r.pass_name:
             return f'run ONNX Runtime with disabled_optimizers=["{r.pass_name}"], which removes it{repro}'
-        below = LEVEL_BELOW.get(r.level, "disabled")
-        return (f"run ONNX Runtime at graph optimization level '{below}', below the '{r.level}' level that makes it "
-                f"(no single pass removes it){repro}")
+        return (f"run ONNX Runtime at graph optimization level '{r.below or 'disabled'}', below the '{r.level}' level "
+                f"that makes it (no single pass removes it){repro}")
     if r.stage is Stage.TRANSLATION:
         return f"fix the model's code, or the exporter's translation of it (no optimizer makes it){repro}"
     if r.stage is Stage.ORT_KERNELS:

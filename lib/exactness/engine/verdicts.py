@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from exactness import published
-from exactness.causes import CLAIMED, Cause
+from exactness.causes import CLAIMED, Cause, Stage
 from exactness.compare import export_rule
 from exactness.compare.rates import PER, Estimate, RatePolicy, estimate
 from exactness.engine import verdict_words as words
@@ -107,7 +107,7 @@ class ClassVerdict:
     seeds_needed: int = 0
     defect_seed: int | None = None  # the seed whose rows prove the defect (and where it is localized)
     defect_output: str = ""  # the output that shows it
-    stage: str = ""  # a defect's pipeline stage (`stages.Stage` value), "" when not located
+    stage: str = ""  # a defect's pipeline stage (`causes.Stage` value), "" when not located
     pass_name: str = ""  # the exporter's rule or ORT's pass whose removal alone removes the defect
     refuted: Refuted | None = None  # why the skip's stated reason does not hold (None when it holds)
     refuted_claim: str = ""  # that reason's claim, as the refutation quotes it
@@ -310,9 +310,10 @@ def refuted(claim: published.Claim | None, cause: Cause, ops: pd.DataFrame, flip
 
 
 def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", remedy: Remedy | None = None,
-            stage: str = "", pass_name: str = "", rule: export_rule.Rule = export_rule.BUILT_IN) -> ClassVerdict:
+            rule: export_rule.Rule = export_rule.BUILT_IN) -> ClassVerdict:
     """The class's cause, decided from its rows into typed evidence (`evidence`), put into words by `verdict_words`
-    when read. `where`, `remedy`, `stage`, `pass_name`: a defect's localization (`localize.Localization`)."""
+    when read. `where`, `remedy`: a defect's localization (`localize.Localization`): where it starts, and the stage
+    and pass that make it with what they ask for."""
     model, mode = t.graph.model, t.graph.shape_mode
     reason, claim = stated_reason(model)
     base = dict(skip_reason=reason, claim=str(claim or ""))
@@ -407,8 +408,8 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
                           evidence=evidence, **common)
     graph_ops = ops if t.scanned else None
     result.reason_holds = reason_holds(claim, cause, flipped_types, graph_ops)
-    if cause is Cause.DEFECT:
-        result.stage, result.pass_name = stage, pass_name
+    if cause is Cause.DEFECT and remedy is not None and remedy.stage is not Stage.NOT_SHOWN:
+        result.stage, result.pass_name = remedy.stage.value, remedy.pass_name
     values_pass = evidence.values is not None and evidence.values.state is ValueState.CLEAN
     result.refuted = refuted(claim, cause, graph_ops, flipped_types, values_pass)
     result.refuted_claim, result.graph_ops = str(claim or ""), len(ops)

@@ -266,7 +266,8 @@ class OrtRunner:
         return dict(zip(self.names, self.session.run(self.names, feed), strict=True))
 
 
-LEVEL_BELOW = {"basic": "disabled", "extended": "basic", "all": "extended"}  # ORT's optimization levels, in order
+LEVELS = ("disabled", "basic", "extended", "all")  # ORT's graph optimization levels, in order
+LEVEL_BELOW = dict(zip(LEVELS[1:], LEVELS[:-1], strict=True))
 
 
 def session_options(optimization: str = "all", intra_op_threads: int = 0) -> ort.SessionOptions:

@@ -113,7 +113,7 @@ def test_a_guard_the_exporters_optimizer_deletes_is_named_by_its_rule(tmp_path):
     assert proof.pass_name.startswith("no_op[") and "Add(" in proof.pass_name
     assert proof.with_pass.nonfinite == 4 and proof.without_pass.nonfinite == 0
     assert proof.without.export.rules_off == (proof.pass_name,)
-    assert proof.remedy == Remedy(Stage.EXPORT_OPTIMIZER, proof.pass_name, "", onnx_graph.PROVIDER, None)
+    assert proof.remedy == Remedy(Stage.EXPORT_OPTIMIZER, proof.pass_name, provider=onnx_graph.PROVIDER)
     assert "optimize=False" in verdict_words.remedy(proof.remedy) and proof.pass_name in proof.words()
 
 
@@ -192,7 +192,7 @@ def test_with_no_optimizer_to_blame_the_reference_evaluator_tells_the_graph_from
     assert translation.stage is stages.Stage.TRANSLATION and "shows it too" in translation.words()
     kernels = stages.locate(_Scripted(present_in_reference=False))
     assert kernels.stage is stages.Stage.ORT_KERNELS and "does not" in kernels.words()
-    assert kernels.remedy == Remedy(Stage.ORT_KERNELS, "", "", onnx_graph.PROVIDER, None)
+    assert kernels.remedy == Remedy(Stage.ORT_KERNELS, provider=onnx_graph.PROVIDER)
     assert "report it to ONNX Runtime" in verdict_words.remedy(kernels.remedy)
     unseparated = stages.locate(_Scripted(present_in_reference=None))
     assert unseparated.stage is stages.Stage.UNSEPARATED and "no kernel for op Foo" in unseparated.words()
@@ -218,7 +218,8 @@ def test_an_ort_level_no_single_pass_explains_is_named_with_the_level_below_it(m
     proof = stages.locate(_OrtOnly(None))
     assert proof.stage is stages.Stage.ORT_OPTIMIZER and proof.pass_name == "" and proof.level == "extended"
     assert proof.without.level == "basic" and not proof.without_pass.present
-    assert proof.remedy == Remedy(Stage.ORT_OPTIMIZER, "", "extended", onnx_graph.PROVIDER, None)
+    assert proof.remedy == Remedy(Stage.ORT_OPTIMIZER, level="extended", below="basic",
+                                provider=onnx_graph.PROVIDER)
     assert "graph optimization level 'basic', below the 'extended' level" in verdict_words.remedy(proof.remedy)
 
 

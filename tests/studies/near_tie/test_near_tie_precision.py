@@ -12,7 +12,9 @@ from conftest import REPO
 from exactness.causes import Cause
 from exactness.engine.answers import pair_answer
 from exactness.runtimes.sides import Pair, SideError
-from exactness.studies.near_tie import gpu_run, precision, precision_answers
+from exactness.studies.near_tie import answers as near_tie_answers
+from exactness.studies.near_tie import gpu_run, precision
+from exactness.studies.near_tie import sentences as near_tie_sentences
 from exactness.studies.near_tie.rules import STUDY
 
 MODEL = "Wav2Vec2ConformerForPreTraining"
@@ -86,7 +88,7 @@ def test_the_committed_gpu_run_reads_back_and_agrees_with_its_prototype():
     assert "eager:cpu:fp32 vs eager:cuda:tf32-conv" in pairs and "eager:cpu:fp32 vs eager:cpu:tf32-conv" in pairs
     first = run.table[run.table.pair == "eager:cpu:fp32 vs eager:cuda:tf32-conv"]
     assert len(first) == 19_885 and len(first.smallest_gaps.iloc[0]) == precision.SMALLEST_ROWS
-    agreement = precision_answers.emulated_against_cuda(run.table, pd.DataFrame())
+    agreement = precision.emulated_against_cuda(run.table, pd.DataFrame())
     tf32 = agreement[agreement.cuda_pair == "eager:cpu:fp32 vs eager:cuda:tf32-conv"].iloc[0]
     assert tf32.both_fail < tf32.cuda_failures  # flips depend on each kernel's rounding: the sets differ
     assert abs(tf32.cuda_failures - tf32.emulated_failures) < 0.05 * tf32.cuda_failures
@@ -137,7 +139,7 @@ def test_no_flipped_calibration_seed_predicts_nothing_and_says_so(tf32_table):
     calm = tf32_table.assign(n_flipped_rows=tf32_table.n_flipped_rows.where(~tf32_table.calibration, 0))
     (summary,) = precision.summarize(calm)
     assert summary.every_row_law.expected != summary.every_row_law.expected  # NaN
-    words = precision_answers.prediction_sentence([summary])
+    words = near_tie_sentences.prediction_sentence([summary])
     assert "not predicted (no calibration seed flipped" in words and "outside" not in words
 
 
@@ -148,7 +150,7 @@ def test_a_classs_line_against_ort_keeps_its_name_beside_its_pair_lines_so_the_i
 
     (summary,) = precision.summarize(tf32_table)
     ort = workbook_answers.Answer(MODEL, "near-tie", "compare projected_states", "1 in 5,700")
-    found = precision_answers.with_pairs([ort], [summary], [])
+    found = near_tie_answers.with_pairs([ort], [summary], [])
     assert [a.subject for a in found] == [MODEL, f"{MODEL} · {Pair.parse(summary.pair).label}"]
     entry = index.RunEntry(REPO, None, {})
     assert [index.in_class_table(entry, a) for a in found] == [True, False]

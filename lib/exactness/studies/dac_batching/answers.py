@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pandas as pd
 
-from exactness.studies.dac_batching.findings import ROUNDING_FLOOR, above_threshold, any_tail, clip_rows, split_words
+from exactness.studies.dac_batching.sentences import split_words
+from exactness.studies.dac_batching.study import ROUNDING_FLOOR, above_threshold, any_tail, clip_rows
 from exactness.workbook.answers import Answer, Columns
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
 
 COLUMNS = Columns(subject="the shorter clip: compared", rate="what changes")
-
 
 
 def _changes(rows: pd.DataFrame, code_frames: int, curve=None) -> str:

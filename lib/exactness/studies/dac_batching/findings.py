@@ -13,47 +13,13 @@ from __future__ import annotations
 import pandas as pd
 
 from exactness.compare.scale import float32_ulp
+from exactness.studies.dac_batching.sentences import split_words, threshold_words
+from exactness.studies.dac_batching.study import ROUNDING_FLOOR, any_tail, clip_rows
 from exactness.workbook.findings import Finding, count, significant
 
 REVIEW = ("the shorter clip of a two-clip batch did not match the clip run alone (the DAC integration-test fix, "
           "review by vasqu; "
           "DAC as used in Dia, no figure given)")
-# the threshold dac_batching._tail counts a position as changed above, a fraction of the RMS: hundreds of float32
-# ulps of it (`threshold_ulps`), so below it is small, not proven rounding
-ROUNDING_FLOOR = 1e-4
-
-
-def threshold_words(rows: pd.DataFrame, stage: str = "latent") -> str:
-    """The threshold in words, with its size in ulps where the table measured it."""
-    ulps = rows.loc[stage, "threshold_ulps"] if "threshold_ulps" in rows.columns else float("nan")
-    return f"{ROUNDING_FLOOR:g} of the {stage}'s RMS" + (f", {count(round(float(ulps)))} float32 ulps of it"
-                                                          if ulps == ulps else "")
-
-
-def above_threshold(rows: pd.DataFrame, curve, stage: str = "latent") -> int | None:
-    """How many positions differ by more than the threshold (None where the table or the curve lacks it): fewer
-    than the tail from the first such position, which may hold positions below it."""
-    if curve is None or "threshold" not in rows.columns:
-        return None
-    return int((curve.double() > float(rows.loc[stage, "threshold"])).sum())
-
-
-def split_words(rows: pd.DataFrame, curve, stage: str = "latent") -> str:
-    """The changed tail split at the threshold: how many exceed it, within how many from the end."""
-    tail, above = int(rows.loc[stage, "first_diff_from_end"]), above_threshold(rows, curve, stage)
-    if above is None or above == tail:
-        return f"the last {count(tail)} by more than {threshold_words(rows, stage)}"
-    return f"{count(above)} by more than {threshold_words(rows, stage)}, all within the last {count(tail)}"
-
-
-def any_tail(rows: pd.DataFrame, stage: str = "latent") -> int:
-    """How many positions at the end differ at all (by any amount); the threshold's tail where not measured."""
-    column = "any_diff_from_end" if "any_diff_from_end" in rows.columns else "first_diff_from_end"
-    return int(rows.loc[stage, column])
-
-
-def clip_rows(table: pd.DataFrame, clip: int, cause: str) -> pd.DataFrame:
-    return table[(table["clip"] == clip) & (table["cause"] == cause)].set_index("stage")
 
 
 def _outside_reach(curve, one_side_frames: int) -> float:

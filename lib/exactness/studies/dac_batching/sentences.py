@@ -6,7 +6,7 @@ from __future__ import annotations
 import pandas as pd
 
 from exactness.studies.dac_batching.figures import panels
-from exactness.studies.dac_batching.findings import any_tail, clip_rows
+from exactness.studies.dac_batching.study import ROUNDING_FLOOR, above_threshold, any_tail, clip_rows
 from exactness.workbook.findings import count, significant
 
 
@@ -19,7 +19,6 @@ def reach_sentence(field: dict, measured: dict) -> str:
             f"{count(field['one_side_frames'])} frames of {count(field['hop'])} samples.")
 
 
-
 def reach_regions_sentence(regions: pd.DataFrame, one_side_frames: int) -> str:
     latent = regions[regions.stage == "latent"].set_index("region")
     out, inside = latent.loc["outside the reach"], latent.loc["within the reach"]
@@ -30,12 +29,10 @@ def reach_regions_sentence(regions: pd.DataFrame, one_side_frames: int) -> str:
             f"{count(int(inside.above_threshold))} above the threshold.")
 
 
-
 def decoder_sentence(decoder: dict, hop: int) -> str:
     return (f"Changing one latent frame in the float64 decoder changes {count(decoder['left_samples'])} samples "
             f"before that frame's {count(hop)} samples and {count(decoder['right_samples'])} after: the decoder's "
             "receptive field.")
-
 
 
 def repair_sentence(repaired: dict) -> str:
@@ -69,3 +66,19 @@ def batching_caption(table: pd.DataFrame, curves: dict, shortest: int, stage: st
             f"{reach_label} (the last {one_side:,} {unit})"
             + ("; grey: decoded in a window of another span than the padded clip's" if other_windows else "")
             + ". " + padding_tail_words(table, shortest, stage, unit))
+
+
+def threshold_words(rows: pd.DataFrame, stage: str = "latent") -> str:
+    """The threshold in words, with its size in ulps where the table measured it."""
+    ulps = rows.loc[stage, "threshold_ulps"] if "threshold_ulps" in rows.columns else float("nan")
+    return f"{ROUNDING_FLOOR:g} of the {stage}'s RMS" + (f", {count(round(float(ulps)))} float32 ulps of it"
+                                                          if ulps == ulps else "")
+
+
+
+def split_words(rows: pd.DataFrame, curve, stage: str = "latent") -> str:
+    """The changed tail split at the threshold: how many exceed it, within how many from the end."""
+    tail, above = int(rows.loc[stage, "first_diff_from_end"]), above_threshold(rows, curve, stage)
+    if above is None or above == tail:
+        return f"the last {count(tail)} by more than {threshold_words(rows, stage)}"
+    return f"{count(above)} by more than {threshold_words(rows, stage)}, all within the last {count(tail)}"

@@ -18,6 +18,11 @@ from exactness.models.dac_chunks import CHUNK_FRAMES
 STAGES = ("latent", "codes", "audio")
 
 
+# the threshold `_tail` counts a position as changed above, a fraction of the RMS: hundreds of float32
+# ulps of it (`threshold_ulps`), so below it is small, not proven rounding
+ROUNDING_FLOOR = 1e-4
+
+
 def receptive_field(config) -> dict[str, int]:
     """The samples an encoder frame reads, from the layer sizes and paddings: `left_samples` before the frame's
     first sample, `right_samples` after it (not symmetric: each strided convolution, kernel 2 * stride, pads
@@ -73,7 +78,7 @@ def _encode_decode(model, audio: torch.Tensor, chunk_frames: int = CHUNK_FRAMES)
     return {"latent": quantized, "codes": codes, "audio": dac_chunks.decode(model, quantized, chunk_frames)}
 
 
-def _tail(a: torch.Tensor, b: torch.Tensor, relative_floor: float = 1e-4) -> dict:
+def _tail(a: torch.Tensor, b: torch.Tensor, relative_floor: float = ROUNDING_FLOOR) -> dict:
     """How many positions at the end differ by more than rounding noise (`relative_floor` times the RMS of
     `a`; exact inequality for codes), whether everything before that tail is bit-identical, and the largest
     difference before and inside the tail (none for codes)."""
@@ -263,4 +268,19 @@ def decoder_windows_differ_from(model, samples: int, padded_samples: int,
     return None  # the same plan: the clip was not padded
 
 
-from exactness.studies.dac_batching.findings import findings  # noqa: E402,F401  (the report's claims)
+def above_threshold(rows: pd.DataFrame, curve, stage: str = "latent") -> int | None:
+    """How many positions differ by more than the threshold (None where the table or the curve lacks it): fewer
+    than the tail from the first such position, which may hold positions below it."""
+    if curve is None or "threshold" not in rows.columns:
+        return None
+    return int((curve.double() > float(rows.loc[stage, "threshold"])).sum())
+
+
+def any_tail(rows: pd.DataFrame, stage: str = "latent") -> int:
+    """How many positions at the end differ at all (by any amount); the threshold's tail where not measured."""
+    column = "any_diff_from_end" if "any_diff_from_end" in rows.columns else "first_diff_from_end"
+    return int(rows.loc[stage, column])
+
+
+def clip_rows(table: pd.DataFrame, clip: int, cause: str) -> pd.DataFrame:
+    return table[(table["clip"] == clip) & (table["cause"] == cause)].set_index("stage")

@@ -50,13 +50,10 @@ def answers(weights: pd.DataFrame, propagated: pd.DataFrame, codes: pd.DataFrame
 INVESTIGATION_VARIANT = "44khz"  # the investigation measured the 44.1 kHz model; a GPU run's chain is that model too
 
 
-
 def precision_answers(chain: pd.DataFrame, variant: str = INVESTIGATION_VARIANT) -> list:
     """Per init: does a precision reproduce the investigation's growth (its first convolution at float32 size, its
     first block at the investigation's), with the numbers that show it. A line per init that ran a chain; only
     chains of the investigation's model (this run's when `variant` is it, a GPU run's always) are set against it."""
-    from exactness.workbook.findings import significant
-
     comparable = chain if variant == INVESTIGATION_VARIANT else chain[chain.side.str.endswith("(GPU run)")]
     found = []
     if not len(comparable) and len(chain):

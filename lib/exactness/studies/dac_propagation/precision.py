@@ -99,6 +99,15 @@ def chains(plain_by_init: dict, audio: torch.Tensor, precisions: list[str]) -> p
                       for init, plain in plain_by_init.items() for side in sides], ignore_index=True)
 
 
+def with_gpu_rows(chain: pd.DataFrame, gpu_chain: pd.DataFrame) -> pd.DataFrame:
+    """This run's chains with a GPU run's CUDA rows beside them, marked "(GPU run)" (its CPU rows ran on another
+    CPU, so they are left out): the table the section shows and the answers read."""
+    cuda = gpu_chain[gpu_chain.side.str.contains("CUDA")] if len(gpu_chain) else gpu_chain
+    if not len(cuda):
+        return chain
+    return pd.concat([chain, cuda.assign(side=cuda.side + " (GPU run)")], ignore_index=True)
+
+
 def read_gpu_chain(path: str) -> tuple[str, pd.DataFrame]:
     """(the GPU machine in words, its chain table) from a folder `python -m exactness.gpu` wrote: data only."""
     from pathlib import Path

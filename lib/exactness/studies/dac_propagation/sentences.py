@@ -41,22 +41,15 @@ def pattern_sentence(found: list[Pattern], init: str) -> str:
             f"(within {AGREE_FACTOR:g}x each counts as reproduced): " + "; ".join(words) + ".")
 
 
-
 def emulation_words(precisions: list[str]) -> str:
     return emulation_note([Side.parse(f"eager:cpu:{p}") for p in precisions])
 
 
-
-def show_precision(chain: pd.DataFrame, gpu_chain: pd.DataFrame, gpu_machine: str, precisions: list[str],
-                   artifacts) -> pd.DataFrame:
-    """The precision section: this run's chains with a GPU run's CUDA rows beside them (its CPU rows ran on another
-    CPU), a table and a sentence per init; returns the table the answers read."""
-    cuda = gpu_chain[gpu_chain.side.str.contains("CUDA")] if len(gpu_chain) else gpu_chain
-    if len(cuda):
-        chain = pd.concat([chain, cuda.assign(side=cuda.side + " (GPU run)")], ignore_index=True)
+def show_precision(chain: pd.DataFrame, gpu_machine: str, precisions: list[str], artifacts) -> None:
+    """The precision section: the chains (`precision.with_gpu_rows`), a table and a sentence per init."""
     if not len(chain):
         say("No other precision asked for (`precisions` is empty and no `gpu_run`): the comparison above is float32.")
-        return chain
+        return
     artifacts.table("precision_chain", chain)
     if gpu_machine:
         say(f"The CUDA rows were measured on {gpu_machine} by `python -m exactness.gpu`, on the 44.1 kHz model and "
@@ -66,7 +59,6 @@ def show_precision(chain: pd.DataFrame, gpu_chain: pd.DataFrame, gpu_machine: st
               "per side, beside the investigation's figure.")
         say(pattern_sentence(patterns(part), init))
     say(emulation_words(precisions))
-    return chain
 
 
 def config_sentence(configs: pd.DataFrame) -> str:
@@ -77,7 +69,6 @@ def config_sentence(configs: pd.DataFrame) -> str:
             f"configurations pass the check; the stale configuration is {'caught' if caught else 'NOT caught'}.")
 
 
-
 def fold_sentence(weights: pd.DataFrame) -> str:
     same = weights[weights.variant == "folded_fp32"].max_abs_diff.max() == 0
     fp64 = weights[weights.variant == "folded_fp64"].max_abs_diff.max()
@@ -85,11 +76,9 @@ def fold_sentence(weights: pd.DataFrame) -> str:
             f"original recomputes; folding in float64 moves them by up to {significant(fp64)}.")
 
 
-
 def growth_sentence(growth: pd.DataFrame) -> str:
     return "; ".join(f"{init}: encoder output error {significant(g.encoder_error)}, {times(g.amplification)} from Conv1"
                      for init, g in growth.iterrows()) + "."
-
 
 
 def closeness_sentence(propagated: pd.DataFrame, growth: pd.DataFrame) -> str:
@@ -110,7 +99,6 @@ def closeness_sentence(propagated: pd.DataFrame, growth: pd.DataFrame) -> str:
             f"identical), per init and end, since the order changes with both: {'; '.join(orders)}.")
 
 
-
 def codes_sentence(codes: pd.DataFrame, margins: pd.DataFrame, propagated: pd.DataFrame) -> str:
     error = seed_chain(propagated)
     error = error[error.layer == ENCODER_OUTPUT].set_index("init").max_abs_err
@@ -121,7 +109,6 @@ def codes_sentence(codes: pd.DataFrame, margins: pd.DataFrame, propagated: pd.Da
     return ("; ".join(parts) + ". The margin is a distance between normalised projections, not in the encoder's "
             "units: a code flips only where the error, carried through the quantizer's projection, exceeds it "
             "(a near-tie again).")
-
 
 
 def codec_sentence(codec: pd.DataFrame) -> str:

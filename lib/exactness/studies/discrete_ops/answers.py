@@ -17,6 +17,5 @@ def subject(verdict: v.ClassVerdict, verdicts: list[v.ClassVerdict]) -> str:
     return verdict.model
 
 
-
 def answers(result: Result) -> list[Answer]:
     return [engine_answers.answer(verdict, subject(verdict, result.verdicts)) for verdict in result.verdicts]

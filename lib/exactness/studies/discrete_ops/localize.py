@@ -47,7 +47,7 @@ class Localization:
     ort_err: float = float("nan")  # max |ORT - float64| (finite elements)
     bound: float = float("nan")  # NOISE_FACTOR x max(eager's error, one ulp of the output's scale)
     missing: str = ""  # the value the node's traced call reads that the graph no longer computes, in words
-    stage: str = ""  # the pipeline stage that makes it (`stages.Stage` value), "" when not located
+    stage: str = ""  # the pipeline stage that makes it (`causes.Stage` value), "" when not located
     pass_name: str = ""  # the exporter's rule or ORT's pass whose removal alone removes it
     error_with: float = float("nan")  # the error from float64 of the worst output, full pipeline
     error_without: float = float("nan")  # the same without the named pass (or the stage)
@@ -297,9 +297,6 @@ def place(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: dict,
                         detail="no module output departs from the float64 reference beyond the bound")
 
 
-LEVELS = ("disabled", "basic", "extended", "all")
-
-
 def by_optimization(graph: onnx_graph.ExportedGraph, bare: onnx.ModelProto, initializers, inputs, built, records,
                     output: str) -> tuple | None:
     """When the graph exposing every module's output agrees with float64 but the bare graph does not, an ORT
@@ -321,12 +318,12 @@ def by_optimization(graph: onnx_graph.ExportedGraph, bare: onnx.ModelProto, init
         got = runner.run(check.graph_named(model, inputs))[output]
         return max_abs(np.asarray(got, np.float64).reshape(wide.shape), wide)
 
-    errors = {level: error(bare, level) for level in LEVELS}
-    failing = [level for level in LEVELS if errors[level] > bound]
+    errors = {level: error(bare, level) for level in onnx_graph.LEVELS}
+    failing = [level for level in onnx_graph.LEVELS if errors[level] > bound]
     if not failing:
         return None
     level = failing[0]
-    levels = ", ".join(f"{name} {errors[name]:.2g}" for name in LEVELS)
+    levels = ", ".join(f"{name} {errors[name]:.2g}" for name in onnx_graph.LEVELS)
     for label in graph.intermediates:
         alone = graph.exposing({label}).model
         if error(alone, level) <= bound:

@@ -575,8 +575,8 @@ def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graph
                 spot = localize.Localization(task.model, task.shape_mode, seed, "", "not localized",
                                              detail=f"{type(error).__name__}: {' '.join(str(error).split())[:300]}")
             localizations.append(spot)
-            first = verdicts_of.verdict(mine, settings.policy, reach, spot.where, spot.stage_remedy, spot.stage,
-                                        spot.pass_name, rule=settings.judging)
+            first = verdicts_of.verdict(mine, settings.policy, reach, spot.where, spot.stage_remedy,
+                                        rule=settings.judging)
         found.append(_as_stated(first, mine, settings.transformers_tests))
     return found, localize.table(localizations)
 

@@ -15,7 +15,6 @@ ANSWER_COLUMNS = Columns(subject="machine", cause="floats", action="what it mean
                          rate="", proof="measured")
 
 
-
 def answers(versions: dict, hardware: dict, behaviour: dict, spacing: pd.DataFrame) -> list[Answer]:
     """The machine in one line: the CPU and its kernels, whether floats behave as IEEE 754 says here, and the
     versions another run must match for its float figures to compare."""

@@ -26,7 +26,6 @@ def kernels_finding(hardware: dict) -> Finding:
     return Finding(claim, ours, "new", evidence="hardware table")
 
 
-
 def threads_finding(hardware: dict) -> Finding:
     torch_threads, usable = int(hardware["torch_intra_op_threads"]), int(hardware["usable_cpus"])
     ort_setting = int(hardware["ort_intra_op_threads_setting"])
@@ -40,7 +39,6 @@ def threads_finding(hardware: dict) -> Finding:
                    evidence="hardware table")
 
 
-
 def subnormals_finding(behaviour: dict) -> Finding:
     probes = {k.removesuffix("_keeps_subnormals"): bool(v) for k, v in behaviour.items()
               if k.endswith("_keeps_subnormals")}
@@ -51,7 +49,6 @@ def subnormals_finding(behaviour: dict) -> Finding:
                   "differ by that between runtimes.")
     ours = ", ".join(f"{name} {'keeps' if kept else 'flushes'}" for name, kept in probes.items())
     return Finding(claim, ours, "new", evidence="float behaviour table")
-
 
 
 def spacing_finding(checked: pd.DataFrame) -> Finding:
@@ -87,13 +84,11 @@ def spacing_finding(checked: pd.DataFrame) -> Finding:
                           f"Wav2Vec2ConformerForPreTraining)", why=why, evidence="float spacing table")
 
 
-
 def versions_finding(versions: dict) -> Finding:
     claim = (f"The batch ran torch {versions.get('torch')} against onnxruntime {versions.get('onnxruntime')} "
              f"(transformers {versions.get('transformers')}, Python {versions.get('python')}); another version can "
              "change kernels and so the noise.")
     return Finding(claim, ", ".join(f"{k} {v}" for k, v in versions.items()), "new", evidence="versions table")
-
 
 
 def findings(versions: dict, hardware: dict, behaviour: dict, spacing: pd.DataFrame) -> list[Finding]:

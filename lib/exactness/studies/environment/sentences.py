@@ -29,19 +29,16 @@ FACT_WORDS = {
 }
 
 
-
 OPTIMISATION_WORDS = {"ORT_DISABLE_ALL": "none", "ORT_ENABLE_BASIC": "basic (constant folding, redundant nodes)",
                       "ORT_ENABLE_EXTENDED": "extended (basic and fused operators)",
                       "ORT_ENABLE_LAYOUT": "layout (extended and memory layouts)",
                       "ORT_ENABLE_ALL": "all (every graph optimisation)"}
 
 
-
 def optimisation_words(level: object) -> str:
     """`GraphOptimizationLevel.ORT_ENABLE_ALL` as a person says it: 'all (every graph optimisation)'."""
     name = str(level).rsplit(".", 1)[-1]
     return OPTIMISATION_WORDS.get(name, name)
-
 
 
 def facts_for_people(facts: dict[str, object]) -> pd.DataFrame:
@@ -56,11 +53,9 @@ def facts_for_people(facts: dict[str, object]) -> pd.DataFrame:
                         columns=["fact", "value"])
 
 
-
 def versions_sentence(versions: dict) -> str:
     return (f"torch {versions['torch']} against onnxruntime {versions['onnxruntime']} with transformers "
             f"{versions['transformers']}, on Python {versions['python']}.")
-
 
 
 def hardware_sentence(hardware: dict) -> str:
@@ -71,13 +66,11 @@ def hardware_sentence(hardware: dict) -> str:
             f"{plural(int(hardware['torch_intra_op_threads']), 'thread')}; ONNX Runtime over {ort_words}.")
 
 
-
 def subnormals_sentence(behaviour: dict) -> str:
     flushed = flushing_runtimes(behaviour)
     if not flushed:
         return "Subnormal float32 values are kept by every runtime."
     return f"Subnormals are flushed to zero by: {', '.join(flushed)}; results near zero can differ by that."
-
 
 
 def spacing_sentence(spacing: pd.DataFrame, checked: pd.DataFrame) -> str:

@@ -112,11 +112,9 @@ def class_verdicts(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataF
     for model in sorted(set(screen.model)) if len(screen) else []:
         mine = margins[(margins.model == model) & (margins.shape_mode == mode)] if len(margins) else margins
         reach = class_reach(mine)
-        tables = class_tables(model, mode, screen, checks, outputs, margins, threshold, threshold_ulps,
-                                            reach, defects)
+        tables = class_tables(model, mode, screen, checks, outputs, margins, threshold, threshold_ulps, reach, defects)
         found.append(verdicts.verdict(tables, policy, reach))
     return found + [verdicts.never_runs(model, mode, QUANTIZER_MODULE) for model in immune]
-
 
 
 def tie_aware_kept(checks: pd.DataFrame, defects: pd.DataFrame | None, shape_mode: str = "") -> frozenset[str]:

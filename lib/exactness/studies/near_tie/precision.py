@@ -307,3 +307,46 @@ def agreement(cuda: pd.DataFrame, emulated: pd.DataFrame) -> pd.DataFrame:
                          "cuda_failures": int(fail_c.sum()), "emulated_failures": int(fail_e.sum()),
                          "both_fail": int((fail_c & fail_e).sum()), "same_outcome": int((fail_c == fail_e).sum())})
     return pd.DataFrame(rows)
+
+
+def same_models(gpu_table, here_table) -> tuple[bool, float]:
+    """Whether a seed builds the same model there and here: the reference side's perplexity of shared seeds agrees
+    to float rounding (another transformers can draw a seed's weights in another order). Also the median relative
+    difference found."""
+    there = gpu_table.drop_duplicates("seed").set_index("seed").perplexity_reference
+    here = here_table.drop_duplicates("seed").set_index("seed").perplexity_reference
+    shared = there.index.intersection(here.index)
+    if not len(shared):
+        return False, float("nan")
+    relative = float(np.median(np.abs(there[shared] - here[shared]) / np.abs(here[shared])))
+    return relative < 1e-4, relative
+
+
+
+def emulated_against_cuda(gpu_table, here_table):
+    """Each CUDA pair of the GPU run beside the emulated pairs on the same seeds: the GPU machine's own emulation,
+    and this run's where its seeds build the same models as there (`same_models`)."""
+    cuda = gpu_table[gpu_table.pair.str.contains("cuda")]
+    emulated_there = gpu_table[~gpu_table.pair.str.contains("cuda")]
+    rows = [agreement(cuda, emulated_there).assign(emulated_on="the GPU machine's CPU")]
+    if len(here_table) and same_models(gpu_table, here_table)[0]:
+        rows.append(agreement(cuda, here_table).assign(emulated_on="this machine"))
+    found = pd.concat(rows, ignore_index=True)
+    same_precision = [Pair.parse(c).other.precision == Pair.parse(e).other.precision
+                      for c, e in zip(found.cuda_pair, found.emulated_pair, strict=True)]
+    return found[same_precision].reset_index(drop=True)
+
+
+@dataclass(frozen=True)
+class GpuTables:
+    """What a GPU run's section shows and the answers read: its pairs' summaries, their rates table, and its CUDA
+    pairs beside the emulated ones on the same seeds."""
+
+    summaries: list[PairSummary]
+    rates: pd.DataFrame
+    agreement: pd.DataFrame
+
+
+def gpu_tables(gpu, here_table: pd.DataFrame) -> GpuTables:
+    summaries = summarize(gpu.table)
+    return GpuTables(summaries, summary_table(summaries), emulated_against_cuda(gpu.table, here_table))

@@ -5,23 +5,26 @@ findings quote them."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import pandas as pd
 
 from exactness import published
+from exactness.runtimes.sides import Pair, emulation_note
 from exactness.studies.near_tie import cpu_kernel_sets as near_tie_kernels
 from exactness.studies.near_tie import prediction as near_tie_prediction
 from exactness.studies.near_tie import rate as near_tie_rate
 from exactness.studies.near_tie.cpu_kernel_sets import portability
 from exactness.studies.near_tie.planted import DefectTally
-from exactness.studies.near_tie.prediction import DEFAULT_SEEDS, TARGET_FACTOR, calibration
+from exactness.studies.near_tie.precision import GpuTables, PairSummary, same_models
+from exactness.studies.near_tie.prediction import DEFAULT_SEEDS, TARGET_FACTOR, Predicted, calibration
 from exactness.studies.near_tie.scale import SAME_DENSITY_FACTOR, densities_agree, is_candidate
 from exactness.studies.near_tie.ties import explained
 from exactness.workbook import findings, machine, wording
-from exactness.workbook.findings import significant
+from exactness.workbook.findings import rate_verdict, significant
 from exactness.workbook.parameter_rules import StudyParameterError
-from exactness.workbook.presentation import plural
+from exactness.workbook.presentation import plural, say, table
 from exactness.workbook.wording import count, interval, one_in
 
 
@@ -247,7 +250,6 @@ def reasons_sentence(reasons: pd.DataFrame, models) -> str:
     return "; ".join(parts)
 
 
-
 def calibration_sentence(prediction: pd.DataFrame, reasons: pd.DataFrame | None = None) -> str:
     """Per class, the predicted rates (`wording`: 1 in N with the interval), predicted against measured at the run's
     scale, and the calibration target's verdict where the run is large enough to judge it (with `reasons`, from
@@ -323,7 +325,6 @@ def explanation_sentence(table: pd.DataFrame, threshold: float) -> str:
 LISTED = 6  # seeds named in the sentence; the exact-ties table names every one
 
 
-
 def _listed(seeds: pd.DataFrame) -> str:
     """The tied seeds by name when they are few; else how many per class and the first few (the table has all)."""
     if len(seeds) <= LISTED:
@@ -331,7 +332,6 @@ def _listed(seeds: pd.DataFrame) -> str:
     per_class = ", ".join(f"{model} {count(n)}" for model, n in seeds.groupby("model", sort=False).size().items())
     first = ", ".join(f"{r.model} {r.seed}" for r in seeds.head(3).itertuples())
     return f"{per_class}; e.g. {first}; every one in the exact-ties table"
-
 
 
 def ties_sentence(ties: pd.DataFrame) -> str:
@@ -417,7 +417,6 @@ def tolerance_words(row) -> str:
             f"{plural(row.simulated_flips, 'simulated flip')}{of}, worst {significant(row.rtol_one_flip_worst)}")
 
 
-
 def tolerance_sentence(tolerance: pd.DataFrame) -> str:
     """The notebook's sentence under the tolerance table: per class, the median it computed and over what."""
     measured = tolerance[tolerance.simulated_flips > 0] if len(tolerance) else tolerance
@@ -429,3 +428,142 @@ def tolerance_sentence(tolerance: pd.DataFrame) -> str:
             f"{published.value('rtol_worst'):.0e} worst on {published.NEAR_TIE_CLASS}. A flipped code moves its row of "
             "projected_quantized_states entirely, and such an rtol would apply to every output of every class: a "
             "tie is not a precision problem.")
+
+
+def _predicted(p: Predicted) -> str:
+    return f"{significant(p.expected)} (95% {significant(p.low)} to {significant(p.high)})"
+
+
+
+def prediction_sentence(summaries: Sequence[PairSummary]) -> str:
+    """Does the gap-noise law extrapolate to this noise? Measured failures on the held-out seeds beside both laws."""
+    parts = []
+    for s in summaries:
+        if s.every_row_law.expected != s.every_row_law.expected:  # NaN: nothing to predict from
+            parts.append(f"{Pair.parse(s.pair).other.label}: {count(s.held_out_failures)} failures on "
+                         f"{plural(s.held_out, 'held-out seed')}; not predicted (no calibration seed flipped, so the "
+                         "failing fraction of flips is unknown)")
+            continue
+        inside = [name for name, p in (("every row", s.every_row_law), ("smallest row", s.smallest_row_law))
+                  if p.low <= s.held_out_failures <= p.high]
+        verdict = (f"within the interval of {' and '.join(inside)}" if inside else "outside both intervals")
+        parts.append(f"{Pair.parse(s.pair).other.label}: {count(s.held_out_failures)} failures on "
+                     f"{plural(s.held_out, 'held-out seed')}; every row predicts {_predicted(s.every_row_law)}, the "
+                     f"smallest-gap row alone {_predicted(s.smallest_row_law)}: {verdict}"
+                     + ("" if s.reach_covered else " (the noise reaches past each seed's smallest gaps kept: the "
+                                                    "every-row law is a lower bound)"))
+    return "; ".join(parts) + "."
+
+
+
+def beside_reference_sentence(measured: int, seeds: int, ref_failures: int, ref_seeds: int, what: str,
+                              source: str = "the investigation") -> str:
+    verdict, why = rate_verdict(measured, seeds, ref_failures, ref_seeds, source)
+    return f"{what}: {verdict} ({why})."
+
+
+
+RATE_COLUMNS = {"model": "class", "pair": "sides", "flips_rate": "a code flips", "fails_rate": "export test fails",
+                "noise_median": "logit noise (median)"}
+
+
+
+def show_rates(rates) -> None:
+    shown = rates.assign(pair=[Pair.parse(p).label for p in rates.pair],
+                         flips_rate=[wording.rate(int(r.flips), int(r.seeds)) for r in rates.itertuples()],
+                         fails_rate=[wording.rate(int(r.failures), int(r.seeds)) for r in rates.itertuples()])
+    table(shown, columns=RATE_COLUMNS, caption="Per class and pair: how often a code flips and how often the export "
+          "test fails (1 in N with Wilson's 95% interval), and the median over seeds of the largest logit difference.")
+
+
+
+def emulation_sentence(pairs: Sequence[Pair]) -> str:
+    return emulation_note([side for pair in pairs for side in (pair.reference, pair.other)]) or \
+        "No side here is emulated."
+
+
+
+def gpu_run_sentence(gpu) -> str:
+    f = gpu.facts
+    skipped = f.get("skipped") or []
+    return (f"A GPU run, measured on {gpu.machine} by `python -m exactness.gpu` ({count(f.get('seeds', 0))} conformer "
+            f"seeds per pair, {significant(f.get('seconds', 0))} s), read back from `{gpu.folder.name}`: its CUDA "
+            "sides are real, its CPU sides ran on that machine's CPU"
+            + (f"; not run there: {'; '.join(skipped)}" if skipped else "") + "."
+            + ("" if f.get("perplexity_in_side_dtype") else " That run computed every side's perplexity in float32 "
+               "from its codes: its bf16 and fp16 failures are those a flipped code makes, a lower bound on the "
+               "export test's, whose perplexity rounds in the low dtype too."))
+
+
+
+def models_sentence(gpu, here_table) -> str:
+    """Why this run's seeds are or are not compared one by one with the GPU run's."""
+    if not len(here_table):
+        return ""
+    same, relative = same_models(gpu.table, here_table)
+    if same:
+        return "This run's seeds build the same models as the GPU run's: its emulation is compared seed by seed too."
+    import transformers
+
+    return (f"This run's seeds build other models than the GPU run's (the reference perplexity of a shared seed "
+            f"differs by a median {significant(100 * relative)}%; transformers {gpu.facts.get('transformers')} there, "
+            f"{transformers.__version__} here), so only the rates compare across the two machines; "
+            "the GPU machine's own emulation is compared seed by seed.")
+
+
+
+def show_agreement(frame) -> None:
+    if not len(frame):
+        return
+    shown = frame.assign(cuda_pair=[Pair.parse(p).other.label for p in frame.cuda_pair],
+                         emulated_pair=[Pair.parse(p).other.label for p in frame.emulated_pair])
+    table(shown, columns={"model": "class", "cuda_pair": "CUDA side", "emulated_pair": "emulated side",
+                          "emulated_on": "emulated on", "seeds": "seeds", "cuda_failures": "CUDA fails",
+                          "emulated_failures": "emulated fails", "both_fail": "both fail"},
+          caption="The real and the emulated side against eager CPU fp32 on the same seeds: how many fail on each, "
+                  "and on how many both fail (flips depend on each kernel's own rounding, so the sets can differ "
+                  "while the rates agree).")
+
+
+
+def probe_sentence(probe) -> str:
+    if "cuda_tf32_changes" not in probe:
+        return "The GPU run had no CUDA device: which layers run in TF32 was not probed."
+    agree = int((probe.cuda_tf32_changes.astype(bool) == probe.emulated_changes.astype(bool)).sum())
+    kept = [str(k) for k, c in zip(probe.layer, probe.cuda_tf32_changes, strict=True) if not c]
+    return (f"Which layers CUDA runs in TF32, probed with the flag on and off: the emulation changes the same layers "
+            f"on {agree} of {plural(len(probe), 'kind')}" + (f"; CUDA keeps in float32: {', '.join(kept)}" if kept
+                                                               else "") + ".")
+
+
+
+def prototype_sentence(summaries: Sequence[PairSummary]) -> str:
+    """The GPU run's CUDA pairs beside the prototype's figures for the same comparison (labelled reference data)."""
+    ref_seeds = int(published.value("gpu_seeds"))
+    parts = []
+    for s in summaries:
+        other = Pair.parse(s.pair).other
+        key = {"tf32-conv": "gpu_tf32_conv_failures", "fp32": "gpu_fp32_failures"}.get(other.precision.value)
+        if other.device.value != "cuda" or key is None or Pair.parse(s.pair).reference.device.value != "cpu":
+            continue
+        parts.append(beside_reference_sentence(s.failures.events, s.failures.seeds, int(published.value(key)),
+                                               ref_seeds, f"{other.label}: {count(s.failures.events)} failures in "
+                                               f"{count(s.failures.seeds)} seeds against {published.GPU_PROTOTYPE}'s "
+                                               f"{count(published.value(key))} in {count(ref_seeds)}", "the prototype"))
+    return " ".join(parts)
+
+
+
+def show_gpu_run(gpu, tables: GpuTables, pair_table: pd.DataFrame, artifacts) -> None:
+    """A GPU run's section: its pairs' rates, the emulation beside CUDA, the probe, the prototype's figures and the
+    prediction; its tables and summary kept in the run folder."""
+    artifacts.table("gpu_pair_rates", tables.rates)
+    artifacts.table("gpu_tf32_probe", gpu.probe)
+    artifacts.table("gpu_agreement", tables.agreement)
+    artifacts.summary(gpu_run={"machine": gpu.machine, "pairs": tables.rates.to_dict("records")})
+    say(gpu_run_sentence(gpu))
+    show_rates(tables.rates)
+    show_agreement(tables.agreement)
+    for words in (models_sentence(gpu, pair_table), probe_sentence(gpu.probe), prototype_sentence(tables.summaries),
+                  prediction_sentence(tables.summaries)):
+        say(words)

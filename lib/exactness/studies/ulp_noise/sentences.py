@@ -36,7 +36,6 @@ def growth_sentence(kinds: pd.DataFrame, table: pd.DataFrame) -> str:
     return lead + span
 
 
-
 def worst_elements_sentence(scaled: pd.DataFrame) -> str:
     """Which elements drive the worst element-wise counts: their size against the RMS (medians over tensors)."""
     have = scaled.dropna(subset=["worst_of_rms"]) if "worst_of_rms" in scaled else scaled.iloc[0:0]
@@ -78,7 +77,6 @@ def medians_sentence(medians: pd.DataFrame, model: str, draws: int, swap_status:
             + f" ({count(draws)} draws, {swap_status}).")
 
 
-
 def depth_sentence(profile: pd.DataFrame) -> str:
     moving = profile[profile.max_abs_diff > 0]
     shrinks = moving[moving.growth < 0.5]
@@ -90,13 +88,11 @@ def depth_sentence(profile: pd.DataFrame) -> str:
             f"measures below): {names}.")
 
 
-
 def float64_sentence(closer: pd.DataFrame) -> str:
     counts = closer.closer.value_counts()
     return (f"Against a float64 eager run of the same weights, ORT is closer on {count(int(counts.get('ort', 0)))} "
             f"tensors, eager float32 on {count(int(counts.get('eager', 0)))}, and they tie on "
             f"{count(int(counts.get('tie', 0)))}.")
-
 
 
 def settings_sentence(settings: pd.DataFrame) -> str:
@@ -108,7 +104,6 @@ def settings_sentence(settings: pd.DataFrame) -> str:
             + ". " + twice)
 
 
-
 def passing_failing_sentence(comparison: pd.DataFrame, source: str) -> str:
     tested = comparison[(comparison.failing_seeds > 0) & comparison.p_value.notna()] if len(comparison) else comparison
     if not len(tested):
@@ -118,7 +113,6 @@ def passing_failing_sentence(comparison: pd.DataFrame, source: str) -> str:
     return (f"From {source}: Mann-Whitney U p-values " + ", ".join(
         f"{r.model} {r.label} {significant(r.p_value)} ({count(int(r.failing_seeds))} failing / "
         f"{count(int(r.passing_seeds))} passing)" for r in tested.itertuples()) + f"; {verdict}.")
-
 
 
 def gpu_sentence(gpu: pd.DataFrame | None, noise: pd.DataFrame, device: str, device_name: str = "") -> str:
@@ -141,7 +135,6 @@ def depth_caption(profile: pd.DataFrame, scaled: pd.DataFrame) -> str:
             f"{scaled.p99_ulp.max():.0f}.")
 
 
-
 def histogram_caption(noise: pd.DataFrame, scaled: pd.DataFrame) -> str:
     named = noise[noise.label != ""]
     return ("Per named tensor, how many draws (vertical) reach a given ulp distance (log scale): the worst element "
@@ -149,7 +142,6 @@ def histogram_caption(noise: pd.DataFrame, scaled: pd.DataFrame) -> str:
             f"{significant(named.median_ulp.max())} ulps and the worst reaches {significant(named.max_ulp.max())}; "
             f"measured in ulps of the tensor's RMS (figure above) each tensor's median draw stays within "
             f"{significant(scaled.rms_ulps.max())}" + worst_draw_words(noise) + ".")
-
 
 
 def worst_draw_words(noise: pd.DataFrame) -> str:
@@ -168,3 +160,7 @@ def settings_caption(by_setting: pd.DataFrame, draws: int) -> str:
             "module output) and each model output (the graph as exported) under each ORT optimisation level and thread "
             f"count and each eager thread count ({plural(draws, 'draw')} each). Across settings the values span "
             f"{significant(by_setting.max_abs_diff.min())} to {significant(by_setting.max_abs_diff.max())}.")
+
+
+def reference_caption(draws: int) -> str:
+    return f"Max abs difference from a float64 eager run, median over {plural(draws, 'draw')}."
