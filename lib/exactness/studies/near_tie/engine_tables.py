@@ -35,7 +35,7 @@ def class_reach(margins: pd.DataFrame) -> float:
 
 def quantizer_op(model: str, shape_mode: str) -> pd.DataFrame:
     """The family's one counted discrete op: the quantizer's argmax, which reaches the outputs that read a code."""
-    return frame([OpRow(model, shape_mode, QUANTIZER_NODE, "ArgMax", "argmax", "quantizer", "aten::argmax", [],
+    return frame([OpRow(model, shape_mode, QUANTIZER_NODE, "ArgMax", "argmax", QUANTIZER_MODULE, "aten::argmax", [],
                         list(family.CODE_OUTPUTS), True, True, True, "")], OpRow)
 
 
