@@ -136,16 +136,19 @@ WORDS = re.compile(r"(sentence|_words|caption)s?$")
 
 
 def words_outside_word_modules(sources: dict[str, str]) -> list[str]:
-    """`module: function` for each top-level function named as words (`*_sentence`, `*_words`, `*_caption`)
-    defined in a study module that is not one of its word modules (`sentences`, `findings`, `answers`; a figure's
-    labels stay with its figure)."""
+    """`module: function` for each function named as words (`*_sentence`, `*_words`, `*_caption`), or method so
+    named or called `words`, defined in a study module that is not one of its word modules (`sentences`,
+    `findings`, `answers`; a figure's labels stay with its figure)."""
     found = []
     for name, source in sources.items():
         stem = name.rsplit(".", 1)[-1]
         if stem in WORD_MODULES or stem == "figures":
             continue
-        found += [f"{name}: {node.name}" for node in ast.parse(source).body
-                  if isinstance(node, ast.FunctionDef) and WORDS.search(node.name.removeprefix("_"))]
+        body = ast.parse(source).body
+        methods = [(f"{c.name}.", m) for c in body if isinstance(c, ast.ClassDef) for m in c.body]
+        found += [f"{name}: {owner}{node.name}" for owner, node in [("", n) for n in body] + methods
+                  if isinstance(node, ast.FunctionDef)
+                  and (WORDS.search(node.name.removeprefix("_")) or (owner and node.name == "words"))]
     return sorted(found)
 
 
@@ -164,6 +167,8 @@ def test_every_study_keeps_its_words_in_the_same_three_modules():
 def test_the_check_finds_a_sentence_written_in_a_computation_module():
     planted = {"exactness.studies.a.scale": "def ratio(x):\n    return x\n\ndef ratio_sentence(x):\n    return ''\n",
                "exactness.studies.a.sentences": "def ratio_sentence(x):\n    return ''\n",
-               "exactness.studies.a.planted": "def _size_words(x):\n    return ''\n"}
+               "exactness.studies.a.planted": "def _size_words(x):\n    return ''\n",
+               "exactness.studies.a.stages": "class Proof:\n    def words(self):\n        return ''\n"}
     assert words_outside_word_modules(planted) == ["exactness.studies.a.planted: _size_words",
-                                                   "exactness.studies.a.scale: ratio_sentence"]
+                                                   "exactness.studies.a.scale: ratio_sentence",
+                                                   "exactness.studies.a.stages: Proof.words"]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from exactness.causes import Stage
+from exactness.engine.places import Localization, Remedy
 
 
 class DefectSign(Enum):
@@ -94,18 +94,6 @@ class Refuted(Enum):
 
 
 @dataclass(frozen=True)
-class Remedy:
-    """What a defect's localization asks for: the pipeline stage that makes it and what the run measured of it."""
-
-    stage: Stage
-    pass_name: str = ""  # the exporter's rule or ORT's pass whose removal alone removes it ("" when none alone does)
-    level: str = ""  # ORT's lowest graph optimization level that shows it (ORT's stage)
-    below: str = ""  # the level below it, which does not
-    provider: str = ""  # the execution provider whose kernels ran the graph
-    reproduces: bool | None = None  # whether the plain reproduction showed the pass here (None: none written)
-
-
-@dataclass(frozen=True)
 class Evidence:
     """Every number a verdict's proof and action state (fields a cause does not use keep their defaults)."""
 
@@ -128,9 +116,10 @@ class Evidence:
     seeds_needed: int = 0
     skipped: bool = False  # the export test skips the class (it has a skip to remove)
     never_called: str = ""  # the module holding the class's discrete op, which its forward never calls
+    never_called_op: str = ""  # that op (`argmax`)
     quoted_skip: tuple[str, str] = ()  # an investigation's own reason for skipping the class: (where, its words)
     remedy: Remedy | None = None  # what a defect's localization asks for (`localize`)
     # a tie-aware comparison measured on the class: True where it passed every check and caught every required
     # planted defect, False where it missed one, None where no study measured it (then it is not offered)
     tie_aware: bool | None = None
-    where: str = ""
+    where: Localization | None = None  # where a defect starts (`places`), as the localizer measured it

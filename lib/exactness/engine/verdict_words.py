@@ -4,6 +4,7 @@ discrete-ops engine's decisions become words. Nothing here decides; each functio
 from __future__ import annotations
 
 from exactness.causes import Cause, Stage
+from exactness.engine import place_words
 from exactness.engine.evidence import (
     Defect,
     DefectSign,
@@ -115,8 +116,8 @@ def never_called(e: Evidence) -> str:
     words = f"its {e.never_called} is not called in eval forward: no code to flip"
     if e.quoted_skip:
         where, reason = e.quoted_skip
-        words += (f"; {where} skipped it because \"{reason}\": its forward never runs that argmax, so the reason "
-                  "does not hold")
+        words += (f"; {where} skipped it because \"{reason}\": its forward never runs that {e.never_called_op}, so the "
+                  "reason does not hold")
     return words
 
 
@@ -169,7 +170,7 @@ def action(cause: Cause, e: Evidence, compare: list[str], exclude: list[str], er
             check = (f"the export test's value check fails on {e.failing} of {plural(e.checked, 'checked seed')}: "
                      "keep it, and fix the cause")
         return (f"a bug, not a flaky comparison; {check}: "
-                + (remedy(e.remedy) or f"it starts at {e.where or 'a place not localized'}"))
+                + (remedy(e.remedy) or f"it starts at {place_words.where(e.where) or 'a place not localized'}"))
     if cause is Cause.RANDOM_DRAW:
         if not compare:
             return ("nothing is left to compare: a random draw reaches every output, and the runtimes draw different "

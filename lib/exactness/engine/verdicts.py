@@ -27,6 +27,7 @@ from exactness import published
 from exactness.causes import CLAIMED, Cause, Stage
 from exactness.compare import export_rule
 from exactness.compare.rates import PER, Estimate, RatePolicy, estimate
+from exactness.engine import place_words
 from exactness.engine import verdict_words as words
 from exactness.engine.evidence import (
     Defect,
@@ -34,12 +35,12 @@ from exactness.engine.evidence import (
     Evidence,
     Flips,
     Refuted,
-    Remedy,
     Undecided,
     Values,
     ValueState,
 )
 from exactness.engine.outputs import PLANTS, rule_count
+from exactness.engine.places import Localization
 from exactness.models import class_registry
 
 
@@ -89,7 +90,7 @@ class ClassVerdict:
     cause: Cause
     compare: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
-    where: str = ""  # a defect's first module (and node)
+    where: Localization | None = None  # where a defect starts (`place_words.where` says it)
     screened: int = 0
     checked: int = 0
     candidates: int = 0  # seeds within reach of a tie
@@ -309,11 +310,12 @@ def refuted(claim: published.Claim | None, cause: Cause, ops: pd.DataFrame, flip
     return Refuted.OTHER_CAUSE
 
 
-def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", remedy: Remedy | None = None,
+def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: Localization | None = None,
             rule: export_rule.Rule = export_rule.BUILT_IN) -> ClassVerdict:
     """The class's cause, decided from its rows into typed evidence (`evidence`), put into words by `verdict_words`
-    when read. `where`, `remedy`: a defect's localization (`localize.Localization`): where it starts, and the stage
-    and pass that make it with what they ask for."""
+    when read. `where`: a defect's localization (`places.Localization`): where it starts, and the stage and pass
+    that make it with what they ask for."""
+    remedy = where.remedy if where is not None else None
     model, mode = t.graph.model, t.graph.shape_mode
     reason, claim = stated_reason(model)
     base = dict(skip_reason=reason, claim=str(claim or ""))
@@ -404,7 +406,7 @@ def verdict(t: ClassTables, policy: RatePolicy, reach: float, where: str = "", r
                 if not unchecked:
                     common["seeds_needed"] = policy.seeds_needed()
     evidence = Evidence(**ev, tie_aware=t.tie_aware)
-    result = ClassVerdict(model, mode, cause, compare, exclude, where if cause is Cause.DEFECT else "",
+    result = ClassVerdict(model, mode, cause, compare, exclude, where if cause is Cause.DEFECT else None,
                           evidence=evidence, **common)
     graph_ops = ops if t.scanned else None
     result.reason_holds = reason_holds(claim, cause, flipped_types, graph_ops)
@@ -447,12 +449,12 @@ def reach_ulps(noise: float, floor: float = REACH_FLOOR_ULPS, factor: float = RE
     return unmeasured if math.isnan(noise) else max(floor, factor * noise)
 
 
-def never_runs(model: str, shape_mode: str, module: str) -> ClassVerdict:
-    """A class whose forward never calls the `module` that holds the family's discrete op: nothing can flip on any
+def never_runs(model: str, shape_mode: str, module: str, op: str) -> ClassVerdict:
+    """A class whose forward never calls the `module` that holds the family's discrete `op`: nothing can flip on any
     seed, so nothing reaches an output and no seed needs a check. An investigation's own reason for skipping the
     class (`published.INVESTIGATION_SKIPS`) is quoted beside it, since the measurement answers it."""
     reason, claim = stated_reason(model)
-    evidence = Evidence(skipped=bool(reason), never_called=module,
+    evidence = Evidence(skipped=bool(reason), never_called=module, never_called_op=op,
                         quoted_skip=published.INVESTIGATION_SKIPS.get(model, ()))
     cause = Cause.NOTHING_REACHES
     outputs: list[str] = []
@@ -471,9 +473,9 @@ def table(verdicts: list[ClassVerdict]) -> pd.DataFrame:
 
     return pd.DataFrame([{
         "model": v.model, "shape_mode": v.shape_mode, "cause": v.cause.value, "proof": v.proof, "action": v.action,
-        "compare": ", ".join(v.compare), "exclude": ", ".join(v.exclude), "where": v.where, "screened": v.screened,
-        "checked": v.checked, "candidates": v.candidates, "flips_per_40000": num(v.flips, "per"),
-        "flips_low": num(v.flips, "low"), "flips_high": num(v.flips, "high"),
+        "compare": ", ".join(v.compare), "exclude": ", ".join(v.exclude), "where": place_words.where(v.where),
+        "screened": v.screened, "checked": v.checked, "candidates": v.candidates,
+        "flips_per_40000": num(v.flips, "per"), "flips_low": num(v.flips, "low"), "flips_high": num(v.flips, "high"),
         "failures_per_40000": num(v.failures, "per"), "failures_low": num(v.failures, "low"),
         "failures_high": num(v.failures, "high"), "reach_ulps": v.reach_ulps, "noise_ulps": v.noise_ulps,
         "verified": v.verification.holds, "verified_passes": v.verification.passes,

@@ -8,11 +8,12 @@ from pathlib import Path
 import pytest
 
 from builder_files import pair_builder
+from exactness.causes import Stage
 from exactness.engine.evidence import DefectSign
 from exactness.engine.verdicts import Cause
 from exactness.models import sources
 from exactness.studies.discrete_ops import answers as discrete_ops_answers
-from exactness.studies.discrete_ops import localize, sentences, study
+from exactness.studies.discrete_ops import sentences, study
 
 CHECKOUT = str(Path(__file__).resolve().parents[2] / "fixtures" / "transformers_checkout")
 
@@ -169,7 +170,7 @@ def test_a_model_that_breaks_in_eager_too_is_localized_in_eager_with_no_export_s
     assert found.cause is Cause.DEFECT and found.evidence.defect.sign is DefectSign.NAN_IN_EAGER
     spot = result.localizations.iloc[0]
     assert (spot.module, spot.op_type, spot.kind) == ("logs", "Log", "NaN in eager")
-    assert "float64's holds 14" in spot.detail and spot.stage == localize.MODEL_STAGE
+    assert "float64's holds 14" in spot.detail and spot.stage == Stage.MODEL.value
     assert spot.pass_name == "" and spot.trials == 0  # no pipeline configuration was switched
 
 

@@ -519,15 +519,18 @@ def test_a_skip_reason_is_refuted_from_the_runs_own_rows():
 
 
 def test_the_summary_carries_each_defects_stage_pass_and_errors():
-    from exactness.studies.discrete_ops.localize import Localization, table
+    from exactness.causes import Stage
+    from exactness.engine.places import Localization, Reproduction, StageProof, Symptom
+    from exactness.studies.discrete_ops.localize import table
 
-    spot = Localization("BitModel", "static", 1, "embedder.pad", "optimization", stage="ORT", pass_name="Pad_Fusion",
-                        error_with=1.4e-3, error_without=1.1e-7, reproduces=True)
+    proof = StageProof(Stage.ORT_OPTIMIZER, "Pad_Fusion", Symptom(1.4e-3, 50.0, 0, "y"), Symptom(1.1e-7, 0.1, 0, "y"),
+                       reproduction=Reproduction("", True, ""))
+    spot = Localization("BitModel", "static", 1, "embedder.pad", "optimization", proof=proof)
     result = _result([])
     result.localizations = table([spot])
     (defect,) = sentences.summary(result, 3)["defects"].values()
-    assert defect == {"seed": 1, "stage": "ORT", "pass": "Pad_Fusion", "error_with": 1.4e-3, "error_without": 1.1e-7,
-                      "reproduces": True}
+    assert defect == {"seed": 1, "stage": Stage.ORT_OPTIMIZER.value, "pass": "Pad_Fusion", "error_with": 1.4e-3,
+                      "error_without": 1.1e-7, "reproduces": True}
     # seeds asked beside what each class ran: a class stopped early ran fewer
     result.verdicts = [verdicts.ClassVerdict("BitModel", "static", verdicts.Cause.DEFECT, screened=1,
                                              checked=1)]
@@ -624,15 +627,17 @@ def test_a_defects_answer_leads_with_its_own_proof_and_a_ties_with_its_flips():
 def test_a_localizations_remedy_is_typed_and_worded_in_one_place():
     from exactness.causes import Stage
     from exactness.engine import verdict_words
-    from exactness.engine.evidence import Remedy
-    from exactness.studies.discrete_ops.localize import Localization, table
+    from exactness.engine.places import Localization, Remedy, Reproduction, StageProof
+    from exactness.studies.discrete_ops.localize import table
 
-    spot = Localization("BitModel", "static", 1, "embedder.pad", "optimization", stage=Stage.ORT_OPTIMIZER.value,
-                        pass_name="Pad_Fusion", stage_remedy=Remedy(Stage.ORT_OPTIMIZER, "Pad_Fusion", reproduces=True))
+    proof = StageProof(Stage.ORT_OPTIMIZER, "Pad_Fusion", provider="", reproduction=Reproduction("", True, ""))
+    spot = Localization("BitModel", "static", 1, "embedder.pad", "optimization", proof=proof)
+    assert spot.remedy == Remedy(Stage.ORT_OPTIMIZER, "Pad_Fusion", reproduces=True)
     shown = table([spot])
     columns = list(shown.columns)
     assert columns[columns.index("stage_proof") + 1] == "remedy" and "stage_remedy" not in columns
-    assert shown.remedy.iloc[0] == spot.remedy == verdict_words.remedy(spot.stage_remedy)
-    assert 'disabled_optimizers=["Pad_Fusion"]' in spot.remedy and "(it reproduces here)" in spot.remedy
+    worded = verdict_words.remedy(spot.remedy)
+    assert shown.remedy.iloc[0] == worded
+    assert 'disabled_optimizers=["Pad_Fusion"]' in worded and "(it reproduces here)" in worded
     assert verdict_words.remedy(Remedy(Stage.MODEL)).startswith("the model's, not the export's")
     assert verdict_words.remedy(Remedy(Stage.NOT_SHOWN)) == verdict_words.remedy(None) == ""

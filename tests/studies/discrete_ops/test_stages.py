@@ -10,8 +10,8 @@ import torch
 from onnx import helper
 
 from exactness.causes import Stage
-from exactness.engine import verdict_words
-from exactness.engine.evidence import Remedy
+from exactness.engine import place_words, verdict_words
+from exactness.engine.places import REFERENCE, Remedy, Symptom, Trial
 from exactness.runtimes import onnx_graph
 from exactness.runtimes.export_cache import ExportCache, export_key
 from exactness.studies.discrete_ops import reproductions, stages
@@ -72,8 +72,9 @@ def test_a_node_whose_traced_call_reads_a_value_the_graph_no_longer_computes_nam
     found = stages.missing_inputs(optimized, "node_div_8", plain)
     assert (found.missing, found.reads, found.call, found.was) == ("add_3", "b", "div(a, add_3)", "Add(b, 1e-10)")
     # on a page: the exporter's value names become letters the sentence defines
-    assert str(found) == ("the node was traced from torch's div(x, y), but the optimized graph no longer computes y "
-                          "(exported with optimize=False, y = Add(z, 1e-10)); the node reads z in its place")
+    assert place_words.missing(found) == (
+        "the node was traced from torch's div(x, y), but the optimized graph no longer computes y "
+        "(exported with optimize=False, y = Add(z, 1e-10)); the node reads z in its place")
     assert stages.missing_inputs(plain, "node_div_8") is None  # the graph computes what the call read
     assert stages.missing_inputs(_graph([_node("Div", ["a", "b"], ["q"], "node_div_8")]), "node_div_8") is None
 
@@ -114,7 +115,7 @@ def test_a_guard_the_exporters_optimizer_deletes_is_named_by_its_rule(tmp_path):
     assert proof.with_pass.nonfinite == 4 and proof.without_pass.nonfinite == 0
     assert proof.without.export.rules_off == (proof.pass_name,)
     assert proof.remedy == Remedy(Stage.EXPORT_OPTIMIZER, proof.pass_name, provider=onnx_graph.PROVIDER)
-    assert "optimize=False" in verdict_words.remedy(proof.remedy) and proof.pass_name in proof.words()
+    assert "optimize=False" in verdict_words.remedy(proof.remedy) and proof.pass_name in place_words.proof(proof)
 
 
 @pytest.mark.slow
@@ -152,13 +153,15 @@ def _localized(model: str, seed: int, output: str, cache_folder):
 @pytest.mark.slow
 def test_tapas_nan_is_named_as_the_exporters_add_zero_rule_deleting_its_guard(registry_cache):
     found = _localized("TapasForQuestionAnswering", 0, "", registry_cache)
-    assert found.op_type == "Div" and "no longer computes y (" in found.missing and "Add(z, 1e-10)" in found.missing
-    assert not re.search(r"\b(?:add|view|sum|mul)_\d+\b", found.where), found.where  # no value name of the graph
-    assert re.search(r"ONNX node node_\w+ of the exported graph", found.where), found.where
+    missing = place_words.missing(found.missing)
+    assert found.op_type == "Div" and "no longer computes y (" in missing and "Add(z, 1e-10)" in missing
+    where = place_words.where(found)
+    assert not re.search(r"\b(?:add|view|sum|mul)_\d+\b", where), where  # no value name of the graph
+    assert re.search(r"ONNX node node_\w+ of the exported graph", where), where
     assert found.stage == stages.Stage.EXPORT_OPTIMIZER.value
     assert found.pass_name.startswith("no_op[") and "Add(" in found.pass_name
     assert found.error_with > 1 and found.error_without < 1e-6  # the -10000 mask on another column; none
-    assert found.reproduces and "optimize=False" in found.remedy
+    assert found.remedy.reproduces and "optimize=False" in verdict_words.remedy(found.remedy)
 
 
 @pytest.mark.slow
@@ -166,7 +169,7 @@ def test_bitmodel_is_named_as_ort_pad_fusion_with_its_workaround(registry_cache)
     found = _localized("BitModel", 1, "last_hidden_state", registry_cache)
     assert found.stage == stages.Stage.ORT_OPTIMIZER.value and found.pass_name == "Pad_Fusion"
     assert found.error_with > 1e-4 > 1e-6 > found.error_without
-    assert 'disabled_optimizers=["Pad_Fusion"]' in found.remedy and found.reproduces
+    assert 'disabled_optimizers=["Pad_Fusion"]' in verdict_words.remedy(found.remedy) and found.remedy.reproduces
 
 
 class _Scripted:
@@ -176,26 +179,30 @@ class _Scripted:
         self.trials, self.reference = [], present_in_reference
 
     def __call__(self, config, what=""):
-        if config.runtime == stages.REFERENCE:
+        if config.runtime == REFERENCE:
             if self.reference is None:
                 raise NotImplementedError("no kernel for op Foo")
             present = self.reference
         else:
             present = True  # every optimizer off and it still shows
-        symptom = stages.Symptom(1.0 if present else 1e-9, 10.0 if present else 0.01, 0, "y")
-        self.trials.append(stages.Trial(config, symptom, what))
+        symptom = Symptom(1.0 if present else 1e-9, 10.0 if present else 0.01, 0, "y")
+        self.trials.append(Trial(config, symptom, what))
         return symptom
 
 
 def test_with_no_optimizer_to_blame_the_reference_evaluator_tells_the_graph_from_ort_kernels():
     translation = stages.locate(_Scripted(present_in_reference=True))
-    assert translation.stage is stages.Stage.TRANSLATION and "shows it too" in translation.words()
+    assert translation.stage is stages.Stage.TRANSLATION and translation.reference.present
+    assert "shows it too" in place_words.proof(translation)
     kernels = stages.locate(_Scripted(present_in_reference=False))
-    assert kernels.stage is stages.Stage.ORT_KERNELS and "does not" in kernels.words()
+    assert kernels.stage is stages.Stage.ORT_KERNELS and not kernels.reference.present
+    assert "does not" in place_words.proof(kernels)
     assert kernels.remedy == Remedy(Stage.ORT_KERNELS, provider=onnx_graph.PROVIDER)
     assert "report it to ONNX Runtime" in verdict_words.remedy(kernels.remedy)
     unseparated = stages.locate(_Scripted(present_in_reference=None))
-    assert unseparated.stage is stages.Stage.UNSEPARATED and "no kernel for op Foo" in unseparated.words()
+    assert unseparated.stage is stages.Stage.UNSEPARATED and unseparated.reference is None
+    assert unseparated.reference_error == "NotImplementedError: no kernel for op Foo"
+    assert "no kernel for op Foo" in place_words.proof(unseparated)
     # optimize=False with ORT's optimizations off was measured before the evaluator was asked
     assert [t.config.export.optimize for t in kernels.trials][:3] == [True, True, False]
 
@@ -205,8 +212,8 @@ class _OrtOnly(_Scripted):
 
     def __call__(self, config, what=""):
         present = config.level in ("extended", "all")
-        symptom = stages.Symptom(1.0 if present else 1e-9, 10.0 if present else 0.01, 0, "y")
-        self.trials.append(stages.Trial(config, symptom, what))
+        symptom = Symptom(1.0 if present else 1e-9, 10.0 if present else 0.01, 0, "y")
+        self.trials.append(Trial(config, symptom, what))
         return symptom
 
     def graph(self, options):

@@ -148,7 +148,9 @@ def test_a_class_that_never_calls_its_quantizer_is_nothing_reaches_and_its_skip_
     assert "remove the skip" not in line.action  # the export test does not skip it: nothing to remove
     (verdict,) = engine_tables.class_verdicts(screen, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), 1e-4,
                                               immune=["UniSpeechSatForPreTraining", "Data2VecAudioForPreTraining"])[:1]
-    assert verdict.evidence.never_called == "quantizer" and verdict.evidence.quoted_skip[0] == "#50575 (section 5)"
+    assert (verdict.evidence.never_called, verdict.evidence.never_called_op) == ("quantizer", "argmax")
+    assert verdict.evidence.quoted_skip[0] == "#50575 (section 5)"
+    assert "its forward never runs that argmax" in verdict.proof
     other = engine_tables.class_verdicts(screen, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), 1e-4,
                                          immune=["Data2VecAudioForPreTraining"])[0]
     assert other.evidence.quoted_skip == () and "skipped it because" not in other.proof  # no reason was given

@@ -10,6 +10,7 @@ its rate; with fewer, agreement says nothing ("not comparable"). Everything else
 from __future__ import annotations
 
 from exactness import published
+from exactness.engine import place_words
 from exactness.engine import verdicts as v
 from exactness.engine.answers import catch_words
 from exactness.engine.outputs import PLANTS
@@ -47,7 +48,7 @@ def defects(result: Result) -> Finding | None:
     if not found:
         return None
     return Finding(f"{plural(len(found), 'defect')}, not ties or noise: "
-                   + "; ".join(f"{x.model} (starts at {x.where.split(':')[0] or 'an unlocalized place'}"
+                   + "; ".join(f"{x.model} (starts at {place_words.start(x.where) or 'an unlocalized place'}"
                                + (f", made by {made_by(x.stage, x.pass_name)}" if x.stage else "") + ")"
                                for x in found) + ".",
                    f"{len(found)} localized", "new", evidence="answers table, localizations table")

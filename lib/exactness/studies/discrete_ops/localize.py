@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import ast
 import copy
-from dataclasses import dataclass, fields
 
 import numpy as np
 import onnx
@@ -24,76 +23,45 @@ import pandas as pd
 import torch
 
 from exactness.causes import Stage
-from exactness.engine import verdict_words
-from exactness.engine.evidence import Remedy
+from exactness.engine import place_words, verdict_words
 from exactness.engine.outputs import NOISE_FACTOR, max_abs, scale_ulp
+from exactness.engine.places import (
+    BeyondRounding,
+    Localization,
+    NanInEager,
+    NodeMade,
+    NonFiniteOutput,
+    Rewritten,
+    StageProof,
+    ValueRange,
+)
 from exactness.runtimes import discrete_recorder, onnx_graph
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED, _tensors
 from exactness.runtimes.export_cache import ExportCache
 from exactness.studies.discrete_ops import check, reproductions, stages
 
 
-@dataclass
-class Localization:
-    model: str
-    shape_mode: str
-    seed: int
-    module: str  # the first module where ORT departs ("" when none departs: not localized)
-    kind: str  # "non-finite", "beyond rounding", or "optimization" (an ORT rewrite across modules)
-    node: str = ""  # the ONNX node that first makes the non-finite value
-    op_type: str = ""
-    detail: str = ""  # the numbers that show it
-    eager_err: float = float("nan")  # at that module: max |eager - float64|
-    ort_err: float = float("nan")  # max |ORT - float64| (finite elements)
-    bound: float = float("nan")  # NOISE_FACTOR x max(eager's error, one ulp of the output's scale)
-    missing: str = ""  # the value the node's traced call reads that the graph no longer computes, in words
-    stage: str = ""  # the pipeline stage that makes it (`causes.Stage` value), "" when not located
-    pass_name: str = ""  # the exporter's rule or ORT's pass whose removal alone removes it
-    error_with: float = float("nan")  # the error from float64 of the worst output, full pipeline
-    error_without: float = float("nan")  # the same without the named pass (or the stage)
-    nonfinite_with: int = 0
-    nonfinite_without: int = 0
-    stage_proof: str = ""  # the stage's proof in words
-    stage_remedy: Remedy | None = None  # what the stage asks for (its words: `remedy`)
-    trials: int = 0  # pipeline configurations measured
-    exports: int = 0  # of them, distinct exports
-    reproduction: str = ""  # plain torch/ONNX code that shows the pass alone
-    reproduces: bool | None = None  # whether running it here showed the pass's effect (None: no reproduction)
-    reproduction_output: str = ""
-
-    @property
-    def remedy(self) -> str:
-        """What to do about the stage, in words (`engine.verdict_words.remedy`)."""
-        return verdict_words.remedy(self.stage_remedy)
-
-    @property
-    def where(self) -> str:
-        """Where it starts, in words: the module (or the model's own forward), the node, and what shows it."""
-        place = self.module or "the model's own forward"
-        node = f", its {self.op_type} (ONNX node {self.node} of the exported graph)" if self.node else ""
-        missing = f"; {self.missing}" if self.missing else ""
-        made = f"; made by {self.stage_proof}" if self.stage else (f"; {self.stage_proof}" if self.stage_proof else "")
-        return f"{place}{node}: {self.detail}{missing}{made}"
-
-    def add_stage(self, proof: stages.StageProof) -> None:
-        self.stage = proof.stage.value if proof.stage is not Stage.NOT_SHOWN else ""
-        self.pass_name, self.stage_proof, self.stage_remedy = proof.pass_name, proof.words(), proof.remedy
-        self.trials, self.exports = len(proof.trials), proof.exports
-        if proof.with_pass is not None:
-            self.error_with, self.nonfinite_with = proof.with_pass.error, proof.with_pass.nonfinite
-        if proof.without_pass is not None:
-            without = proof.without_pass.at(proof.with_pass.output) if proof.with_pass else proof.without_pass
-            self.error_without, self.nonfinite_without = without.error, without.nonfinite
-        if proof.reproduction is not None:
-            self.reproduction, self.reproduces = proof.reproduction.code, proof.reproduction.reproduces
-            self.reproduction_output = proof.reproduction.detail
-
-
 def table(spots: list[Localization]) -> pd.DataFrame:
-    """The localizations table: a row per defect localized, every field as it is, the remedy in words."""
-    rows = [{("remedy" if f.name == "stage_remedy" else f.name):
-             (spot.remedy if f.name == "stage_remedy" else getattr(spot, f.name)) for f in fields(spot)}
-            for spot in spots]
+    """The localizations table: a row per defect localized, its numbers as measured and its words
+    (`place_words`: what shows it, the missing value, the stage's proof; `verdict_words.remedy`)."""
+    rows = []
+    for spot in spots:
+        proof = spot.proof
+        without = proof.without_at_output if proof is not None else None
+        reproduction = proof.reproduction if proof is not None else None
+        rows.append({
+            "model": spot.model, "shape_mode": spot.shape_mode, "seed": spot.seed, "module": spot.module,
+            "kind": spot.kind, "node": spot.node, "op_type": spot.op_type, "detail": place_words.detail(spot),
+            "eager_err": spot.eager_err, "ort_err": spot.ort_err, "bound": spot.bound,
+            "missing": place_words.missing(spot.missing) if spot.missing else "", "stage": spot.stage,
+            "pass_name": spot.pass_name, "error_with": spot.error_with, "error_without": spot.error_without,
+            "nonfinite_with": proof.with_pass.nonfinite if proof is not None and proof.with_pass else 0,
+            "nonfinite_without": without.nonfinite if without is not None else 0,
+            "stage_proof": place_words.stage(spot), "remedy": verdict_words.remedy(spot.remedy),
+            "trials": len(proof.trials) if proof is not None else 0, "exports": proof.exports if proof else 0,
+            "reproduction": reproduction.code if reproduction else "",
+            "reproduces": reproduction.reproduces if reproduction else None,
+            "reproduction_output": reproduction.detail if reproduction else ""})
     return pd.DataFrame(rows)
 
 
@@ -120,18 +88,17 @@ def module_outputs(model: torch.nn.Module, inputs: dict,
     return captured, records
 
 
-def _range(values: np.ndarray) -> str:
-    finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
+def _range(values: np.ndarray) -> ValueRange | None:
     if not values.size:
-        return "empty"
+        return None
+    finite = values[np.isfinite(values)] if values.dtype.kind == "f" else values
     low, high = (float(finite.min()), float(finite.max())) if finite.size else (float("nan"), float("nan"))
-    zeros = int((values == 0).sum())
-    return f"{values.dtype} {tuple(values.shape)} in [{low:.3g}, {high:.3g}], {zeros} zeros"
+    return ValueRange(str(values.dtype), tuple(values.shape), low, high, int((values == 0).sum()))
 
 
 def first_nonfinite_node(graph: onnx.ModelProto, initializers: dict | None, inputs: dict, scope: str,
                          nan: bool = False) -> tuple:
-    """(node, op type, detail) of the first node under `scope` (or anywhere, when none under it) whose output
+    """(node, op type, what it makes) of the first node under `scope` (or anywhere, when none under it) whose output
     holds a non-finite value while every float input it reads is finite (`nan`: a NaN while no input holds one)."""
     def broken(values: np.ndarray) -> np.ndarray:
         return np.isnan(values) if nan else ~np.isfinite(values)
@@ -159,12 +126,10 @@ def first_nonfinite_node(graph: onnx.ModelProto, initializers: dict | None, inpu
             raw = {p.key: p.value for p in node.metadata_props}.get(onnx_graph.SCOPES_KEY)
             scopes = [s for s in ast.literal_eval(raw)[:-1] if s] if raw else []
             bad = next(o for o in outputs if o.dtype.kind == "f" and broken(o).any())
-            made = "NaN from inputs without one" if nan else "non-finite from finite inputs"
-            detail = (f"{int(broken(bad).sum())} of {bad.size} values {made} ("
-                      + "; ".join(_range(r) for r in read if r is not None) + ")")
-            candidates.append((scope in scopes, node.name, node.op_type, detail))
+            made = NodeMade(int(broken(bad).sum()), bad.size, nan, tuple(_range(r) for r in read if r is not None))
+            candidates.append((scope in scopes, node.name, node.op_type, made))
     inside = [c for c in candidates if c[0]]
-    chosen = (inside or candidates or [(False, "", "", "")])[0]
+    chosen = (inside or candidates or [(False, "", "", None)])[0]
     return chosen[1:]
 
 
@@ -182,23 +147,21 @@ def localize(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: di
             unoptimized = cache.export(built, inputs, dynamic, onnx_graph.ExportOptions(optimize=False)).graph.model
         except Exception:
             unoptimized = None
-        missing = stages.missing_inputs(cg.bare, found.node, unoptimized)
-        found.missing = str(missing) if missing else ""
+        found.missing = stages.missing_inputs(cg.bare, found.node, unoptimized)
     raw, records = discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED)
     eager = {k: v.detach().double().numpy() for k, v in check.flatten_outputs(raw).items() if v.is_floating_point()}
     reference, _ = check._float64_reference(built, inputs, records)
     if reference is None:
-        found.stage_proof = "no stage located: no float64 reference to measure each configuration against"
+        found.no_reference = True
         return found
     wide = {k: v.detach().double().numpy() for k, v in reference.items() if v.is_floating_point()}
     try:
         proof = stages.locate(stages.Measure(built, inputs, dynamic, cache, eager, wide))
     except Exception as error:  # the place found above stands; only the stage is not named, and that is said
-        found.stage_proof = (f"no stage located: switching the pipeline failed ({type(error).__name__}: "
-                             f"{' '.join(str(error).split())[:200]})")
+        found.switch_error = f"{type(error).__name__}: {' '.join(str(error).split())[:200]}"
         return found
     proof.reproduction = reproductions.run(proof.stage, proof.pass_name)
-    found.add_stage(proof)
+    found.proof = proof
     return found
 
 
@@ -222,9 +185,6 @@ def _eager_and_float64(built: torch.nn.Module, inputs: dict) -> tuple[dict, dict
     return eager, module_outputs(wide_model, wide_inputs, check.own_choices(records))[0], records
 
 
-MODEL_STAGE = Stage.MODEL.value
-
-
 def eager_place(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: dict,
                 cache: ExportCache) -> Localization:
     """Where eager float32 itself first makes a NaN on `seed`: the first module (in the order the modules finish)
@@ -235,25 +195,17 @@ def eager_place(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs:
     task = cg.task
     _, bare, initializers = _seed_graph(cg, seed, built, inputs, cache)
     eager, wide, _ = _eager_and_float64(built, inputs)
-    found = Localization(task.model, task.shape_mode, seed, "", "NaN in eager", stage=MODEL_STAGE,
-                         stage_proof=MODEL_STAGE, stage_remedy=Remedy(Stage.MODEL))
+    found = Localization(task.model, task.shape_mode, seed, "", "NaN in eager", proof=StageProof(Stage.MODEL,
+                                                                                                   provider=""))
     for label, mine in eager.items():
         broken = int(np.isnan(mine).sum()) if mine.dtype.kind == "f" else 0
         if not broken:
             continue
         reference = wide.get(label)
-        at_float64 = ("" if reference is None or reference.shape != mine.shape else
-                      f"; float64's holds {int(np.isnan(reference).sum())}: the arithmetic itself"
-                      if np.isnan(reference).any() else "; float64's holds none: float32's range")
-        found.module = label
-        found.detail = f"eager's output holds a NaN in {broken} of {mine.size} values{at_float64}"
+        nans = None if reference is None or reference.shape != mine.shape else int(np.isnan(reference).sum())
+        found.module, found.shows = label, NanInEager(broken, mine.size, nans)
         break
-    node, op_type, detail = first_nonfinite_node(bare, initializers, inputs, found.module, nan=True)
-    found.node, found.op_type = node, op_type
-    found.detail = "; ".join(part for part in (found.detail or "no module's output holds a NaN in eager: the "
-                                               "forward's own operations, outside every module, make it",
-                                               f"in the exported graph, this node makes {detail}" if node else "")
-                             if part)
+    found.node, found.op_type, found.made = first_nonfinite_node(bare, initializers, inputs, found.module, nan=True)
     return found
 
 
@@ -274,35 +226,34 @@ def place(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: dict,
         theirs = theirs.astype(np.float64)
         broken = int((np.isfinite(mine) & ~np.isfinite(theirs)).sum())
         if broken:
-            node, op_type, detail = first_nonfinite_node(bare, initializers, inputs, label)
+            node, op_type, made = first_nonfinite_node(bare, initializers, inputs, label)
             return Localization(task.model, task.shape_mode, seed, label, "non-finite", node, op_type,
-                                f"ORT's output is non-finite in {broken} of {mine.size} values where eager's is "
-                                f"finite; the node makes {detail}")
+                                NonFiniteOutput(broken, mine.size), made)
         eager_err, ort_err = max_abs(mine, reference), max_abs(theirs, reference)
         bound = NOISE_FACTOR * max(eager_err, scale_ulp(reference))
         if ort_err > bound:
             return Localization(task.model, task.shape_mode, seed, label, "beyond rounding",
-                                detail=f"ORT errs {ort_err:.3g} from float64, eager {eager_err:.3g}: "
-                                       f"{ort_err / max(eager_err, scale_ulp(reference)):.3g} times eager's",
+                                shows=BeyondRounding(ort_err / max(eager_err, scale_ulp(reference))),
                                 eager_err=eager_err, ort_err=ort_err, bound=bound)
-    node, op_type, detail = first_nonfinite_node(bare, initializers, inputs, "")
+    node, op_type, made = first_nonfinite_node(bare, initializers, inputs, "")
     if node:
-        return Localization(task.model, task.shape_mode, seed, "", "non-finite", node, op_type,
-                            f"no module's output departs, but this node makes {detail}")
+        return Localization(task.model, task.shape_mode, seed, "", "non-finite", node, op_type, made=made)
     if output:
         found = by_optimization(graph, bare, initializers, inputs, built, records, output)
         if found is not None:
-            return Localization(task.model, task.shape_mode, seed, *found)
-    return Localization(task.model, task.shape_mode, seed, "", "beyond rounding",
-                        detail="no module output departs from the float64 reference beyond the bound")
+            module, rewritten, eager_err = found
+            return Localization(task.model, task.shape_mode, seed, module, "optimization", shows=rewritten,
+                                eager_err=eager_err, ort_err=dict(rewritten.errors)[rewritten.level],
+                                bound=rewritten.bound)
+    return Localization(task.model, task.shape_mode, seed, "", "beyond rounding")
 
 
 def by_optimization(graph: onnx_graph.ExportedGraph, bare: onnx.ModelProto, initializers, inputs, built, records,
                     output: str) -> tuple | None:
     """When the graph exposing every module's output agrees with float64 but the bare graph does not, an ORT
     rewrite across module boundaries makes the difference: the lowest optimization level that shows it, and the
-    first module whose output, exposed alone, removes it (the rewrite reads it).
-    (module, kind, node, op_type, detail, eager_err, ort_err, bound) or None."""
+    first module whose output, exposed alone, removes it (the rewrite reads it): (that module or "", what the
+    levels show, eager's error) or None."""
     eager = check.flatten_outputs(discrete_recorder.record(built, inputs, seed=EXPORT_TEST_FORWARD_SEED)[0])
     reference, _ = check._float64_reference(built, inputs, records)
     mine = check.eager_name(output, eager)
@@ -323,12 +274,6 @@ def by_optimization(graph: onnx_graph.ExportedGraph, bare: onnx.ModelProto, init
     if not failing:
         return None
     level = failing[0]
-    levels = ", ".join(f"{name} {errors[name]:.2g}" for name in onnx_graph.LEVELS)
-    for label in graph.intermediates:
-        alone = graph.exposing({label}).model
-        if error(alone, level) <= bound:
-            return (label, "optimization", "", "", f"ORT's '{level}' graph optimizations make it (error from float64 "
-                    f"of {output} by level: {levels}; bound {bound:.2g}); exposing {label}'s output alone removes "
-                    "it: the rewritten nodes read it", eager_err, errors[level], bound)
-    return ("", "optimization", "", "", f"ORT's '{level}' graph optimizations make it (error from float64 of {output} "
-            f"by level: {levels}; bound {bound:.2g})", eager_err, errors[level], bound)
+    rewritten = Rewritten(level, output, tuple((name, errors[name]) for name in onnx_graph.LEVELS), bound)
+    removes = next((label for label in graph.intermediates if error(graph.exposing({label}).model, level) <= bound), "")
+    return removes, rewritten, eager_err

@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from exactness.causes import Stage
-from exactness.studies.discrete_ops.stages import Reproduction
+from exactness.engine.places import Reproduction
 
 TOLERANCE = 1e-6  # far below what either pass changes (NaN, 1.49), far above float32 rounding of these sizes
 

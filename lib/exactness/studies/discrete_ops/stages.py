@@ -18,124 +18,17 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 import onnx
 import torch
 
 from exactness.causes import Stage
-from exactness.engine.evidence import Remedy
 from exactness.engine.outputs import NOISE_FACTOR, max_abs, scale_ulp
+from exactness.engine.places import REFERENCE, Config, MissingInput, StageProof, Symptom, Trial
 from exactness.runtimes import onnx_graph
 from exactness.runtimes.export_cache import ExportCache
 from exactness.studies.discrete_ops import check
-
-
-@dataclass(frozen=True)
-class Config:
-    """One configuration of the pipeline."""
-
-    export: onnx_graph.ExportOptions = onnx_graph.DEFAULT_EXPORT
-    level: str = "all"
-    disabled: tuple[str, ...] = ()  # ONNX Runtime's `disabled_optimizers`
-    runtime: str = onnx_graph.PROVIDER  # or REFERENCE: onnx's own evaluator, a second implementation of the graph
-
-    def __str__(self) -> str:
-        if self.runtime == REFERENCE:
-            return f"export {self.export}, run in {REFERENCE}"
-        ort = f"ORT level '{self.level}'" + (f" with {', '.join(self.disabled)} disabled" if self.disabled else "")
-        return f"export {self.export}, {ort}"
-
-
-REFERENCE = "onnx's reference evaluator"
-
-
-@dataclass(frozen=True)
-class Symptom:
-    error: float  # the largest error from float64 over the outputs (finite elements)
-    over: float  # the largest error over its output's noise bound
-    nonfinite: int  # values ORT makes non-finite where the float64 reference is finite
-    output: str  # the output with the largest error over its bound
-    errors: tuple[tuple[str, float, float], ...] = ()  # every output's (name, error, error over its bound)
-
-    @property
-    def present(self) -> bool:
-        return self.nonfinite > 0 or self.over > 1
-
-    def at(self, output: str) -> Symptom:
-        """The same measurement read at `output` (to set with and without a pass side by side)."""
-        for name, error, over in self.errors:
-            if name == output:
-                return Symptom(error, over, self.nonfinite, name, self.errors)
-        return self
-
-    def __str__(self) -> str:
-        nonfinite = f", {self.nonfinite:,} values non-finite where float64's are finite" if self.nonfinite else ""
-        return f"{self.output} errs {self.error:.3g} from float64 ({self.over:.3g} times its bound){nonfinite}"
-
-
-@dataclass(frozen=True)
-class Trial:
-    config: Config
-    symptom: Symptom
-    what: str  # what the trial switched, in words
-
-
-@dataclass(frozen=True)
-class Reproduction:
-    """A few lines of plain torch/ONNX code that show the named pass on its own, and what running them gave."""
-
-    code: str
-    reproduces: bool
-    detail: str  # the numbers it printed
-
-
-@dataclass
-class StageProof:
-    stage: Stage
-    pass_name: str = ""  # the rule or pass whose removal alone removes the symptom ("" when none alone does)
-    with_pass: Symptom | None = None  # the full pipeline
-    without_pass: Symptom | None = None  # the same without the named rule or pass (or the stage)
-    without: Config | None = None
-    trials: list[Trial] = field(default_factory=list)
-    candidates: int = 0  # rules or passes bisected
-    provider: str = onnx_graph.PROVIDER
-    reproduction: Reproduction | None = None
-    reference: Symptom | None = None  # the unoptimized graph in onnx's reference evaluator
-    reference_error: str = ""
-    level: str = ""  # ORT's lowest optimization level that shows it (ORT's stage only)
-
-    @property
-    def exports(self) -> int:
-        return len({t.config.export for t in self.trials})
-
-    def words(self) -> str:
-        """The proof in words: the stage, the pass, the errors with and without it, how it was found."""
-        if self.stage is Stage.NOT_SHOWN or self.with_pass is None:
-            return self.stage.value
-        base = f"with it {self.with_pass}"
-        without = self.without_pass.at(self.with_pass.output) if self.without_pass is not None else None
-        if self.stage in (Stage.TRANSLATION, Stage.ORT_KERNELS, Stage.UNSEPARATED):
-            bare = (f"exported with optimize=False and run with ORT's optimizations off ({self.provider}, the only "
-                    f"execution provider here) it still shows: {self.without_pass}")
-            if self.stage is Stage.UNSEPARATED:
-                return f"{self.stage.value}: {bare}; {REFERENCE} could not run the graph ({self.reference_error})"
-            seen = "shows it too" if self.stage is Stage.TRANSLATION else "does not"
-            return f"{self.stage.value}: {bare}; the same graph in {REFERENCE} {seen}: {self.reference}"
-        kind, kinds = ("rule", "rules") if self.stage is Stage.EXPORT_OPTIMIZER else ("pass", "passes")
-        searched = f"bisected over {self.candidates} {kinds} in {len(self.trials)} trials"
-        if not self.pass_name:
-            return (f"{self.stage.value}: {self.with_pass}; without the stage ({self.without}), {without}; no "
-                    f"single {kind} removes it ({searched})")
-        return (f"{self.stage.value}, {kind} {self.pass_name}: {base}; without it alone ({self.without}), "
-                f"{without} ({searched})")
-
-    @property
-    def remedy(self) -> Remedy:
-        """What the stage asks for, as the engine's evidence holds it (`verdict_words.remedy` words it)."""
-        return Remedy(self.stage, self.pass_name, self.level, onnx_graph.LEVEL_BELOW.get(self.level, ""),
-                      self.provider, self.reproduction.reproduces if self.reproduction is not None else None)
 
 
 def _names(model: onnx.ModelProto, inputs: dict) -> dict:
@@ -245,52 +138,6 @@ def locate(measure: Measure) -> StageProof:
     proof.without_pass = measure(proof.without, "the named rule left out" if name else "optimize=False")
     proof.trials = measure.trials
     return proof
-
-
-@dataclass(frozen=True)
-class MissingInput:
-    """A node whose traced call (its metadata) reads a value the graph no longer computes."""
-
-    node: str
-    op_type: str
-    call: str  # the traced call, `div(view_39, add_34)`
-    missing: str  # the value it names that the graph does not compute
-    reads: str  # what the node reads in its place ("" where arguments and inputs differ in number)
-    was: str = ""  # how the unoptimized graph computes the missing value (`Add(sum_12, 1e-10)`), where known
-
-    def __str__(self) -> str:
-        """In words without the exporter's value names (`add_34`, `view_3` mean nothing on a page): each value
-        is a letter, x, y, ... in the order the sentence first meets it, and the sentence says what it is."""
-        letters = _Letters()
-        op, _, args = self.call.partition("(")
-        call = f"{op}({', '.join(letters[a] for a in _arguments(args))})"
-        missing = letters[self.missing]
-        said = f"the node was traced from torch's {call}, but the optimized graph no longer computes {missing}"
-        if self.was:
-            was_op, _, was_args = self.was.partition("(")
-            said += (f" (exported with optimize=False, {missing} = "
-                     f"{was_op}({', '.join(letters.value(a) for a in _arguments(was_args))}))")
-        if self.reads:
-            said += f"; the node reads {letters[self.reads]} in its place"
-        return said
-
-
-class _Letters(dict):
-    """Value names to letters, x, y, z, then u, v, w, ..., a new name getting the next free one."""
-
-    ORDER = "xyzuvwabcdefghijklmnopqrst"
-
-    def __missing__(self, name: str) -> str:
-        self[name] = self.ORDER[len(self)] if len(self) < len(self.ORDER) else f"v{len(self)}"
-        return self[name]
-
-    def value(self, text: str) -> str:
-        """A producer's argument: a constant stays a number, a value name becomes a letter."""
-        return text if re.fullmatch(r"[-+]?[\d.]+(?:e[-+]?\d+)?|nan|inf|-inf", text) else self[text]
-
-
-def _arguments(inner: str) -> list[str]:
-    return [a.strip() for a in inner.rstrip(")").split(",") if a.strip()]
 
 
 _CALL = re.compile(r"target=torch\.ops\.([\w.]+)\]\(args = \((.*)\), kwargs")

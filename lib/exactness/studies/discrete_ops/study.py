@@ -39,6 +39,7 @@ from exactness.compare.export_rule import Rule
 from exactness.engine import candidates as engine_candidates
 from exactness.engine import verdicts as verdicts_of
 from exactness.engine.evidence import DefectSign
+from exactness.engine.places import Localization
 from exactness.engine.rows import (
     ClassTask,
     GraphRow,
@@ -572,11 +573,10 @@ def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graph
                                          first.defect_output,
                                          first.evidence.defect.sign is DefectSign.NAN_IN_EAGER)
             except Exception as error:  # the defect stands, proven; only where it starts is not found
-                spot = localize.Localization(task.model, task.shape_mode, seed, "", "not localized",
-                                             detail=f"{type(error).__name__}: {' '.join(str(error).split())[:300]}")
+                spot = Localization(task.model, task.shape_mode, seed, "", "not localized",
+                                    failed=f"{type(error).__name__}: {' '.join(str(error).split())[:300]}")
             localizations.append(spot)
-            first = verdicts_of.verdict(mine, settings.policy, reach, spot.where, spot.stage_remedy,
-                                        rule=settings.judging)
+            first = verdicts_of.verdict(mine, settings.policy, reach, spot, rule=settings.judging)
         found.append(_as_stated(first, mine, settings.transformers_tests))
     return found, localize.table(localizations)
 

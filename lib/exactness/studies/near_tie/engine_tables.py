@@ -18,6 +18,7 @@ from exactness.studies.near_tie.planted import DefectTally
 from exactness.studies.near_tie.scale import is_candidate
 
 QUANTIZER_MODULE = "quantizer"  # the module that holds the family's argmax (its forward calls it or never does)
+QUANTIZER_OP = "argmax"
 
 
 def _mine(table: pd.DataFrame, model: str, shape_mode: str) -> pd.DataFrame:
@@ -35,7 +36,7 @@ def class_reach(margins: pd.DataFrame) -> float:
 
 def quantizer_op(model: str, shape_mode: str) -> pd.DataFrame:
     """The family's one counted discrete op: the quantizer's argmax, which reaches the outputs that read a code."""
-    return frame([OpRow(model, shape_mode, QUANTIZER_NODE, "ArgMax", "argmax", QUANTIZER_MODULE, "aten::argmax", [],
+    return frame([OpRow(model, shape_mode, QUANTIZER_NODE, "ArgMax", QUANTIZER_OP, QUANTIZER_MODULE, "aten::argmax", [],
                         list(family.CODE_OUTPUTS), True, True, True, "")], OpRow)
 
 
@@ -114,7 +115,7 @@ def class_verdicts(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataF
         reach = class_reach(mine)
         tables = class_tables(model, mode, screen, checks, outputs, margins, threshold, threshold_ulps, reach, defects)
         found.append(verdicts.verdict(tables, policy, reach))
-    return found + [verdicts.never_runs(model, mode, QUANTIZER_MODULE) for model in immune]
+    return found + [verdicts.never_runs(model, mode, QUANTIZER_MODULE, QUANTIZER_OP) for model in immune]
 
 
 def tie_aware_kept(checks: pd.DataFrame, defects: pd.DataFrame | None, shape_mode: str = "") -> frozenset[str]:

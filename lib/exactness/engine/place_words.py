@@ -1,0 +1,163 @@
+"""Where a defect starts, in words: every sentence about a localization (`places`), written from its numbers."""
+
+from __future__ import annotations
+
+import re
+
+from exactness.causes import Stage
+from exactness.engine.places import (
+    REFERENCE,
+    BeyondRounding,
+    Config,
+    Localization,
+    MissingInput,
+    NanInEager,
+    NodeMade,
+    NonFiniteOutput,
+    Rewritten,
+    StageProof,
+    Symptom,
+    ValueRange,
+)
+
+
+def config(c: Config) -> str:
+    if c.runtime == REFERENCE:
+        return f"export {c.export}, run in {REFERENCE}"
+    ort = f"ORT level '{c.level}'" + (f" with {', '.join(c.disabled)} disabled" if c.disabled else "")
+    return f"export {c.export}, {ort}"
+
+
+def symptom(s: Symptom) -> str:
+    nonfinite = f", {s.nonfinite:,} values non-finite where float64's are finite" if s.nonfinite else ""
+    return f"{s.output} errs {s.error:.3g} from float64 ({s.over:.3g} times its bound){nonfinite}"
+
+
+def proof(p: StageProof) -> str:
+    """The stage's proof: the stage, the pass, the errors with and without it, how it was found."""
+    if p.stage is Stage.NOT_SHOWN or p.with_pass is None:
+        return p.stage.value
+    base = f"with it {symptom(p.with_pass)}"
+    without = symptom(p.without_at_output) if p.without_pass is not None else "None"
+    if p.stage in (Stage.TRANSLATION, Stage.ORT_KERNELS, Stage.UNSEPARATED):
+        bare = (f"exported with optimize=False and run with ORT's optimizations off ({p.provider}, the only "
+                f"execution provider here) it still shows: {symptom(p.without_pass)}")
+        if p.stage is Stage.UNSEPARATED:
+            return f"{p.stage.value}: {bare}; {REFERENCE} could not run the graph ({p.reference_error})"
+        seen = "shows it too" if p.stage is Stage.TRANSLATION else "does not"
+        return f"{p.stage.value}: {bare}; the same graph in {REFERENCE} {seen}: {symptom(p.reference)}"
+    kind, kinds = ("rule", "rules") if p.stage is Stage.EXPORT_OPTIMIZER else ("pass", "passes")
+    searched = f"bisected over {p.candidates} {kinds} in {len(p.trials)} trials"
+    stage_off = config(p.without) if p.without is not None else "None"
+    if not p.pass_name:
+        return (f"{p.stage.value}: {symptom(p.with_pass)}; without the stage ({stage_off}), {without}; no "
+                f"single {kind} removes it ({searched})")
+    return f"{p.stage.value}, {kind} {p.pass_name}: {base}; without it alone ({stage_off}), {without} ({searched})"
+
+
+def missing(m: MissingInput) -> str:
+    """In words without the exporter's value names (`add_34`, `view_3` mean nothing on a page): each value is a
+    letter, x, y, ... in the order the sentence first meets it, and the sentence says what it is."""
+    letters = _Letters()
+    op, _, args = m.call.partition("(")
+    call = f"{op}({', '.join(letters[a] for a in _arguments(args))})"
+    gone = letters[m.missing]
+    said = f"the node was traced from torch's {call}, but the optimized graph no longer computes {gone}"
+    if m.was:
+        was_op, _, was_args = m.was.partition("(")
+        said += (f" (exported with optimize=False, {gone} = "
+                 f"{was_op}({', '.join(letters.value(a) for a in _arguments(was_args))}))")
+    if m.reads:
+        said += f"; the node reads {letters[m.reads]} in its place"
+    return said
+
+
+class _Letters(dict):
+    """Value names to letters, x, y, z, then u, v, w, ..., a new name getting the next free one."""
+
+    ORDER = "xyzuvwabcdefghijklmnopqrst"
+
+    def __missing__(self, name: str) -> str:
+        self[name] = self.ORDER[len(self)] if len(self) < len(self.ORDER) else f"v{len(self)}"
+        return self[name]
+
+    def value(self, text: str) -> str:
+        """A producer's argument: a constant stays a number, a value name becomes a letter."""
+        return text if re.fullmatch(r"[-+]?[\d.]+(?:e[-+]?\d+)?|nan|inf|-inf", text) else self[text]
+
+
+def _arguments(inner: str) -> list[str]:
+    return [a.strip() for a in inner.rstrip(")").split(",") if a.strip()]
+
+
+def value_range(r: ValueRange | None) -> str:
+    if r is None:
+        return "empty"
+    return f"{r.dtype} {r.shape} in [{r.low:.3g}, {r.high:.3g}], {r.zeros} zeros"
+
+
+def node_made(n: NodeMade | None) -> str:
+    if n is None:
+        return ""
+    made = "NaN from inputs without one" if n.nan else "non-finite from finite inputs"
+    return f"{n.count} of {n.size} values {made} (" + "; ".join(value_range(r) for r in n.reads) + ")"
+
+
+def detail(spot: Localization) -> str:
+    """The numbers that show the departure where it starts."""
+    shows = spot.shows
+    if spot.failed:
+        return spot.failed
+    if isinstance(shows, NonFiniteOutput):
+        return (f"ORT's output is non-finite in {shows.count} of {shows.size} values where eager's is finite; the "
+                f"node makes {node_made(spot.made)}")
+    if isinstance(shows, BeyondRounding):
+        return f"ORT errs {spot.ort_err:.3g} from float64, eager {spot.eager_err:.3g}: {shows.times:.3g} times eager's"
+    if isinstance(shows, Rewritten):
+        levels = ", ".join(f"{name} {error:.2g}" for name, error in shows.errors)
+        said = (f"ORT's '{shows.level}' graph optimizations make it (error from float64 of {shows.output} by level: "
+                f"{levels}; bound {shows.bound:.2g})")
+        return said + (f"; exposing {spot.module}'s output alone removes it: the rewritten nodes read it"
+                       if spot.module else "")
+    if spot.kind == "NaN in eager":
+        if isinstance(shows, NanInEager):
+            at_float64 = ("" if shows.float64_nans is None else
+                          f"; float64's holds {shows.float64_nans}: the arithmetic itself" if shows.float64_nans
+                          else "; float64's holds none: float32's range")
+            said = f"eager's output holds a NaN in {shows.count} of {shows.size} values{at_float64}"
+        else:
+            said = ("no module's output holds a NaN in eager: the forward's own operations, outside every module, "
+                    "make it")
+        return said + (f"; in the exported graph, this node makes {node_made(spot.made)}" if spot.node else "")
+    if spot.node:
+        return f"no module's output departs, but this node makes {node_made(spot.made)}"
+    return "no module output departs from the float64 reference beyond the bound"
+
+
+def stage(spot: Localization) -> str:
+    """The stage's proof, or why no stage was named."""
+    if spot.no_reference:
+        return "no stage located: no float64 reference to measure each configuration against"
+    if spot.switch_error:
+        return f"no stage located: switching the pipeline failed ({spot.switch_error})"
+    return proof(spot.proof) if spot.proof is not None else ""
+
+
+def start(spot: Localization | None) -> str:
+    """The module (or the model's own forward) and the node ("" without a localization)."""
+    if spot is None:
+        return ""
+    node = f", its {spot.op_type} (ONNX node {spot.node} of the exported graph)" if spot.node else ""
+    return (spot.module or "the model's own forward") + node
+
+
+def where(spot: Localization | None) -> str:
+    """Where it starts: the module and node, what shows it, the missing value, the stage that makes it ("" without
+    a localization)."""
+    if spot is None:
+        return ""
+    gone = f"; {missing(spot.missing)}" if spot.missing else ""
+    proven = stage(spot)
+    made = f"; made by {proven}" if spot.stage else (f"; {proven}" if proven else "")
+    return f"{start(spot)}: {detail(spot)}{gone}{made}"
+
