@@ -5,7 +5,6 @@ import pytest
 
 from exactness.studies.near_tie import findings as near_tie_findings
 from exactness.studies.near_tie import sentences as near_tie_sentences
-from exactness.studies.near_tie import study as near_tie
 from exactness.studies.near_tie.findings import (
     SEED_MODEL,
     candidates_finding,
@@ -218,12 +217,12 @@ def test_tie_aware_claim_turns_when_a_defect_slips_through():
     assert "keeps value checks" in tie_aware_finding(checks, defects.assign(caught_by_tie_aware=True), 1e-5).claim
 
 
-def test_findings_are_three_to_seven_valid_records_and_reexported():
-    assert near_tie.findings is near_tie_findings.findings
+def test_findings_are_three_to_seven_valid_records():
     checks = _checks().assign(logit_noise=1e-6)
-    out = near_tie.findings(_screen(14), checks, _rates(), _prediction(1), _noise(1), _tolerance(3e-3, 9e-3),
-                            pd.DataFrame({"caught_by_tie_aware": [True], "caught_by_test_rule": [False]}), 1.5e-5,
-                            2e-6, ["UniSpeechSatForPreTraining"])
+    out = near_tie_findings.findings(_screen(14), checks, _rates(), _prediction(1), _noise(1),
+                                     _tolerance(3e-3, 9e-3),
+                                     pd.DataFrame({"caught_by_tie_aware": [True], "caught_by_test_rule": [False]}),
+                                     1.5e-5, 2e-6, ["UniSpeechSatForPreTraining"])
     assert 3 <= len(out) <= 7 and all(f.verdict in VERDICTS for f in out)
     assert out[0].claim.startswith(SEED_MODEL) and "UniSpeechSatForPreTraining never calls" in out[1].claim
 

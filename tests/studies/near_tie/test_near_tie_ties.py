@@ -17,7 +17,11 @@ def test_a_tie_kept_exact_on_ort_does_not_flip_and_one_separated_with_the_second
     ties = near_tie_ties.exact_ties(_checks([0.0, -4.8e-7, 6e-7], [False, True, False]))
     assert ties.ort_bit_identical.tolist() == [True, False, False]
     assert near_tie_ties.explained(ties).all()
-    assert "no flip" in ties.why[0] and "second code ahead" in ties.why[1] and "kept the first code" in ties.why[2]
+    assert ties.flipped_at_tie.tolist() == [False, True, False]
+    shown = near_tie_sentences.with_tie_why(ties)
+    assert list(shown.columns) == [*near_tie_ties.COLUMNS, "why"]  # the report's table: the numbers, then why
+    why = shown.why.tolist()
+    assert "no flip" in why[0] and "second code ahead" in why[1] and "kept the first code" in why[2]
     text = near_tie_sentences.ties_sentence(ties)
     assert text.startswith("3 checked seeds had an exact tie") and "1 of 3 tied rows flipped" in text
     assert "On 1 ORT also computed the two tied logits bit-identical" in text
@@ -34,6 +38,7 @@ def test_a_flip_that_the_tie_does_not_explain_is_named():
 def test_seeds_without_a_tie_are_left_out():
     checks = _checks([0.0, 1e-6], [False, False]).assign(exact_tie=[True, False])
     assert near_tie_ties.exact_ties(checks).seed.tolist() == [0]
+    assert near_tie_sentences.with_tie_why(near_tie_ties.exact_ties(checks.iloc[[1]])).columns[-1] == "why"
     assert near_tie_sentences.ties_sentence(near_tie_ties.exact_ties(checks.iloc[[1]])) == \
         "No checked seed had an exact tie (gap 0)."
 

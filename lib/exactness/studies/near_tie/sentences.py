@@ -334,6 +334,23 @@ def _listed(seeds: pd.DataFrame) -> str:
     return f"{per_class}; e.g. {first}; every one in the exact-ties table"
 
 
+def tie_why(ort_gap: float, flipped_at_tie: bool) -> str:
+    """One seed's tie in words, from ORT's top-1 minus top-2 logit (eager's two codes) at the tied row."""
+    if ort_gap == 0:
+        return ("both logits bit-identical on ORT too: both argmax take the first code, no flip" if not flipped_at_tie
+                else "both logits bit-identical on ORT, yet the row flipped: not explained by the tie")
+    if ort_gap < 0:
+        return (f"ORT's rounding put the second code ahead by {significant(-ort_gap)}: flip" if flipped_at_tie
+                else f"ORT put the second code ahead by {significant(-ort_gap)}, yet no flip: not explained")
+    return (f"ORT's rounding kept the first code ahead by {significant(ort_gap)}: no flip" if not flipped_at_tie
+            else f"ORT kept the first code ahead by {significant(ort_gap)}, yet the row flipped: not explained")
+
+
+def with_tie_why(ties: pd.DataFrame) -> pd.DataFrame:
+    """The exact-ties table (`ties.exact_ties`) with each tie's `why` in words, as the report shows it."""
+    return ties.assign(why=[tie_why(r.ort_min_row_gap, r.flipped_at_tie) for r in ties.itertuples()])
+
+
 def ties_sentence(ties: pd.DataFrame) -> str:
     """How many checked seeds had an exact tie, how many flipped, and why, from the seeds' rows."""
     seeds = ties.drop_duplicates(["model", "seed"]) if len(ties) else ties
@@ -356,8 +373,9 @@ def ties_sentence(ties: pd.DataFrame) -> str:
              f"{count(second_ahead)}")
     if len(unexplained):
         return text + (f". {plural(len(unexplained), 'tie')} "
-                       "did not follow that rule: " + "; ".join(f"{r.model} {r.seed}: {r.why}"
-                                                                for r in unexplained.itertuples()) + ".")
+                       "did not follow that rule: " + "; ".join(
+                           f"{r.model} {r.seed}: {tie_why(r.ort_min_row_gap, r.flipped_at_tie)}"
+                           for r in unexplained.itertuples()) + ".")
     return text + ": every tie flipped exactly when ORT put the second code ahead."
 
 

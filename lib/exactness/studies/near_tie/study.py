@@ -434,5 +434,3 @@ def seed_example(replayed: pd.DataFrame) -> pd.DataFrame:
         "test_rule_passed": r.test_rule_passed,
     } for r in ours.itertuples()])
 
-
-from exactness.studies.near_tie.findings import findings  # noqa: E402,F401  (the notebook calls near_tie.findings)
