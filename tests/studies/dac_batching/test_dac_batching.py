@@ -4,7 +4,9 @@ import pytest
 import torch
 
 from exactness.models import dac, dac_chunks
+from exactness.studies.dac_batching import audio_tail
 from exactness.studies.dac_batching import study as batching
+from exactness.studies.dac_batching.audio_tail import EarlyCause, Float64Says, TailCause
 
 
 @pytest.fixture(scope="module")
@@ -129,30 +131,48 @@ def test_batch_size_finding_says_nothing_changes_only_when_nothing_does():
     assert "below the threshold at every position" in found.batch_size_finding(_table(5, size_diff=1e-6), 0).claim
 
 
-def test_audio_finding_explains_the_tail_by_the_decoders_reach_or_says_it_cannot():
+def _tail(table, curves, **kw):
+    return audio_tail.audio_tail(table, curves, 1, 8, 7, 30, **kw)
+
+
+def test_the_audio_tail_is_explained_by_the_decoders_reach_or_said_to_be_unexplained():
     curves = _curves()
-    above = found.audio_finding(_table(5, audio_tail=5 * 8 + 30), curves, 1, 8, 7, 30).claim
-    assert "unexplained" not in above and "spread back" in above
-    below_floor = found.audio_finding(_table(5, audio_tail=5 * 8 + 31), curves, 1, 8, 7, 30).claim
-    assert "less than the floor" in below_floor and "unexplained" not in below_floor
-    assert "unexplained" in found.audio_finding(_table(5, audio_tail=7 * 8 + 31), curves, 1, 8, 7, 30).claim
-    isolated = found.audio_finding(_table(5, audio_tail=70), _curves(audio_early=1e-6), 1, 8, 7, 30).claim
-    assert "isolated difference of up to 1.0e-06 at samples 20 to 20" in isolated and "unexplained" not in isolated
-    assert "not explained by the padding" in isolated  # and not attributed to rounding either: not measured
-    carried = found.audio_finding(_table(5, audio_tail=70), _curves(latent_early=1e-7, audio_early=1e-6), 1, 8, 7,
-                                  30).claim
-    assert "carried from the latents' rounding" in carried and "unexplained" not in carried
+    above = _tail(_table(5, audio_tail=5 * 8 + 30), curves)
+    assert (above.cause, above.early, above.above, above.reach) == (TailCause.CHANGED_FRAMES, EarlyCause.NONE, 70, 86)
+    assert _tail(_table(5, audio_tail=5 * 8 + 31), curves).cause is TailCause.PADDING_REACH
+    assert _tail(_table(5, audio_tail=7 * 8 + 31), curves).cause is TailCause.UNEXPLAINED
+    isolated = _tail(_table(5, audio_tail=70), _curves(audio_early=1e-6))
+    assert isolated.early is EarlyCause.UNMEASURED  # and not attributed to rounding either: not measured
+    assert (isolated.early_first, isolated.early_last) == (20, 20) and isolated.early_max == pytest.approx(1e-6)
+    carried = _tail(_table(5, audio_tail=70), _curves(latent_early=1e-7, audio_early=1e-6))
+    assert carried.early is EarlyCause.CARRIED and carried.latent_rounding == pytest.approx(1e-7)
     # beyond the padding's reach but inside the windows the padding changes: their length, not unexplained
-    windowed = found.audio_finding(_table(5, audio_tail=7 * 8 + 31), curves, 1, 8, 7, 30, windows_from=300)
+    windowed = _tail(_table(5, audio_tail=7 * 8 + 31), curves, windows_from=300)
+    assert windowed.cause is TailCause.WINDOW
+    assert _tail(_table(5, audio_tail=7 * 8 + 31), curves, windows_from=320).cause is TailCause.UNEXPLAINED
+    inside = _tail(_table(5, audio_tail=70), _curves(audio_early=1e-6), windows_from=16)
+    assert (inside.cause, inside.early) == (TailCause.CHANGED_FRAMES, EarlyCause.IN_WINDOW)
+    before = _tail(_table(5, audio_tail=70), _curves(audio_early=1e-6), windows_from=24)
+    assert before.early is EarlyCause.UNMEASURED  # sample 20 is before the windows: not explained by the padding
+
+
+def test_the_audio_finding_words_each_cause():
+    curves = _curves()
+    above = found.audio_finding(_tail(_table(5, audio_tail=5 * 8 + 30), curves)).claim
+    assert "unexplained" not in above and "spread back" in above
+    below_floor = found.audio_finding(_tail(_table(5, audio_tail=5 * 8 + 31), curves)).claim
+    assert "less than the floor" in below_floor and "unexplained" not in below_floor
+    assert found.audio_finding(_tail(_table(5, audio_tail=7 * 8 + 31), curves)).claim.endswith(": unexplained.")
+    isolated = found.audio_finding(_tail(_table(5, audio_tail=70), _curves(audio_early=1e-6))).claim
+    assert "isolated difference of up to 1.0e-06 at samples 20 to 20" in isolated
+    assert "not explained by the padding" in isolated
+    carried = found.audio_finding(_tail(_table(5, audio_tail=70), _curves(latent_early=1e-7, audio_early=1e-6)))
+    assert "carried from the latents' rounding differences (up to 1.0e-07)" in carried.claim
+    windowed = found.audio_finding(_tail(_table(5, audio_tail=7 * 8 + 31), curves, windows_from=300))
     assert "unexplained" not in windowed.claim and "from sample 300" in windowed.claim
     assert "windows differ from sample 300 of 400" in windowed.ours
-    early = found.audio_finding(_table(5, audio_tail=7 * 8 + 31), curves, 1, 8, 7, 30, windows_from=320)
-    assert "unexplained" in early.claim  # the tail starts before the windows differ
-    inside = found.audio_finding(_table(5, audio_tail=70), _curves(audio_early=1e-6), 1, 8, 7, 30, windows_from=16)
-    assert "unexplained" not in inside.claim and "all within the clip's last 384 samples" in inside.claim
-    before = found.audio_finding(_table(5, audio_tail=70), _curves(audio_early=1e-6), 1, 8, 7, 30, windows_from=24)
-    # sample 20 is before the windows: not explained by the padding
-    assert "isolated difference" in before.claim and "not explained by the padding" in before.claim
+    inside = found.audio_finding(_tail(_table(5, audio_tail=70), _curves(audio_early=1e-6), windows_from=16))
+    assert "all within the clip's last 384 samples" in inside.claim
 
 
 @pytest.mark.slow
@@ -193,22 +213,27 @@ def _exact(value_tail: int, difference: float = 1e-6, error: float = 1e-6):
 
 def test_a_float32_difference_beyond_the_reach_is_rounding_only_when_the_float64_decodes_agree_there():
     curves = _curves(audio_early=1e-6)
-    proven = found.audio_finding(_table(5, audio_tail=7 * 8 + 31), curves, 1, 8, 7, 30, exact=_exact(60)).claim
-    assert "unexplained" not in proven and "only over the last 60 samples" in proven
-    assert "is rounding" in proven and "2.0e-06 of the RMS)" in proven and "isolated ones at samples 20 to 20" in proven
-    beyond = found.audio_finding(_table(5, audio_tail=7 * 8 + 31), curves, 1, 8, 7, 30, exact=_exact(87)).claim
-    assert "beyond the padding's reach (86): unexplained" in beyond and "is rounding" not in beyond
-    larger = found.audio_finding(_table(5, audio_tail=7 * 8 + 31), curves, 1, 8, 7, 30,
-                                 exact=_exact(60, difference=1e-3)).claim
-    assert "more than their own errors against float64" in larger and "unexplained" in larger
-    within = found.audio_finding(_table(5, audio_tail=70), curves, 1, 8, 7, 30, exact=_exact(60)).claim
-    assert "isolated difference of up to 1.0e-06 at samples 20 to 20" in within and "is rounding" in within
-    assert "not measured" not in within
+    beyond_reach = _table(5, audio_tail=7 * 8 + 31)
+    proven = _tail(beyond_reach, curves, exact=_exact(60))
+    assert (proven.cause, proven.float64, proven.early) == (TailCause.FLOAT64, Float64Says.ROUNDING,
+                                                            EarlyCause.SAME_AS_TAIL)
+    assert _tail(beyond_reach, curves, exact=_exact(87)).float64 is Float64Says.BEYOND_REACH
+    larger = _tail(beyond_reach, curves, exact=_exact(60, difference=1e-3))
+    assert (larger.float64, larger.early) == (Float64Says.NOT_EXPLAINED, EarlyCause.FLOAT64)
+    within = _tail(_table(5, audio_tail=70), curves, exact=_exact(60))
+    assert (within.cause, within.early, within.float64) == (TailCause.CHANGED_FRAMES, EarlyCause.FLOAT64,
+                                                            Float64Says.ROUNDING)
     # latents that differ by rounding outside the reach: the audio carries it, whatever float64 says of the decoder
-    carried = found.audio_finding(_table(5, audio_tail=7 * 8 + 31), _curves(latent_early=1e-7, audio_early=1e-6),
-                                  1, 8, 7, 30, exact=_exact(400)).claim
-    assert "carried from the latents' rounding" in carried and "float64" not in carried
-
+    carried = _tail(beyond_reach, _curves(latent_early=1e-7, audio_early=1e-6), exact=_exact(400))
+    assert (carried.cause, carried.early, carried.float64, carried.exact) == (
+        TailCause.UNEXPLAINED, EarlyCause.CARRIED, None, None)
+    # the words, once per float64 verdict
+    words = found.audio_finding(proven).claim
+    assert "is rounding" in words and "2.0e-06 of the RMS)" in words and "isolated ones at samples 20 to 20" in words
+    words = found.audio_finding(_tail(beyond_reach, curves, exact=_exact(87))).claim
+    assert "beyond the padding's reach (86): unexplained" in words and "is rounding" not in words
+    assert "more than their own errors against float64" in found.audio_finding(larger).claim
+    assert "float64" not in found.audio_finding(carried).claim
 
 def test_hop_finding_states_the_rule_or_the_exception():
     follows = pd.DataFrame({"hop": [512] * 3, "remainder": [0, 1, 7], "dropped_samples": [0, 1, 7]})

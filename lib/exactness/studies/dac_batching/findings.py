@@ -13,6 +13,14 @@ from __future__ import annotations
 import pandas as pd
 
 from exactness.compare.scale import float32_ulp
+from exactness.studies.dac_batching.audio_tail import (
+    AudioTail,
+    EarlyCause,
+    Float64Says,
+    TailCause,
+    audio_tail,
+    outside_reach,
+)
 from exactness.studies.dac_batching.sentences import split_words, threshold_words
 from exactness.studies.dac_batching.study import ROUNDING_FLOOR, any_tail, clip_rows
 from exactness.workbook.findings import Finding, count, significant
@@ -20,11 +28,6 @@ from exactness.workbook.findings import Finding, count, significant
 REVIEW = ("the shorter clip of a two-clip batch did not match the clip run alone (the DAC integration-test fix, "
           "review by vasqu; "
           "DAC as used in Dia, no figure given)")
-
-
-def _outside_reach(curve, one_side_frames: int) -> float:
-    """The largest difference at positions the padding cannot reach (before the last `one_side_frames`)."""
-    return float(curve[: len(curve) - one_side_frames].max()) if len(curve) > one_side_frames else 0.0
 
 
 def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, repair_measured: bool = False,
@@ -70,7 +73,7 @@ def before_tail_finding(table: pd.DataFrame, curves: dict, shortest: int, one_si
     the codes there."""
     pad = clip_rows(table, shortest, "padding")
     latent = curves[(shortest, "latent", "padding")]
-    unreached = _outside_reach(latent, one_side_frames)
+    unreached = outside_reach(latent, one_side_frames)
     frames = int(pad.loc["codes", "length"])
     code_tail = int(pad.loc["codes", "first_diff_from_end"])
     if unreached == 0:
@@ -115,100 +118,83 @@ def batch_size_finding(table: pd.DataFrame, changed_code_frames: int) -> Finding
                    evidence="tables/batching.parquet")
 
 
-def _float64_proof(exact, reach: int) -> str:
+def _float64_proof(t: AudioTail) -> str:
     """What the float64 decodes of the same two latents show about a float32 difference beyond the padding's reach
     (`dac_batching.float64_audio`)."""
-    if exact.value_tail <= reach and exact.rounding:
+    exact = t.exact
+    if t.float64 is Float64Says.ROUNDING:
         return (f"in float64 the two latents' audio differs only over the last {count(exact.value_tail)} samples "
                 f"(float64 rounding: {significant(exact.floor)}), so the float32 difference before that (up to "
                 f"{significant(exact.float32_difference)}) is rounding of a longer latent's convolutions, within each "
                 f"float32 decode's own error ({significant(exact.float32_error)}, "
                 f"{significant(exact.float32_error / exact.rms)} of the RMS)")
-    if exact.value_tail <= reach:
+    if t.float64 is Float64Says.NOT_EXPLAINED:
         return (f"decoded again in float64, the two latents' audio differs in value only over the last "
                 f"{count(exact.value_tail)} samples, yet the float32 decodes differ before that by "
                 f"{significant(exact.float32_difference)}, more than their own errors against float64 (up to "
                 f"{significant(exact.float32_error)}) explain: unexplained")
     return (f"decoded again in float64, the two latents' audio differs in value over the last "
-            f"{count(exact.value_tail)} samples, beyond the padding's reach ({count(reach)}): unexplained")
+            f"{count(exact.value_tail)} samples, beyond the padding's reach ({count(t.reach)}): unexplained")
 
 
-def audio_finding(table: pd.DataFrame, curves: dict, shortest: int, hop: int, one_side_frames: int,
-                  decoder_left: int, windows_from: int | None = None, exact=None) -> Finding:
+def _before_reach(t: AudioTail, window: str) -> str:
+    """The audio's differences before the padding's reach, and what explains them ("" where none is said)."""
+    span, largest = f"samples {count(t.early_first)} to {count(t.early_last)}", significant(t.early_max)
+    if t.early is EarlyCause.IN_WINDOW:
+        return f" Before that the audio differs by up to {largest} ({span}), all within {window}."
+    if t.early is EarlyCause.CARRIED:
+        return (f" Before that the audio differs by up to {largest} ({span}), carried from the latents' rounding "
+                f"differences (up to {significant(t.latent_rounding)}) outside the padding's reach.")
+    if t.early is EarlyCause.FLOAT64:
+        return (f" An isolated difference of up to {largest} at {span} lies before any changed frame's reach, where "
+                f"the latents are bit-identical: {_float64_proof(t)}.")
+    if t.early is EarlyCause.UNMEASURED:
+        return (f" An isolated difference of up to {largest} at {span} lies before any changed frame's reach, where "
+                "the latents are bit-identical: not explained by the padding; the padded run decodes a longer latent, "
+                "whose convolutions may round differently (not measured here).")
+    if t.early is EarlyCause.SAME_AS_TAIL:
+        return f" So are the isolated ones at {span}."
+    return ""
+
+
+def audio_finding(t: AudioTail) -> Finding:
     """Where the decoded audio starts to differ, against the changed latent frames, the decoder's reach and, for a
-    clip decoded in windows, the first window whose span the padding changes (`windows_from`, a sample: from
-    there the two decodes are convolutions of other lengths; see `dac_batching.decoder_windows_differ_from`).
-    `exact` (`dac_batching.Float64Audio`): the same two latents decoded in float64, which decides whether a
-    difference beyond the reach is rounding."""
-    pad = clip_rows(table, shortest, "padding")
-    tail = int(pad.loc["audio", "first_diff_from_end"])
-    frames = int(pad.loc["latent", "first_diff_from_end"])
-    above = frames * hop + decoder_left if frames else 0  # from the frames above the rounding floor
-    reach = one_side_frames * hop + decoder_left  # from every frame whose receptive field reaches the padding
-    ours = (f"last {count(tail)} samples differ; the decoder's reach is {count(decoder_left)} samples before a changed "
-            f"frame; {count(frames)} frames above the rounding floor explain {count(above)}, the "
-            f"{count(one_side_frames)} frames the padding reaches {count(reach)}")
-    evidence = "tables/batching.parquet, audio figure"
-    audio = curves[(shortest, "audio", "padding")]
-    early = (audio[: max(len(audio) - reach, 0)] > 0).nonzero().flatten()
-    latent = curves[(shortest, "latent", "padding")]
-    latent_rounding = _outside_reach(latent, one_side_frames)
-    isolated = ""
-    length = len(audio)
-    # the float64 decodes separate the decoder's rounding from the latents' values only where the latents are
-    # bit-identical outside the padding's reach; latents that differ there carry their own rounding
-    proves = exact is not None and latent_rounding == 0
-    in_window = windows_from is not None and len(early) and int(early.min()) >= windows_from
-    window = (f"the clip's last {count(length - windows_from)} samples, from sample {count(windows_from)}, which the "
-              "clip alone decodes in a window of another span than the padded clip (the padding reaches into it): "
+    clip decoded in windows, the first window whose span the padding changes (`audio_tail` decides which)."""
+    ours = (f"last {count(t.tail)} samples differ; the decoder's reach is {count(t.decoder_left)} samples before a "
+            f"changed frame; {count(t.frames)} frames above the rounding floor explain {count(t.above)}, the "
+            f"{count(t.one_side_frames)} frames the padding reaches {count(t.reach)}")
+    window = (f"the clip's last {count(t.length - t.windows_from)} samples, from sample {count(t.windows_from)}, which "
+              "the clip alone decodes in a window of another span than the padded clip (the padding reaches into it): "
               "convolutions of other lengths, whose float32 rounding may differ (the kernels choose their "
               "algorithm by length), while every earlier window is the same computation on the same latents"
-              if windows_from is not None else "")
-    if in_window and latent_rounding == 0:  # identical latents, differences only where the windows differ
-        isolated = (f" Before that the audio differs by up to {significant(float(audio[early].max()))} (samples "
-                    f"{count(int(early.min()))} to {count(int(early.max()))}), all within {window}.")
-    elif len(early) and latent_rounding > 0:  # the latents already differ by rounding there: the audio carries it
-        isolated = (f" Before that the audio differs by up to {significant(float(audio[early].max()))} (samples "
-                    f"{count(int(early.min()))} to {count(int(early.max()))}), carried from the latents' rounding "
-                    f"differences (up to {significant(latent_rounding)}) outside the padding's reach.")
-    elif len(early) and proves:  # identical latents there: the float64 decodes decide
-        isolated = (f" An isolated difference of up to {significant(float(audio[early].max()))} at samples "
-                    f"{count(int(early.min()))} to {count(int(early.max()))} lies before any changed frame's reach, "
-                    f"where the latents are bit-identical: {_float64_proof(exact, reach)}.")
-    elif len(early):  # identical latents there: nothing upstream explains it
-        isolated = (f" An isolated difference of up to {significant(float(audio[early].max()))} at samples "
-                    f"{count(int(early.min()))} to {count(int(early.max()))} lies before any changed frame's reach, "
-                    "where the latents are bit-identical: not explained by the padding; the padded run decodes a "
-                    "longer latent, whose convolutions may round differently (not measured here).")
-    if tail <= above:
-        claim = (f"The decoded audio differs over the last {count(tail)} samples: the {count(frames)} changed latent "
-                 f"frames ({count(frames * hop)} samples) spread back by up to the decoder's reach of "
-                 f"{count(decoder_left)} samples (at most {count(above)}).")
-    elif tail <= reach:
-        claim = (f"The decoded audio differs over the last {count(tail)} samples, more than the {count(frames)} latent "
-                 f"frames above the rounding floor explain ({count(above)}) but within the {count(one_side_frames)} "
-                 f"frames the padding reaches plus the decoder's reach of {count(decoder_left)} samples "
-                 f"({count(reach)}): frames the padding moves by less than the floor still move the audio above it.")
-    elif windows_from is not None and length - tail >= windows_from:
-        claim = (f"The decoded audio differs over the last {count(tail)} samples, more than the padding's reach "
-                 f"through the encoder and the decoder explains ({count(reach)}), but all within {window}.")
-        if in_window:
-            isolated = ""  # the same window explains the early differences: said once
-    elif proves:
-        claim = (f"The decoded audio differs over the last {count(tail)} samples, beyond the padding's reach "
-                 f"({count(reach)}); {_float64_proof(exact, reach)}.")
-        if len(early) and exact.value_tail <= reach and exact.rounding:
-            isolated = (f" So are the isolated ones at samples {count(int(early.min()))} to "
-                        f"{count(int(early.max()))}.")
+              if t.windows_from is not None else "")
+    isolated = _before_reach(t, window)
+    if t.cause is TailCause.CHANGED_FRAMES:
+        claim = (f"The decoded audio differs over the last {count(t.tail)} samples: the {count(t.frames)} changed "
+                 f"latent frames ({count(t.frames * t.hop)} samples) spread back by up to the decoder's reach of "
+                 f"{count(t.decoder_left)} samples (at most {count(t.above)}).")
+    elif t.cause is TailCause.PADDING_REACH:
+        claim = (f"The decoded audio differs over the last {count(t.tail)} samples, more than the {count(t.frames)} "
+                 f"latent frames above the rounding floor explain ({count(t.above)}) but within the "
+                 f"{count(t.one_side_frames)} frames the padding reaches plus the decoder's reach of "
+                 f"{count(t.decoder_left)} samples ({count(t.reach)}): frames the padding moves by less than the floor "
+                 "still move the audio above it.")
+    elif t.cause is TailCause.WINDOW:
+        claim = (f"The decoded audio differs over the last {count(t.tail)} samples, more than the padding's reach "
+                 f"through the encoder and the decoder explains ({count(t.reach)}), but all within {window}.")
+    elif t.cause is TailCause.FLOAT64:
+        claim = (f"The decoded audio differs over the last {count(t.tail)} samples, beyond the padding's reach "
+                 f"({count(t.reach)}); {_float64_proof(t)}.")
     else:
-        claim = (f"The decoded audio differs over the last {count(tail)} samples, more than the padding's reach "
-                 f"through the encoder and the decoder explains ({count(reach)}): unexplained.")
-    if proves:
-        ours += (f"; in float64 the last {count(exact.value_tail)} samples differ, before them float32 "
-                 f"{significant(exact.float32_difference)} against its own error {significant(exact.float32_error)}")
-    if windows_from is not None:
-        ours += f"; windows differ from sample {count(windows_from)} of {count(length)}"
-    return Finding(claim=claim + isolated, ours=ours, verdict="new", evidence=evidence)
+        claim = (f"The decoded audio differs over the last {count(t.tail)} samples, more than the padding's reach "
+                 f"through the encoder and the decoder explains ({count(t.reach)}): unexplained.")
+    if t.exact is not None:
+        ours += (f"; in float64 the last {count(t.exact.value_tail)} samples differ, before them float32 "
+                 f"{significant(t.exact.float32_difference)} against its own error "
+                 f"{significant(t.exact.float32_error)}")
+    if t.windows_from is not None:
+        ours += f"; windows differ from sample {count(t.windows_from)} of {count(t.length)}"
+    return Finding(claim=claim + isolated, ours=ours, verdict="new", evidence="tables/batching.parquet, audio figure")
 
 
 def hop_finding(dropped: pd.DataFrame) -> Finding:
@@ -282,7 +268,7 @@ def findings(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: 
     return [padding_finding(table, shortest, one_side_frames, repaired is not None, curves),
             before_tail_finding(table, curves, shortest, one_side_frames, padding_codes),
             batch_size_finding(table, size_codes),
-            audio_finding(table, curves, shortest, hop, one_side_frames, decoder_left, windows_from, exact),
+            audio_finding(audio_tail(table, curves, shortest, hop, one_side_frames, decoder_left, windows_from, exact)),
             hop_finding(dropped)] + ([repair_finding(repaired)] if repaired is not None else [])
 
 
