@@ -14,6 +14,7 @@ from exactness.engine.places import (
     NanInEager,
     NodeMade,
     NonFiniteOutput,
+    Reproduction,
     Rewritten,
     StageProof,
     Symptom,
@@ -53,6 +54,15 @@ def proof(p: StageProof) -> str:
         return (f"{p.stage.value}: {symptom(p.with_pass)}; without the stage ({stage_off}), {without}; no "
                 f"single {kind} removes it ({searched})")
     return f"{p.stage.value}, {kind} {p.pass_name}: {base}; without it alone ({stage_off}), {without} ({searched})"
+
+
+def reproduction(r: Reproduction) -> str:
+    """What running the reproduction showed."""
+    if r.error:
+        return f"it fails: {r.error}"
+    said = (f"with the pass {r.with_bad} of {r.size} values non-finite where eager's are finite, the rest apart by "
+            f"{r.with_difference:.3g}; without it {r.without_bad} non-finite, apart by {r.without_difference:.3g}")
+    return said + (f" (it prints: {r.printed})" if r.printed else "")
 
 
 def missing(m: MissingInput) -> str:

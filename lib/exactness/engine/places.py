@@ -64,11 +64,18 @@ class Trial:
 
 @dataclass(frozen=True)
 class Reproduction:
-    """A few lines of plain torch/ONNX code that show the named pass on its own, and what running them gave."""
+    """A few lines of plain torch/ONNX code that show the named pass on its own, and what running them gave: each
+    side's values non-finite where eager's are finite and its largest difference from eager on the rest."""
 
     code: str
     reproduces: bool
-    detail: str  # the numbers it printed
+    size: int = 0  # eager's values
+    with_bad: int = 0
+    with_difference: float = 0.0
+    without_bad: int = 0
+    without_difference: float = 0.0
+    printed: str = ""  # the lines the code printed about each side
+    error: str = ""  # the code's own error, where running it failed
 
 
 @dataclass

@@ -524,7 +524,7 @@ def test_the_summary_carries_each_defects_stage_pass_and_errors():
     from exactness.studies.discrete_ops.localize import table
 
     proof = StageProof(Stage.ORT_OPTIMIZER, "Pad_Fusion", Symptom(1.4e-3, 50.0, 0, "y"), Symptom(1.1e-7, 0.1, 0, "y"),
-                       reproduction=Reproduction("", True, ""))
+                       reproduction=Reproduction("", True))
     spot = Localization("BitModel", "static", 1, "embedder.pad", "optimization", proof=proof)
     result = _result([])
     result.localizations = table([spot])
@@ -630,7 +630,7 @@ def test_a_localizations_remedy_is_typed_and_worded_in_one_place():
     from exactness.engine.places import Localization, Remedy, Reproduction, StageProof
     from exactness.studies.discrete_ops.localize import table
 
-    proof = StageProof(Stage.ORT_OPTIMIZER, "Pad_Fusion", provider="", reproduction=Reproduction("", True, ""))
+    proof = StageProof(Stage.ORT_OPTIMIZER, "Pad_Fusion", provider="", reproduction=Reproduction("", True))
     spot = Localization("BitModel", "static", 1, "embedder.pad", "optimization", proof=proof)
     assert spot.remedy == Remedy(Stage.ORT_OPTIMIZER, "Pad_Fusion", reproduces=True)
     shown = table([spot])

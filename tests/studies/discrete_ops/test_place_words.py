@@ -16,6 +16,7 @@ from exactness.engine.places import (
     NanInEager,
     NodeMade,
     NonFiniteOutput,
+    Reproduction,
     Rewritten,
     StageProof,
     Symptom,
@@ -108,3 +109,11 @@ def test_where_joins_the_place_the_missing_value_and_the_stage():
                                                                                                   provider=""))
     assert place_words.where(eager).endswith(f"; made by {Stage.MODEL.value}")
     assert eager.remedy.stage is Stage.MODEL and not eager.remedy.provider
+
+
+def test_a_reproductions_run_is_worded_from_its_counts():
+    ran = Reproduction("", True, 9, 0, 1.4900935, 0, 0.0, "with Pad_Fusion: 1.4900935 without: 0.0")
+    assert place_words.reproduction(ran) == (
+        "with the pass 0 of 9 values non-finite where eager's are finite, the rest apart by 1.49; without it 0 "
+        "non-finite, apart by 0 (it prints: with Pad_Fusion: 1.4900935 without: 0.0)")
+    assert place_words.reproduction(Reproduction("", False, 4, 4, 0.0, 0, 0.0)).endswith("apart by 0")

@@ -81,13 +81,15 @@ def test_a_node_whose_traced_call_reads_a_value_the_graph_no_longer_computes_nam
 
 def test_a_reproduction_counts_only_when_running_it_shows_the_pass():
     shows = "import numpy as np\neager = np.zeros(3)\nwith_pass = np.full(3, np.nan)\nwithout_pass = np.zeros(3)\n"
-    assert reproductions.judge(shows).reproduces
+    shown = reproductions.judge(shows)
+    assert shown.reproduces and (shown.size, shown.with_bad, shown.without_bad) == (3, 3, 0)
     fixed = "import numpy as np\neager = np.zeros(3)\nwith_pass = np.zeros(3)\nwithout_pass = np.zeros(3)\n"
     assert not reproductions.judge(fixed).reproduces  # a pass fixed upstream: nothing to report
     both = "import numpy as np\neager = np.zeros(3)\nwith_pass = np.ones(3)\nwithout_pass = np.ones(3)\n"
     assert not reproductions.judge(both).reproduces  # the difference is not the pass's
     broken = reproductions.judge("raise RuntimeError('moved')")
-    assert not broken.reproduces and "RuntimeError: moved" in broken.detail
+    assert not broken.reproduces and broken.error.startswith("RuntimeError: moved")
+    assert place_words.reproduction(broken) == "it fails: RuntimeError: moved"
 
 
 class _Guarded(torch.nn.Module):
@@ -127,7 +129,7 @@ def test_a_pad_folded_into_a_max_pool_is_named_by_ort_pass_and_reproduced(tmp_pa
     assert proof.exports == 1  # ORT's passes are switched on the one graph
     assert 'disabled_optimizers=["Pad_Fusion"]' in verdict_words.remedy(proof.remedy)
     shown = reproductions.run(proof.stage, proof.pass_name)
-    assert shown is not None and shown.reproduces, shown.detail
+    assert shown is not None and shown.reproduces, place_words.reproduction(shown)
 
 
 def test_a_model_without_the_defect_names_no_stage(tmp_path):

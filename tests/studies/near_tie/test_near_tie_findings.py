@@ -4,6 +4,7 @@ import pandas as pd
 import pytest
 
 from exactness.studies.near_tie import findings as near_tie_findings
+from exactness.studies.near_tie import prediction as near_tie_prediction
 from exactness.studies.near_tie import sentences as near_tie_sentences
 from exactness.studies.near_tie.findings import (
     SEED_MODEL,
@@ -15,6 +16,7 @@ from exactness.studies.near_tie.findings import (
     tie_aware_finding,
     tolerance_finding,
 )
+from exactness.studies.near_tie.prediction import MIN_NEAR_SEEDS, MIN_NOISE_CHECKS, Thin
 from exactness.workbook.findings import VERDICTS
 
 OTHER = "UniSpeechForPreTraining"
@@ -178,6 +180,12 @@ def test_a_prediction_from_no_seed_within_reach_is_not_held_against_the_seeds_co
     assert sparse.verdict == "not comparable" and "only 2 screened gaps within reach" in sparse.why
     assert prediction_finding(_prediction(0, predicted=3.0).assign(near_seeds=3)).verdict != "not comparable" or \
         "screened gap" not in prediction_finding(_prediction(0, predicted=3.0).assign(near_seeds=3)).why
+    # the decision, apart from its words
+    thin = near_tie_prediction.too_thin
+    assert thin(empty.iloc[0]) == (Thin.NO_NEAR_SEED,)
+    assert thin(_prediction(0).assign(noise_checks=2, near_seeds=2).iloc[0]) == (Thin.FEW_NOISE_CHECKS,
+                                                                                 Thin.FEW_NEAR_SEEDS)
+    assert thin(_prediction(0).assign(near_seeds=MIN_NEAR_SEEDS, noise_checks=MIN_NOISE_CHECKS).iloc[0]) == ()
 
 
 def test_prediction_judges_the_factor_two_target_on_a_paper_scale_run():

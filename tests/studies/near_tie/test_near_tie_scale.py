@@ -24,7 +24,7 @@ def test_candidates_follow_the_ulp_threshold_when_it_is_set():
     assert near_tie_scale.is_candidate(screen, 1.5e-5, threshold_ulps=10).tolist() == [True, False, True]
     with pytest.raises(ValueError, match="smallest_gap_ulps"):
         near_tie_scale.is_candidate(screen.drop(columns="smallest_gap_ulps"), 1.5e-5, threshold_ulps=10)
-    assert "ulps of its row's top logit" in near_tie_scale.criterion(1.5e-5, 10)
+    assert "ulps of its row's top logit" in near_tie_sentences.candidate_rule(1.5e-5, 10)
 
 
 def test_per_row_rate_inverts_the_chance_of_any_row():

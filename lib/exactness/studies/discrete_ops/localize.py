@@ -61,7 +61,7 @@ def table(spots: list[Localization]) -> pd.DataFrame:
             "trials": len(proof.trials) if proof is not None else 0, "exports": proof.exports if proof else 0,
             "reproduction": reproduction.code if reproduction else "",
             "reproduces": reproduction.reproduces if reproduction else None,
-            "reproduction_output": reproduction.detail if reproduction else ""})
+            "reproduction_output": place_words.reproduction(reproduction) if reproduction else ""})
     return pd.DataFrame(rows)
 
 

@@ -86,14 +86,13 @@ def judge(code: str) -> Reproduction:
         try:
             exec(compile(code, "<reproduction>", "exec"), scope)  # our own constant code, never a user's text
         except Exception as error:
-            return Reproduction(code, False, f"it fails: {type(error).__name__}: {' '.join(str(error).split())[:200]}")
+            return Reproduction(code, False, error=f"{type(error).__name__}: {' '.join(str(error).split())[:200]}")
     with_bad, with_diff = _apart(scope["with_pass"], scope["eager"])
     without_bad, without_diff = _apart(scope["without_pass"], scope["eager"])
     shows = (with_bad > 0 or with_diff > TOLERANCE) and without_bad == 0 and without_diff <= TOLERANCE
-    words = (f"with the pass {with_bad} of {np.size(scope['eager'])} values non-finite where eager's are finite, "
-             f"the rest apart by {with_diff:.3g}; without it {without_bad} non-finite, apart by {without_diff:.3g}")
     printed = " ".join(line for line in out.getvalue().splitlines() if line.startswith(("with", "without")))
-    return Reproduction(code, shows, words + (f" (it prints: {printed})" if printed else ""))
+    return Reproduction(code, shows, int(np.size(scope["eager"])), with_bad, with_diff, without_bad, without_diff,
+                        printed)
 
 
 def run(stage: Stage, pass_name: str) -> Reproduction | None:

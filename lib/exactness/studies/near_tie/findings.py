@@ -18,6 +18,7 @@ from exactness.studies.near_tie import scale as near_tie_scale
 from exactness.studies.near_tie import sentences as near_tie_sentences
 from exactness.studies.near_tie import ties as near_tie_ties
 from exactness.studies.near_tie.planted import DefectTally
+from exactness.studies.near_tie.prediction import Thin
 from exactness.studies.near_tie.sentences import predicted_rate, size_words, tolerance_words
 from exactness.workbook.findings import Finding, count, named, one_in, rate_verdict, significant
 from exactness.workbook.presentation import plural
@@ -138,7 +139,7 @@ def candidates_finding(screen: pd.DataFrame, checks: pd.DataFrame, threshold: fl
     if rows_per_seed and threshold_ulps <= 0:
         why_rates = " " + near_tie_sentences.explanation_sentence(
             near_tie_scale.explanation(screen, threshold, rows_per_seed), threshold)
-    claim = f"Seeds whose {near_tie_scale.criterion(threshold, threshold_ulps)}: {per_class}. {tie_words}"
+    claim = f"Seeds whose {near_tie_sentences.candidate_rule(threshold, threshold_ulps)}: {per_class}. {tie_words}"
     ours = per_class + (f" ({why_rates.strip()})" if why_rates else "")
     if SEED_MODEL not in below.index:
         return Finding(claim, ours, "new", evidence="screen per class table")
@@ -175,6 +176,25 @@ def _prediction_claim(prediction: pd.DataFrame, table: pd.DataFrame) -> str:
             f"prediction within a factor {near_tie_prediction.TARGET_FACTOR:g} of the full run's count) {target}.")
 
 
+
+def thin_words(row, reasons: tuple) -> str:
+    """Why one class's prediction cannot be held against a measured count (`prediction.too_thin`), or ""."""
+    said = []
+    if Thin.FEW_NOISE_CHECKS in reasons:
+        said.append(f"the gap noise was learnt from {plural(int(row.noise_checks), 'checked seed')} "
+                    f"(at least {near_tie_prediction.MIN_NOISE_CHECKS} needed)")
+    if Thin.NO_NEAR_SEED in reasons:
+        said.append("no screened seed's gap lies within reach of that noise, so the predicted interval is 0 to "
+                    "0 by construction")
+    elif Thin.FEW_NEAR_SEEDS in reasons:
+        said.append(f"only {plural(int(row.near_seeds), 'screened gap')} "
+                    "within reach of that noise: resampling them cannot put a seed closer to a tie than the "
+                    "closest one seen, so the interval is too narrow")
+    if not said:
+        return ""
+    return ("this run is too small to predict a count: " + " and ".join(said)
+            + "; screen more seeds (the paper set) to compare")
+
 def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = None) -> Finding:
     """The failure rate predicted from the screen and the gap-noise law, with 95% intervals, predicted
     against measured at the run's scale, and the calibration target where the run is large enough to judge it
@@ -201,7 +221,7 @@ def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = 
     # is a measurement the prediction per 40,000 must cover
     row, seed_k = conformer.iloc[0], int(published.value("failures"))
     seed = f"{count(seed_k)} failures in {count(int(row.scale))} seeds ({_seed_label('5')})"
-    thin = near_tie_prediction.too_thin(row)
+    thin = thin_words(row, near_tie_prediction.too_thin(row))
     if thin:
         # an interval of 0 to 0 learnt from no seed within the noise's reach predicts nothing: it cannot
         # contradict the investigation's count, nor reproduce it

@@ -22,13 +22,13 @@ that many seeds should fall, not only where its mean is.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 import pandas as pd
 
 from exactness.compare.rates import PER
 from exactness.studies.near_tie.rate import Tally, noise_below
-from exactness.workbook.presentation import plural
 
 PAPER_SEEDS = PER  # the seed's scale, per class: the one every rate is stated per
 DEFAULT_SEEDS = 2_000  # the calibration: the first seeds a prediction is made from, then held against the rest
@@ -172,25 +172,21 @@ MIN_NOISE_CHECKS = 5  # fewer checked seeds leave the noise law's tail (what rea
 MIN_NEAR_SEEDS = 3
 
 
-def too_thin(row) -> str:
-    """Why one class's prediction cannot be held against a measured count, or "" when it can: no screened seed
-    within reach of the measured noise (the interval is 0 to 0 by construction, whatever the true rate), or a
-    noise law learnt from fewer than `MIN_NOISE_CHECKS` checked seeds."""
-    reasons = []
-    if int(row.noise_checks) < MIN_NOISE_CHECKS:
-        reasons.append(f"the gap noise was learnt from {plural(int(row.noise_checks), 'checked seed')} "
-                       f"(at least {MIN_NOISE_CHECKS} needed)")
-    if int(row.near_seeds) == 0:
-        reasons.append("no screened seed's gap lies within reach of that noise, so the predicted interval is 0 to "
-                       "0 by construction")
-    elif int(row.near_seeds) < MIN_NEAR_SEEDS:
-        reasons.append(f"only {plural(int(row.near_seeds), 'screened gap')} "
-                       "within reach of that noise: resampling them cannot put a seed closer to a tie than the "
-                       "closest one seen, so the interval is too narrow")
-    if not reasons:
-        return ""
-    return ("this run is too small to predict a count: " + " and ".join(reasons)
-            + "; screen more seeds (the paper set) to compare")
+class Thin(Enum):
+    """Why one class's prediction cannot be held against a measured count."""
+
+    FEW_NOISE_CHECKS = "the gap noise was learnt from fewer than MIN_NOISE_CHECKS checked seeds"
+    NO_NEAR_SEED = "no screened gap within reach of the noise: the interval is 0 to 0 by construction"
+    FEW_NEAR_SEEDS = "fewer than MIN_NEAR_SEEDS screened gaps within reach: a bootstrap cannot go closer to a tie"
+
+
+def too_thin(row) -> tuple[Thin, ...]:
+    """Why one class's prediction (a row of the prediction table) cannot be held against a measured count; empty
+    when it can."""
+    near = int(row.near_seeds)
+    return tuple(reason for reason, holds in (
+        (Thin.FEW_NOISE_CHECKS, int(row.noise_checks) < MIN_NOISE_CHECKS), (Thin.NO_NEAR_SEED, near == 0),
+        (Thin.FEW_NEAR_SEEDS, 0 < near < MIN_NEAR_SEEDS)) if holds)
 
 
 def calibration(prediction: pd.DataFrame) -> pd.DataFrame:

@@ -30,13 +30,6 @@ def is_candidate(screen: pd.DataFrame, threshold: float, threshold_ulps: float =
     return screen.min_gap < threshold
 
 
-def criterion(threshold: float, threshold_ulps: float = 0.0) -> str:
-    """The candidate rule in words, for captions and claims."""
-    if threshold_ulps > 0:
-        return f"smallest gap is below {threshold_ulps:g} ulps of its row's top logit"
-    return f"smallest gap is below {threshold:g}"
-
-
 def float32_ulp(value: float) -> float:
     return float(np.spacing(np.float32(abs(value))))
 

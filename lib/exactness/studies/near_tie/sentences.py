@@ -452,7 +452,6 @@ def _predicted(p: Predicted) -> str:
     return f"{significant(p.expected)} (95% {significant(p.low)} to {significant(p.high)})"
 
 
-
 def prediction_sentence(summaries: Sequence[PairSummary]) -> str:
     """Does the gap-noise law extrapolate to this noise? Measured failures on the held-out seeds beside both laws."""
     parts = []
@@ -473,17 +472,14 @@ def prediction_sentence(summaries: Sequence[PairSummary]) -> str:
     return "; ".join(parts) + "."
 
 
-
 def beside_reference_sentence(measured: int, seeds: int, ref_failures: int, ref_seeds: int, what: str,
                               source: str = "the investigation") -> str:
     verdict, why = rate_verdict(measured, seeds, ref_failures, ref_seeds, source)
     return f"{what}: {verdict} ({why})."
 
 
-
 RATE_COLUMNS = {"model": "class", "pair": "sides", "flips_rate": "a code flips", "fails_rate": "export test fails",
                 "noise_median": "logit noise (median)"}
-
 
 
 def show_rates(rates) -> None:
@@ -494,11 +490,9 @@ def show_rates(rates) -> None:
           "test fails (1 in N with Wilson's 95% interval), and the median over seeds of the largest logit difference.")
 
 
-
 def emulation_sentence(pairs: Sequence[Pair]) -> str:
     return emulation_note([side for pair in pairs for side in (pair.reference, pair.other)]) or \
         "No side here is emulated."
-
 
 
 def gpu_run_sentence(gpu) -> str:
@@ -511,7 +505,6 @@ def gpu_run_sentence(gpu) -> str:
             + ("" if f.get("perplexity_in_side_dtype") else " That run computed every side's perplexity in float32 "
                "from its codes: its bf16 and fp16 failures are those a flipped code makes, a lower bound on the "
                "export test's, whose perplexity rounds in the low dtype too."))
-
 
 
 def models_sentence(gpu, here_table) -> str:
@@ -529,7 +522,6 @@ def models_sentence(gpu, here_table) -> str:
             "the GPU machine's own emulation is compared seed by seed.")
 
 
-
 def show_agreement(frame) -> None:
     if not len(frame):
         return
@@ -543,7 +535,6 @@ def show_agreement(frame) -> None:
                   "while the rates agree).")
 
 
-
 def probe_sentence(probe) -> str:
     if "cuda_tf32_changes" not in probe:
         return "The GPU run had no CUDA device: which layers run in TF32 was not probed."
@@ -552,7 +543,6 @@ def probe_sentence(probe) -> str:
     return (f"Which layers CUDA runs in TF32, probed with the flag on and off: the emulation changes the same layers "
             f"on {agree} of {plural(len(probe), 'kind')}" + (f"; CUDA keeps in float32: {', '.join(kept)}" if kept
                                                                else "") + ".")
-
 
 
 def prototype_sentence(summaries: Sequence[PairSummary]) -> str:
@@ -571,7 +561,6 @@ def prototype_sentence(summaries: Sequence[PairSummary]) -> str:
     return " ".join(parts)
 
 
-
 def show_gpu_run(gpu, tables: GpuTables, pair_table: pd.DataFrame, artifacts) -> None:
     """A GPU run's section: its pairs' rates, the emulation beside CUDA, the probe, the prototype's figures and the
     prediction; its tables and summary kept in the run folder."""
@@ -585,3 +574,10 @@ def show_gpu_run(gpu, tables: GpuTables, pair_table: pd.DataFrame, artifacts) ->
     for words in (models_sentence(gpu, pair_table), probe_sentence(gpu.probe), prototype_sentence(tables.summaries),
                   prediction_sentence(tables.summaries)):
         say(words)
+
+
+def candidate_rule(threshold: float, threshold_ulps: float = 0.0) -> str:
+    """The candidate rule in words, for captions and claims."""
+    if threshold_ulps > 0:
+        return f"smallest gap is below {threshold_ulps:g} ulps of its row's top logit"
+    return f"smallest gap is below {threshold:g}"
