@@ -3,6 +3,7 @@ import torch
 
 from exactness.studies.dac_batching import findings as found
 from exactness.studies.dac_batching import sentences as batching_sentences
+from exactness.studies.dac_batching import study as batching
 
 
 def _table(lengths):
@@ -48,14 +49,14 @@ def test_code_frames_are_counted_not_differenced():
     lengths = [800, 480]
     curves = _curves(lengths)
     curves[(1, "codes", "padding")][[3, 4, 9]] = torch.tensor([5.0, 1.0, 700.0])  # index differences, any size
-    shown = found.with_code_frames(_table(lengths), curves)
+    shown = batching.with_code_frames(_table(lengths), curves)
     row = shown[(shown["clip"] == 1) & (shown.stage == "codes") & (shown.cause == "padding")]
     assert row.changed.iloc[0] == 3 and str(shown.changed.dtype) == "Int64"
     assert shown[shown.stage == "latent"].changed.isna().all()
 
 
 def test_odd_lengths_sit_the_given_samples_past_a_hop_multiple():
-    assert found.odd_lengths(0.5, 1000, 64, [0, 1, 7]) == [448, 449, 455]
+    assert batching.odd_lengths(0.5, 1000, 64, [0, 1, 7]) == [448, 449, 455]
 
 
 def test_the_padding_claim_counts_every_changed_frame_and_states_the_threshold_in_ulps():
@@ -76,13 +77,13 @@ def test_the_padding_claim_counts_every_changed_frame_and_states_the_threshold_i
     table.loc[pad & (table.stage == "latent"), ["first_diff_from_end", "any_diff_from_end"]] = [3, 3]
     assert "2 by more than 0.0001 of the latent's RMS, 840 float32 ulps of it, all within the last 3" in \
         found.padding_finding(table, 1, 3, curves=gap).claim
-    regions = found.reach_regions(table, curves, 1, 3)
+    regions = batching.reach_regions(table, curves, 1, 3)
     latent = regions[regions.stage == "latent"].set_index("region")
     assert (latent.loc["outside the reach", "differing"], latent.loc["within the reach", "differing"]) == (0, 3)
     assert latent.loc["within the reach", "above_threshold"] == 2
     assert "none differs of 57" in batching_sentences.reach_regions_sentence(regions, 3)
     curves[(1, "latent", "padding")][5] = 1e-7  # a frame the padding cannot reach: the table says so
-    regions = found.reach_regions(table, curves, 1, 3)
+    regions = batching.reach_regions(table, curves, 1, 3)
     assert "1 differ, by up to 1.0e-07" in batching_sentences.reach_regions_sentence(regions, 3)
 
 
@@ -91,6 +92,6 @@ def test_a_code_region_counts_changed_frames_and_gives_no_difference_size():
     table = _table(lengths).assign(any_diff_from_end=0, threshold=0.0, threshold_ulps=float("nan"))
     curves = _curves(lengths)
     curves[(1, "codes", "padding")][-2:] = torch.tensor([978.0, 3.0])  # |index difference|: two codes changed
-    codes = found.reach_regions(table, curves, 1, 3).query("stage == 'codes'").set_index("region")
+    codes = batching.reach_regions(table, curves, 1, 3).query("stage == 'codes'").set_index("region")
     assert codes.loc["within the reach", "differing"] == 2 and codes.loc["outside the reach", "differing"] == 0
     assert codes.largest.isna().all()  # 978 is no size of a difference

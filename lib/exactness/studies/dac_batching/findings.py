@@ -22,7 +22,7 @@ from exactness.studies.dac_batching.audio_tail import (
     outside_reach,
 )
 from exactness.studies.dac_batching.sentences import split_words, threshold_words
-from exactness.studies.dac_batching.study import ROUNDING_FLOOR, any_tail, clip_rows
+from exactness.studies.dac_batching.study import ROUNDING_FLOOR, any_tail, clip_rows, padding_tail
 from exactness.workbook.findings import Finding, count, significant
 
 REVIEW = ("the shorter clip of a two-clip batch did not match the clip run alone (the DAC integration-test fix, "
@@ -274,56 +274,6 @@ def findings(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: 
 
 # ---------------------------------------------------------------------------------------------------------
 # The notebook's small tables, one per section, and summary.json's figures: each reads its measurement
-
-UNITS = {"latent": "frames", "codes": "frames", "audio": "samples"}
-
-
-def reach_table(field: dict, measured: dict) -> pd.DataFrame:
-    """The encoder's context per frame, from the architecture and from a float64 gradient."""
-    return pd.DataFrame([{"from": "architecture", "left_samples": field["left_samples"],
-                          "right_samples": field["right_samples"]},
-                         {"from": "float64 gradient", "left_samples": measured["left_samples"],
-                          "right_samples": measured["right_samples"]}])
-
-
-def reach_regions(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: int) -> pd.DataFrame:
-    """The shorter clip's latent and code frames by where they lie: outside the padding's reach (before the last
-    `one_side_frames`) and inside it, each with how many differ at all, how many above the threshold, and the
-    largest difference: the table a sentence about "outside the reach" reads."""
-    pad = clip_rows(table, shortest, "padding")
-    rows = []
-    for stage in ("latent", "codes"):
-        curve = curves[(shortest, stage, "padding")].double()
-        n = len(curve)
-        floor = float(pad.loc[stage, "threshold"]) if "threshold" in pad.columns else 0.0
-        for region, part in (("outside the reach", curve[: max(n - one_side_frames, 0)]),
-                             ("within the reach", curve[max(n - one_side_frames, 0):])):
-            # two code indices are equal or not: their difference is no size (981 for a code changed from 3)
-            largest = float("nan") if stage == "codes" else float(part.max()) if part.numel() else 0.0
-            rows.append({"stage": stage, "region": region, "frames": int(part.numel()),
-                         "differing": int((part > 0).sum()), "above_threshold": int((part > floor).sum()),
-                         "largest": largest})
-    return pd.DataFrame(rows)
-
-
-def shortest_clip(clips) -> int:
-    return int(pd.Series([c.shape[-1] for c in clips]).idxmin())
-
-
-def with_code_frames(table: pd.DataFrame, curves: dict) -> pd.DataFrame:
-    """The comparison table with, for the codes rows, how many code frames differ (not a difference of indices)."""
-    frames = {key: int((curve > 0).sum()) for key, curve in curves.items() if key[1] == "codes"}
-    counts = [frames.get((r.clip, r.stage, r.cause)) for r in table.itertuples()]
-    return table.assign(changed=pd.array(counts, dtype="Int64"))  # whole frames; empty where no codes
-
-
-def padding_tail(table: pd.DataFrame, shortest: int, stage: str) -> int:
-    return int(clip_rows(table, shortest, "padding").loc[stage, "first_diff_from_end"])
-
-
-def odd_lengths(seconds: float, sampling_rate: int, hop: int, extras) -> list[int]:
-    """Lengths a few samples past a multiple of the hop, near `seconds` of audio."""
-    return [int(seconds * sampling_rate) // hop * hop + int(extra) for extra in extras]
 
 
 def summary_values(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: int,
