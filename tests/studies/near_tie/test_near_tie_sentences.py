@@ -4,6 +4,8 @@ import pandas as pd
 import pytest
 
 from exactness import published
+from exactness.studies.near_tie import check as near_tie_check
+from exactness.studies.near_tie import rate as near_tie_rate
 from exactness.studies.near_tie import sentences as sentences
 from exactness.studies.near_tie import study as near_tie
 from exactness.workbook.parameter_rules import StudyParameterError
@@ -40,7 +42,7 @@ def test_the_seeds_candidates_are_quoted_only_at_its_threshold_and_class():
 def test_rule_views_split_failed_checks_and_outputs_failing_alone():
     outputs = pd.DataFrame({"model": [SEED_MODEL] * 4, "seed": [1, 1, 2, 2], "shape_mode": ["static"] * 4,
                             "output": ["loss", "codevector_perplexity"] * 2, "passes_alone": [True, True, True, False]})
-    views = sentences.rule_views(_checks(), outputs)
+    views = near_tie_check.rule_views(_checks(), outputs)
     assert views.failed_or_forgiven.seed.tolist() == [2, 3, 4]
     assert views.failing_alone.seed.tolist() == [2]
     assert sentences.rule_sentence(_checks(), views.per_output) == (
@@ -51,7 +53,7 @@ def test_our_rates_sit_above_the_seeds_with_intervals_in_words():
     rates = pd.DataFrame({"model": [SEED_MODEL], "shape_mode": ["dynamic"], "screened": [2000], "failed": [1],
                           "failure_rate": [1 / 2000],
                           "rate": ["1 in 2,000 (95% 1 in 11,000 to 1 in 350; 1 of 2,000 seeds)"]})
-    beside = sentences.rates_beside_seed(rates)
+    beside = near_tie_rate.beside_investigation(rates)
     assert beside.model.tolist()[0] == SEED_MODEL and beside.model.tolist()[1].startswith("transformers #50575")
     assert beside.rate[0] == rates.rate[0] and beside.rate[1].endswith("15 of 40,000 seeds)")
     sentence = sentences.rate_sentence(rates, replays_example=False, seed_start=0, n_seeds=2000)

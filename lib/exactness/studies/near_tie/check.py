@@ -198,3 +198,19 @@ def output_table(rows: list[OutputRow]) -> pd.DataFrame:
     """The engine's rows with `passes_alone`: what the export test's rule says of each output on its own, which the
     first-failure rule never shows."""
     return frame(rows, OutputRow).assign(passes_alone=pd.Series([passes_alone(r) for r in rows], dtype=bool))
+
+
+@dataclass
+class RuleViews:
+    failed_or_forgiven: pd.DataFrame  # checks the export test's rule failed or forgave
+    per_output: pd.DataFrame  # per check and output: passes when compared alone
+    failing_alone: pd.DataFrame  # checks with an output that fails on its own
+
+
+
+def rule_views(checks: pd.DataFrame, outputs: pd.DataFrame) -> RuleViews:
+    failed = checks[~checks.test_rule_passed | checks.rule_forgiven] if len(checks) else checks
+    per_output = outputs.pivot_table(index=["model", "seed", "shape_mode"], columns="output", values="passes_alone",
+                                     aggfunc="first") if len(outputs) else pd.DataFrame()
+    failing_alone = per_output[~per_output.all(axis=1)].reset_index() if len(per_output) else per_output
+    return RuleViews(failed, per_output, failing_alone)

@@ -21,14 +21,14 @@ that many seeds should fall, not only where its mean is.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 
 import numpy as np
 import pandas as pd
 
 from exactness.compare.rates import PER
-from exactness.studies.near_tie.rate import Tally, noise_below
+from exactness.studies.near_tie.rate import Tally, flip_curve, noise_below
 
 PAPER_SEEDS = PER  # the seed's scale, per class: the one every rate is stated per
 DEFAULT_SEEDS = 2_000  # the calibration: the first seeds a prediction is made from, then held against the rest
@@ -238,3 +238,25 @@ def _ratio(a: float, b: float) -> float:
     return float("inf") if a > 0 else 1.0
 
 
+@dataclass
+class Prediction:
+    """The rate predicted from the gap-noise law, beside what was measured (empty tables without checks)."""
+
+    # the `prediction` table, from the first DEFAULT_SEEDS screened seeds: point estimates, intervals
+    calibrated: pd.DataFrame = field(default_factory=pd.DataFrame)
+    calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
+    curve: pd.DataFrame = field(default_factory=pd.DataFrame)  # per checked seed: P(flip) and whether it flipped
+    reasons: pd.DataFrame = field(default_factory=pd.DataFrame)  # a larger run: why a class missed
+    reasons_measured: bool = False  # a run larger than the calibration's seeds: `reasons` is a table of the run
+
+
+def beside_measured(screen: pd.DataFrame, first_mode: pd.DataFrame, deltas: dict, n_seeds: int) -> Prediction:
+    """The run's prediction section: predicted from the first `DEFAULT_SEEDS` screened seeds, held against the
+    measured counts. `first_mode`: the checks of the first shape mode (the one whose gap noise `deltas` holds)."""
+    if not len(first_mode):
+        return Prediction()
+    # from the first 2,000 screened seeds: a larger run (the default's 40,000) measures how well that predicts
+    calibrated = predict(screen, first_mode, deltas, DEFAULT_SEEDS)
+    larger = n_seeds > DEFAULT_SEEDS
+    reasons = miss_reasons(screen, first_mode, deltas) if larger else pd.DataFrame()
+    return Prediction(calibrated, calibration(calibrated), flip_curve(first_mode, deltas), reasons, larger)

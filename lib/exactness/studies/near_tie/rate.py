@@ -130,3 +130,8 @@ def flip_curve(checks: pd.DataFrame, deltas: dict[str, np.ndarray]) -> pd.DataFr
                                   "p_flip": flip_probability(first.min_gap.to_numpy(), d)}))
     return pd.concat(rows, ignore_index=True) if rows else pd.DataFrame(
         columns=["model", "seed", "min_gap_ulps", "flipped", "p_flip"])
+
+
+def beside_investigation(rates: pd.DataFrame) -> pd.DataFrame:
+    """Our rates per class, then the investigation's (`seed_buckets`)."""
+    return pd.concat([rates, seed_buckets()], ignore_index=True)

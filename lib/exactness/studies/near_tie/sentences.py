@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 import pandas as pd
 
 from exactness import published
 from exactness.runtimes.sides import Pair, emulation_note
 from exactness.studies.near_tie import cpu_kernel_sets as near_tie_kernels
-from exactness.studies.near_tie import prediction as near_tie_prediction
 from exactness.studies.near_tie import rate as near_tie_rate
 from exactness.studies.near_tie.cpu_kernel_sets import portability
 from exactness.studies.near_tie.planted import DefectTally
@@ -65,21 +63,6 @@ def checks_sentence(checks: pd.DataFrame) -> str:
             f"among failures: {count(t.exact_ties_failed)}.")
 
 
-@dataclass
-class RuleViews:
-    failed_or_forgiven: pd.DataFrame  # checks the export test's rule failed or forgave
-    per_output: pd.DataFrame  # per check and output: passes when compared alone
-    failing_alone: pd.DataFrame  # checks with an output that fails on its own
-
-
-def rule_views(checks: pd.DataFrame, outputs: pd.DataFrame) -> RuleViews:
-    failed = checks[~checks.test_rule_passed | checks.rule_forgiven] if len(checks) else checks
-    per_output = outputs.pivot_table(index=["model", "seed", "shape_mode"], columns="output", values="passes_alone",
-                                     aggfunc="first") if len(outputs) else pd.DataFrame()
-    failing_alone = per_output[~per_output.all(axis=1)].reset_index() if len(per_output) else per_output
-    return RuleViews(failed, per_output, failing_alone)
-
-
 def rule_sentence(checks: pd.DataFrame, per_output: pd.DataFrame) -> str:
     hidden = checks[checks.never_compared.map(len) > 0]
     alone = int((~per_output).sum().sum()) if len(per_output) else 0
@@ -93,11 +76,6 @@ def replay_sentence(replayed: pd.DataFrame) -> str:
             "rule; with "
             f"the export test's rule for a skipped class (output names compared, values not) "
             f"{int(replayed.skip_rule_passed.sum())} pass.")
-
-
-def rates_beside_seed(rates: pd.DataFrame) -> pd.DataFrame:
-    """Our rates per class, the investigation's last, each with its interval in words."""
-    return pd.concat([rates, near_tie_rate.seed_buckets()], ignore_index=True)
 
 
 def rate_sentence(rates: pd.DataFrame, replays_example: bool, seed_start: int, n_seeds: int) -> str:
@@ -117,31 +95,6 @@ def noise_sentence(noise: pd.DataFrame) -> str:
         f"{r.model} {findings.significant(r.passing)}"
         + (f" (the investigation's median {findings.significant(r.seed_000_median)})" if r.model == seed_model else "")
         for r in logits.itertuples()) + "."
-
-
-@dataclass
-class Prediction:
-    """The rate predicted from the gap-noise law, beside what was measured (empty tables without checks)."""
-
-    # the `prediction` table, from the first DEFAULT_SEEDS screened seeds: point estimates, intervals
-    calibrated: pd.DataFrame = field(default_factory=pd.DataFrame)
-    calibration: pd.DataFrame = field(default_factory=pd.DataFrame)
-    curve: pd.DataFrame = field(default_factory=pd.DataFrame)  # per checked seed: P(flip) and whether it flipped
-    reasons: pd.DataFrame = field(default_factory=pd.DataFrame)  # a larger run: why a class missed
-    reasons_measured: bool = False  # a run larger than the calibration's seeds: `reasons` is a table of the run
-
-
-def predict(screen: pd.DataFrame, first_mode: pd.DataFrame, deltas: dict, threshold: float,
-            n_seeds: int) -> Prediction:
-    """`first_mode`: the checks of the first shape mode (the one whose gap noise `deltas` holds)."""
-    if not len(first_mode):
-        return Prediction()
-    # from the first 2,000 screened seeds: a larger run (the default's 40,000) measures how well that predicts
-    calibrated = near_tie_prediction.predict(screen, first_mode, deltas, near_tie_prediction.DEFAULT_SEEDS)
-    larger = n_seeds > near_tie_prediction.DEFAULT_SEEDS
-    reasons = near_tie_prediction.miss_reasons(screen, first_mode, deltas) if larger else pd.DataFrame()
-    return Prediction(calibrated, near_tie_prediction.calibration(calibrated),
-                      near_tie_rate.flip_curve(first_mode, deltas), reasons, larger)
 
 
 def tie_aware_sentence(checks: pd.DataFrame, defects: pd.DataFrame, bound: float) -> str:
