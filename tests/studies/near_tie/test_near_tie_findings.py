@@ -5,12 +5,12 @@ import pytest
 
 from exactness.studies.near_tie import findings as near_tie_findings
 from exactness.studies.near_tie import prediction as near_tie_prediction
+from exactness.studies.near_tie import rate as near_tie_rate
 from exactness.studies.near_tie import sentences as near_tie_sentences
 from exactness.studies.near_tie.findings import (
     SEED_MODEL,
     candidates_finding,
     class_finding,
-    failure_causes,
     noise_finding,
     prediction_finding,
     tie_aware_finding,
@@ -61,7 +61,7 @@ def test_a_failure_without_a_flip_is_reported_as_a_possible_bug():
 
 def test_a_flip_that_stays_apart_with_ort_codes_forced_is_not_a_tie():
     checks = _checks(flipped=(1, 0), passed=(False, True), aligned=(False, True))
-    causes = failure_causes(checks).iloc[0]
+    causes = near_tie_rate.failure_causes(checks).iloc[0]
     assert (causes.flipped_near_tie, causes.flip_not_aligned, causes.no_flip) == (0, 1, 0)
     assert "still differ with ORT's codes forced" in class_finding(SEED_MODEL, checks, _rates()).claim
 

@@ -5,6 +5,7 @@ import torch
 
 from exactness.runtimes.eager_capture import EagerRun
 from exactness.runtimes.onnx_graph import ExportedGraph
+from exactness.studies.ulp_noise import depth as ulp_noise_depth
 from exactness.studies.ulp_noise import findings as noise_findings
 from exactness.studies.ulp_noise import study as ulp_noise
 
@@ -90,9 +91,9 @@ def _noise(scale: float, draws: int = 20) -> pd.DataFrame:
 
 
 def test_median_interval_uses_order_statistics():
-    low, high = noise_findings.median_interval(np.arange(1, 101))  # ranks 40 and 61 for n = 100
+    low, high = ulp_noise.median_interval(np.arange(1, 101))  # ranks 40 and 61 for n = 100
     assert (low, high) == (40.0, 61.0)
-    assert noise_findings.median_interval([3.0, 1.0, 2.0]) == (1.0, 3.0)  # too few values: the range
+    assert ulp_noise.median_interval([3.0, 1.0, 2.0]) == (1.0, 3.0)  # too few values: the range
 
 
 def test_medians_reproduce_the_seed_only_within_the_factor():
@@ -225,7 +226,7 @@ def test_the_ulps_finding_names_the_worst_single_draw_beside_the_median_draw():
 
     noise = pd.DataFrame({"seed": [0, 1, 2], "tensor": "c.logits", "max_abs_diff": [1e-6, 1e-6, 8e-6],
                           "rel_rms": [1e-7, 1e-7, 8e-7]})
-    scaled = noise_findings.scale_profile(noise.assign(depth=0, median_ulp=2.0, p99_ulp=9.0, max_ulp=30.0))
+    scaled = ulp_noise_depth.scale_profile(noise.assign(depth=0, median_ulp=2.0, p99_ulp=9.0, max_ulp=30.0))
     claim = noise_findings.ulps_finding(_profile([1, 2, 3]), scaled, noise).claim
     # 1e-6 at an RMS of 10 is 1.0 ulps of the RMS (2 of 3 draws); 8e-6 at 10 is 8.4 (seed 2 alone)
     assert rms_ulps([1e-6, 8e-6], [1e-7, 8e-7]).round(1).tolist() == [1.0, 8.4]

@@ -14,6 +14,7 @@ import pandas as pd
 
 from exactness import published
 from exactness.studies.near_tie import prediction as near_tie_prediction
+from exactness.studies.near_tie import rate as near_tie_rate
 from exactness.studies.near_tie import scale as near_tie_scale
 from exactness.studies.near_tie import sentences as near_tie_sentences
 from exactness.studies.near_tie import ties as near_tie_ties
@@ -34,25 +35,6 @@ def _seed_label(section: str) -> str:
 
 # ---------------------------------------------------------------------------------------------------------
 # What a failure is
-
-
-def failure_causes(checks: pd.DataFrame) -> pd.DataFrame:
-    """Per model: checks, failures, and how each failure is explained. A flipped near-tie: a code flipped and
-    forcing ORT's codes on eager brings every output it reaches within float64's noise bound of ORT's (the engine's
-    test, `explained_by_flips`). A flip that leaves outputs apart
-    when aligned, or a failure without any flip, is not explained by a tie: possible bug (or float noise
-    beyond the tolerance, which the export test's rule cannot tell apart from one)."""
-    rows = []
-    for model, group in checks.groupby("model", sort=True):
-        failed = ~group.test_rule_passed.astype(bool)
-        flipped = group.n_flipped_rows > 0
-        aligned = group.explained_by_flips.fillna(False).astype(bool)
-        rows.append({"model": model, "checks": len(group), "failures": int(failed.sum()),
-                     "flipped_near_tie": int((failed & flipped & aligned).sum()),
-                     "flip_not_aligned": int((failed & flipped & ~aligned).sum()),
-                     "no_flip": int((failed & ~flipped).sum())})
-    return pd.DataFrame(rows, columns=["model", "checks", "failures", "flipped_near_tie", "flip_not_aligned",
-                                       "no_flip"])
 
 
 def _cause_words(cause) -> str:
@@ -80,7 +62,7 @@ def class_finding(model: str, checks: pd.DataFrame, rates: pd.DataFrame) -> Find
     """The question itself for one class: what its failing checks are, and how often per seed (first shape
     mode), beside the investigation's rate for the class it measured."""
     mode_checks = checks[(checks.model == model) & (checks.shape_mode == checks.shape_mode.iloc[0])]
-    cause = failure_causes(mode_checks).iloc[0]
+    cause = near_tie_rate.failure_causes(mode_checks).iloc[0]
     rate = _first_mode(rates, model)
     failed, screened = int(rate.failed), int(rate.screened)
     ours = named(rate.rate)  # the engine's estimate, as the answer table states it (`rate.buckets`)
@@ -174,7 +156,6 @@ def _prediction_claim(prediction: pd.DataFrame, table: pd.DataFrame) -> str:
     return (f"Predicted failure rate from the screen and the gap noise: {per}; measured inside the "
             f"interval in {count(inside)} of {plural(len(table), 'class', 'classes')}; target (the first seeds' "
             f"prediction within a factor {near_tie_prediction.TARGET_FACTOR:g} of the full run's count) {target}.")
-
 
 
 def thin_words(row, reasons: tuple) -> str:

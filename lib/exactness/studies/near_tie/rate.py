@@ -135,3 +135,22 @@ def flip_curve(checks: pd.DataFrame, deltas: dict[str, np.ndarray]) -> pd.DataFr
 def beside_investigation(rates: pd.DataFrame) -> pd.DataFrame:
     """Our rates per class, then the investigation's (`seed_buckets`)."""
     return pd.concat([rates, seed_buckets()], ignore_index=True)
+
+
+def failure_causes(checks: pd.DataFrame) -> pd.DataFrame:
+    """Per model: checks, failures, and how each failure is explained. A flipped near-tie: a code flipped and
+    forcing ORT's codes on eager brings every output it reaches within float64's noise bound of ORT's (the engine's
+    test, `explained_by_flips`). A flip that leaves outputs apart
+    when aligned, or a failure without any flip, is not explained by a tie: possible bug (or float noise
+    beyond the tolerance, which the export test's rule cannot tell apart from one)."""
+    rows = []
+    for model, group in checks.groupby("model", sort=True):
+        failed = ~group.test_rule_passed.astype(bool)
+        flipped = group.n_flipped_rows > 0
+        aligned = group.explained_by_flips.fillna(False).astype(bool)
+        rows.append({"model": model, "checks": len(group), "failures": int(failed.sum()),
+                     "flipped_near_tie": int((failed & flipped & aligned).sum()),
+                     "flip_not_aligned": int((failed & flipped & ~aligned).sum()),
+                     "no_flip": int((failed & ~flipped).sum())})
+    return pd.DataFrame(rows, columns=["model", "checks", "failures", "flipped_near_tie", "flip_not_aligned",
+                                       "no_flip"])

@@ -7,23 +7,13 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from exactness.studies.ulp_noise.depth import worst_draw
-from exactness.studies.ulp_noise.findings import scale_profile
+from exactness.studies.ulp_noise.depth import scale_profile, worst_draw
+from exactness.studies.ulp_noise.study import FLOAT64_FACTOR, beyond_rounding
 from exactness.workbook.answers import Answer, Columns
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
 
 COLUMNS = Columns(subject="model", rate="noise, in ulps of each tensor's RMS")
-# ORT's error from float64 within this many times eager float32's own: rounding of the same size, as the
-# discrete-ops study bounds it
-FLOAT64_FACTOR = 16.0
-
-
-def beyond_rounding(closer: pd.DataFrame) -> pd.DataFrame:
-    """The tensors whose ORT error from float64 exceeds FLOAT64_FACTOR times eager float32's own."""
-    if not len(closer):
-        return closer
-    return closer[closer.ort_vs_float64 > FLOAT64_FACTOR * closer.eager_vs_float64]
 
 
 def answers(noise: pd.DataFrame, closer: pd.DataFrame, model: str, shape_mode: str) -> list[Answer]:

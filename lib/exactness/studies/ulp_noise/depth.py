@@ -49,7 +49,7 @@ def leaves(paths: list[str]) -> list[str]:
 
 def growth(scaled: pd.DataFrame) -> pd.DataFrame:
     """Per leaf module output (graph order): its input, kind, and absolute and relative noise factors.
-    `scaled`: `ulp_noise_findings.scale_profile(noise)` (medians over draws per tensor)."""
+    `scaled`: `scale_profile(noise)` (medians over draws per tensor)."""
     ordered = scaled.sort_values("depth")
     if "model_output" in ordered:  # the model's outputs repeat module outputs: not modules of their own
         ordered = ordered[~ordered.model_output.astype(bool)]
@@ -112,3 +112,20 @@ def worst_draw(noise: pd.DataFrame) -> tuple[float, str, int] | None:
         return None
     at = per_draw.idxmax()
     return float(per_draw[at]), str(noise.tensor[at]), int(noise.seed[at])
+
+
+def scale_profile(noise: pd.DataFrame) -> pd.DataFrame:
+    """Per tensor along the depth (median over draws): max |diff| in ulps of the tensor's RMS beside the
+    element-wise median and 99th-percentile ulps. The first says how many rounding steps of a typical element
+    the worst difference is; the element-wise counts blow up where elements are far below the RMS."""
+    scaled = noise.assign(rms_ulps=rms_ulps(noise.max_abs_diff, noise.rel_rms))
+    more = {column: (column, "median") for column in ("rel_rms", "worst_of_rms", "top_ulps_below_rms")
+            if column in noise}  # where the worst element-wise counts sit, against the RMS (`compare.scale`)
+    if "model_output" in noise:
+        more["model_output"] = ("model_output", "first")
+    if "input_module" in noise:
+        more["input_module"] = ("input_module", "first")
+    return scaled.groupby(["depth", "tensor"], as_index=False).agg(
+        max_abs_diff=("max_abs_diff", "median"), rms_ulps=("rms_ulps", "median"), median_ulp=("median_ulp", "median"),
+        p99_ulp=("p99_ulp", "median"), max_ulp=("max_ulp", "median"), **more).sort_values("depth").reset_index(
+        drop=True)

@@ -72,7 +72,7 @@ def _bands(axes, bands) -> None:
 
 def noise_against_depth(profile: pd.DataFrame, scaled: pd.DataFrame):
     """Absolute noise (top) and noise in ulps (bottom: of the tensor's RMS, and element-wise) along the depth,
-    on two axes: they are different quantities. `scaled`: `ulp_noise.findings.scale_profile(noise)`. The
+    on two axes: they are different quantities. `scaled`: `ulp_noise.depth.scale_profile(noise)`. The
     network's blocks are bands with their names under the lower panel, never labels over the lines."""
     shown = profile[profile.max_abs_diff > 0]
     in_ulps = scaled[scaled.max_abs_diff > 0]

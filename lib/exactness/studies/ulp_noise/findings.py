@@ -10,15 +10,14 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pandas as pd
-from scipy import stats
 
 from exactness import published
-from exactness.compare.scale import rms_ulps
 from exactness.studies.ulp_noise import depth as ulp_noise_depth
 from exactness.studies.ulp_noise import sentences as ulp_noise_sentences
+from exactness.studies.ulp_noise.depth import scale_profile
 from exactness.studies.ulp_noise.sentences import short_tensor
+from exactness.studies.ulp_noise.study import median_interval
 from exactness.workbook.findings import Finding, count, significant, span
 from exactness.workbook.wording import plural
 
@@ -30,35 +29,6 @@ SEED_TENSORS = {"conv_features": "noise_conv_features", "extract_features": "noi
                 "logits": "noise_logits"}
 FEW_ULPS = 16  # "a few float32 rounding steps": the typical (median) element within this many ulps
 SETTINGS_FACTOR = 2.0  # a setting "changes the noise" when a tensor's median moves by more than this factor
-
-
-def median_interval(values, confidence: float = 0.95) -> tuple[float, float]:
-    """Distribution-free interval of the median from order statistics: X_(j) and X_(n+1-j) for the largest j
-    with P(B < j) <= (1 - confidence) / 2, B ~ Binomial(n, 1/2). With too few values it is the range."""
-    x = np.sort(np.asarray(values, dtype=float))
-    n = len(x)
-    if n == 0:
-        return float("nan"), float("nan")
-    below = int(np.count_nonzero(stats.binom.cdf(np.arange(n), n, 0.5) <= (1 - confidence) / 2))
-    low_rank = max(below - 1, 0)  # 0-based rank of X_(j)
-    return float(x[low_rank]), float(x[n - 1 - low_rank])
-
-
-def scale_profile(noise: pd.DataFrame) -> pd.DataFrame:
-    """Per tensor along the depth (median over draws): max |diff| in ulps of the tensor's RMS beside the
-    element-wise median and 99th-percentile ulps. The first says how many rounding steps of a typical element
-    the worst difference is; the element-wise counts blow up where elements are far below the RMS."""
-    scaled = noise.assign(rms_ulps=rms_ulps(noise.max_abs_diff, noise.rel_rms))
-    more = {column: (column, "median") for column in ("rel_rms", "worst_of_rms", "top_ulps_below_rms")
-            if column in noise}  # where the worst element-wise counts sit, against the RMS (`compare.scale`)
-    if "model_output" in noise:
-        more["model_output"] = ("model_output", "first")
-    if "input_module" in noise:
-        more["input_module"] = ("input_module", "first")
-    return scaled.groupby(["depth", "tensor"], as_index=False).agg(
-        max_abs_diff=("max_abs_diff", "median"), rms_ulps=("rms_ulps", "median"), median_ulp=("median_ulp", "median"),
-        p99_ulp=("p99_ulp", "median"), max_ulp=("max_ulp", "median"), **more).sort_values("depth").reset_index(
-        drop=True)
 
 
 def seed_label() -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from scipy import stats
 
 from exactness.compare.intermediates import intermediate_table
 from exactness.compare.scale import worst_elements
@@ -278,3 +279,28 @@ def settings_medians(settings: pd.DataFrame) -> pd.DataFrame:
     return settings.groupby(["setting", "value", "label"], as_index=False).agg(
         max_abs_diff=("max_abs_diff", "median"), median_ulp=("median_ulp", "median"),
         identical=("run_twice_identical", "all"))
+
+
+def median_interval(values, confidence: float = 0.95) -> tuple[float, float]:
+    """Distribution-free interval of the median from order statistics: X_(j) and X_(n+1-j) for the largest j
+    with P(B < j) <= (1 - confidence) / 2, B ~ Binomial(n, 1/2). With too few values it is the range."""
+    x = np.sort(np.asarray(values, dtype=float))
+    n = len(x)
+    if n == 0:
+        return float("nan"), float("nan")
+    below = int(np.count_nonzero(stats.binom.cdf(np.arange(n), n, 0.5) <= (1 - confidence) / 2))
+    low_rank = max(below - 1, 0)  # 0-based rank of X_(j)
+    return float(x[low_rank]), float(x[n - 1 - low_rank])
+
+
+# ORT's error from float64 within this many times eager float32's own: rounding of the same size, as the
+# discrete-ops study bounds it
+FLOAT64_FACTOR = 16.0
+
+
+def beyond_rounding(closer: pd.DataFrame) -> pd.DataFrame:
+    """The tensors whose ORT error from float64 exceeds FLOAT64_FACTOR times eager float32's own."""
+    if not len(closer):
+        return closer
+    return closer[closer.ort_vs_float64 > FLOAT64_FACTOR * closer.eager_vs_float64]
+
