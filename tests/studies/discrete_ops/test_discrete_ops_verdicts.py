@@ -18,7 +18,7 @@ from exactness.engine import verdicts
 from exactness.engine.evidence import Defect, DefectSign, Evidence, Flips, Refuted, Values, ValueState
 from exactness.engine.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
 from exactness.studies.discrete_ops import answers as discrete_ops_answers
-from exactness.studies.discrete_ops import check, figures, findings, sentences
+from exactness.studies.discrete_ops import check, figures, findings, sentences, study
 from exactness.studies.discrete_ops.study import Result
 
 MODEL = "XLMForQuestionAnswering"
@@ -528,16 +528,16 @@ def test_the_summary_carries_each_defects_stage_pass_and_errors():
     spot = Localization("BitModel", "static", 1, "embedder.pad", "optimization", proof=proof)
     result = _result([])
     result.localizations = table([spot])
-    (defect,) = sentences.summary(result, 3)["defects"].values()
+    (defect,) = study.summary_values(result, 3)["defects"].values()
     assert defect == {"seed": 1, "stage": Stage.ORT_OPTIMIZER.value, "pass": "Pad_Fusion", "error_with": 1.4e-3,
                       "error_without": 1.1e-7, "reproduces": True}
     # seeds asked beside what each class ran: a class stopped early ran fewer
     result.verdicts = [verdicts.ClassVerdict("BitModel", "static", verdicts.Cause.DEFECT, screened=1,
                                              checked=1)]
-    assert sentences.summary(result, 3)["seeds_asked"] == 3
-    assert sentences.summary(result, 3)["seeds_run"] == {"BitModel": {"screened": 1, "checked": 1}}
+    assert study.summary_values(result, 3)["seeds_asked"] == 3
+    assert study.summary_values(result, 3)["seeds_run"] == {"BitModel": {"screened": 1, "checked": 1}}
     result.verdicts.append(verdicts.ClassVerdict("BitModel", "dynamic", verdicts.Cause.DEFECT, screened=2))
-    both = sentences.summary(result, 3)  # two shape modes: one entry each, neither overwriting the other
+    both = study.summary_values(result, 3)  # two shape modes: one entry each, neither overwriting the other
     assert set(both["seeds_run"]) == set(both["causes"]) == {"BitModel (static)", "BitModel (dynamic)"}
     shown = sentences.defects(result)
     assert "made by ONNX Runtime pass Pad_Fusion (error from float64 0.0014 with it, 1.1e-07 without)" in shown.sentence

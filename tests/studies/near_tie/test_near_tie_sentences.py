@@ -64,18 +64,18 @@ def test_the_summary_counts_and_sets_the_seeds_rate_beside_ours():
     screen = pd.DataFrame({"min_gap": [1e-6, 1e-3, 2e-6]})
     rates = pd.DataFrame({"model": [SEED_MODEL], "failure_rate": [0.5]})
     defects = pd.DataFrame({"caught_by_tie_aware": [True, False, True]})
-    summary = sentences.summary(screen, _checks(), rates, defects, 1e-5, ["UniSpeechSatForPreTraining"])
+    summary = near_tie.summary_values(screen, _checks(), rates, defects, 1e-5, ["UniSpeechSatForPreTraining"])
     assert summary == {"seeds_screened": 3, "candidates": 2, "checks": 4, "flips": 3, "failures": 2,
                        "failure_rate": {SEED_MODEL: {"ours": 0.5, "seed": published.value("failure_rate")}},
                        "tie_aware_passes": 3, "defects_caught": 2, "defects_required": 3,
                        "never_argmax": ["UniSpeechSatForPreTraining"]}
     two_modes = pd.DataFrame({"model": [SEED_MODEL] * 2, "shape_mode": ["static", "dynamic"],
                               "failure_rate": [0.5, 0.1]})
-    summary = sentences.summary(screen, _checks(), two_modes, defects, 1e-5, [])
+    summary = near_tie.summary_values(screen, _checks(), two_modes, defects, 1e-5, [])
     assert summary["failure_rate"][SEED_MODEL]["ours"] == 0.5  # the first shape mode's, as the answers state
     # candidates chosen in ulps are counted in ulps, as the run chose them
     ulps_screen = screen.assign(smallest_gap_ulps=[5.0, 2.0, 50.0], min_gap=[1e-6, 1e-6, 1e-6])  # all 3 below 1e-5
-    in_ulps = sentences.summary(ulps_screen, _checks(), rates, defects, 1e-5, [], threshold_ulps=10.0)
+    in_ulps = near_tie.summary_values(ulps_screen, _checks(), rates, defects, 1e-5, [], threshold_ulps=10.0)
     assert in_ulps["candidates"] == 2 and in_ulps["failures"] == summary["failures"]
 
 

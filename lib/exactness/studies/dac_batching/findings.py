@@ -22,7 +22,7 @@ from exactness.studies.dac_batching.audio_tail import (
     outside_reach,
 )
 from exactness.studies.dac_batching.sentences import split_words, threshold_words
-from exactness.studies.dac_batching.study import ROUNDING_FLOOR, any_tail, clip_rows, padding_tail
+from exactness.studies.dac_batching.study import ROUNDING_FLOOR, any_tail, clip_rows
 from exactness.workbook.findings import Finding, count, significant
 
 REVIEW = ("the shorter clip of a two-clip batch did not match the clip run alone (the DAC integration-test fix, "
@@ -274,14 +274,3 @@ def findings(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: 
 
 # ---------------------------------------------------------------------------------------------------------
 # The notebook's small tables, one per section, and summary.json's figures: each reads its measurement
-
-
-def summary_values(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: int,
-                   dropped: pd.DataFrame) -> dict:
-    """summary.json's figures for the index and later runs."""
-    size_codes = int((curves[(shortest, "codes", "batch size")] > 0).sum())
-    return {"receptive_field_frames": one_side_frames,
-            "padding_tail_latent_frames": padding_tail(table, shortest, "latent"),
-            "padding_changed_latent_frames": any_tail(clip_rows(table, shortest, "padding")),
-            "padding_tail_code_frames": padding_tail(table, shortest, "codes"),
-            "batch_size_code_frames": size_codes, "max_dropped_samples": int(dropped.dropped_samples.max())}

@@ -335,3 +335,14 @@ def padding_tail(table: pd.DataFrame, shortest: int, stage: str) -> int:
 def odd_lengths(seconds: float, sampling_rate: int, hop: int, extras) -> list[int]:
     """Lengths a few samples past a multiple of the hop, near `seconds` of audio."""
     return [int(seconds * sampling_rate) // hop * hop + int(extra) for extra in extras]
+
+
+def summary_values(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: int,
+                   dropped: pd.DataFrame) -> dict:
+    """summary.json's figures for the index and later runs."""
+    size_codes = int((curves[(shortest, "codes", "batch size")] > 0).sum())
+    return {"receptive_field_frames": one_side_frames,
+            "padding_tail_latent_frames": padding_tail(table, shortest, "latent"),
+            "padding_changed_latent_frames": any_tail(clip_rows(table, shortest, "padding")),
+            "padding_tail_code_frames": padding_tail(table, shortest, "codes"),
+            "batch_size_code_frames": size_codes, "max_dropped_samples": int(dropped.dropped_samples.max())}

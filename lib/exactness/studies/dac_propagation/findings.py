@@ -266,13 +266,3 @@ def findings(propagated: pd.DataFrame, weights: pd.DataFrame, growth: pd.DataFra
 
 # ---------------------------------------------------------------------------------------------------------
 # summary.json's figures
-
-
-def summary_values(growth: pd.DataFrame, weights: pd.DataFrame) -> dict:
-    """summary.json's figures: ours beside the investigation's where the investigation measured the same quantity."""
-    values = {f"{init}_encoder_error": {"ours": g.encoder_error, "seed": published.value("encoder.Conv2")}
-              for init, g in growth.iterrows()}
-    values.update({f"{init}_amplification": {"ours": g.amplification, "seed": published.value("total_amplification")}
-                   for init, g in growth.iterrows()})
-    values["fold_fp32_bit_identical"] = bool(weights[weights.variant == "folded_fp32"].max_abs_diff.max() == 0)
-    return values

@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from exactness import published
 from exactness.models import dac, dac_chunks
 from exactness.models.dac_chunks import CHUNK_FRAMES
 
@@ -355,3 +356,13 @@ def against_float64(propagated: pd.DataFrame) -> pd.DataFrame:
     """Each run against float64 at the encoder's input and output and the decoder's output."""
     ends = [FIRST_LAYER, ENCODER_OUTPUT, "decoder.Conv2"]
     return propagated[(propagated.against == "float64") & propagated.layer.isin(ends)]
+
+
+def summary_values(growth: pd.DataFrame, weights: pd.DataFrame) -> dict:
+    """summary.json's figures: ours beside the investigation's where the investigation measured the same quantity."""
+    values = {f"{init}_encoder_error": {"ours": g.encoder_error, "seed": published.value("encoder.Conv2")}
+              for init, g in growth.iterrows()}
+    values.update({f"{init}_amplification": {"ours": g.amplification, "seed": published.value("total_amplification")}
+                   for init, g in growth.iterrows()})
+    values["fold_fp32_bit_identical"] = bool(weights[weights.variant == "folded_fp32"].max_abs_diff.max() == 0)
+    return values

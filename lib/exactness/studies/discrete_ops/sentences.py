@@ -215,26 +215,6 @@ def verdicts(result: Result) -> Section:
                           + ".")
 
 
-def summary(result: Result, n_seeds: int) -> dict:
-    """summary.json's discrete-ops entries beside the answers: the classes, seeds asked, each class's cause and the
-    seeds it screened and checked (a class that stopped early, or a pair-only one, ran fewer than asked)."""
-    table = result.localizations
-    defects = {r.model: {"seed": int(r.seed), "stage": r.stage, "pass": r.pass_name,
-                         "error_with": float(r.error_with), "error_without": float(r.error_without),
-                         "reproduces": None if r.reproduces is None or r.reproduces != r.reproduces
-                         else bool(r.reproduces)}
-               for r in table.itertuples()} if len(table) and "stage" in table else {}
-    modes = {x.shape_mode for x in result.verdicts}
-
-    def key(x) -> str:  # a class by name, or by name and shape mode where a run has both
-        return x.model if len(modes) <= 1 else f"{x.model} ({x.shape_mode})"
-
-    return {"classes": len(result.verdicts), "seeds_asked": int(n_seeds),
-            "causes": {key(x): x.cause.value for x in result.verdicts},
-            "seeds_run": {key(x): {"screened": int(x.screened), "checked": int(x.checked)} for x in result.verdicts},
-            "defects": defects}
-
-
 def precision_sentence(found: list[PairEvidence], pairs: list[Pair]) -> str:
     """Which classes a precision makes fail, and the emulation's note."""
     parts = []

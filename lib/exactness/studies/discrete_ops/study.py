@@ -601,3 +601,23 @@ def _as_stated(found: verdicts_of.ClassVerdict, tables: verdicts_of.ClassTables,
     found.refuted = verdicts_of.refuted(stated.claim, found.cause, ops, flipped)
     found.refuted_claim, found.graph_ops = str(stated.claim or ""), len(ops)
     return found
+
+
+def summary_values(result: Result, n_seeds: int) -> dict:
+    """summary.json's discrete-ops entries beside the answers: the classes, seeds asked, each class's cause and the
+    seeds it screened and checked (a class that stopped early, or a pair-only one, ran fewer than asked)."""
+    table = result.localizations
+    defects = {r.model: {"seed": int(r.seed), "stage": r.stage, "pass": r.pass_name,
+                         "error_with": float(r.error_with), "error_without": float(r.error_without),
+                         "reproduces": None if r.reproduces is None or r.reproduces != r.reproduces
+                         else bool(r.reproduces)}
+               for r in table.itertuples()} if len(table) and "stage" in table else {}
+    modes = {x.shape_mode for x in result.verdicts}
+
+    def key(x) -> str:  # a class by name, or by name and shape mode where a run has both
+        return x.model if len(modes) <= 1 else f"{x.model} ({x.shape_mode})"
+
+    return {"classes": len(result.verdicts), "seeds_asked": int(n_seeds),
+            "causes": {key(x): x.cause.value for x in result.verdicts},
+            "seeds_run": {key(x): {"screened": int(x.screened), "checked": int(x.checked)} for x in result.verdicts},
+            "defects": defects}

@@ -17,7 +17,7 @@ from exactness.studies.near_tie.cpu_kernel_sets import portability
 from exactness.studies.near_tie.planted import DefectTally
 from exactness.studies.near_tie.precision import GpuTables, PairSummary, same_models
 from exactness.studies.near_tie.prediction import DEFAULT_SEEDS, TARGET_FACTOR, Predicted, calibration
-from exactness.studies.near_tie.scale import SAME_DENSITY_FACTOR, densities_agree, is_candidate
+from exactness.studies.near_tie.scale import SAME_DENSITY_FACTOR, densities_agree
 from exactness.studies.near_tie.ties import explained
 from exactness.workbook import findings, machine, wording
 from exactness.workbook.findings import rate_verdict, significant
@@ -108,22 +108,6 @@ def tie_aware_sentence(checks: pd.DataFrame, defects: pd.DataFrame, bound: float
             f"and 100 times the tolerance) it catches on every seed {size_words(tally.smallest_tie_aware)}; the "
             f"export test's rule catches "
             f"{size_words(tally.smallest_test_rule, tally.graded_test_rule, tally.graded)}.")
-
-
-def summary(screen: pd.DataFrame, checks: pd.DataFrame, rates: pd.DataFrame, defects: pd.DataFrame,
-            threshold: float, immune: list[str], threshold_ulps: float = 0.0) -> dict:
-    """The run's headline counts for summary.json: candidates by the run's own rule (`scale.is_candidate`)."""
-    checked = bool(len(checks))
-    tally = near_tie_rate.Tally.of(checks)
-    return dict(
-        seeds_screened=int(len(screen)), candidates=int(is_candidate(screen, threshold, threshold_ulps).sum()),
-        checks=tally.checks, flips=tally.flipped, failures=tally.failed,
-        failure_rate={r.model: {"ours": r.failure_rate, "seed": published.value("failure_rate")}
-                      for r in rates.drop_duplicates("model").itertuples()} if len(rates) else {},  # first mode
-        tie_aware_passes=int(checks.tie_aware_passed.sum()) if checked else 0,
-        defects_caught=DefectTally.of(defects).tie_aware if checked else 0,
-        defects_required=DefectTally.of(defects).required if checked else 0,
-        never_argmax=immune)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -20,8 +20,10 @@ from exactness.runtimes import codevector_lookup, worker_state
 from exactness.runtimes.graph_pool import Case, GraphPool, export_case
 from exactness.runtimes.speedup_paths import BuildPath
 from exactness.studies.near_tie import check, engine_tables
+from exactness.studies.near_tie import rate as near_tie_rate
 from exactness.studies.near_tie import row as near_tie_row
 from exactness.studies.near_tie import scale as near_tie_scale
+from exactness.studies.near_tie.planted import DefectTally
 from exactness.studies.near_tie.row import CheckRow
 from exactness.workbook import study_rules, sweep
 
@@ -434,3 +436,19 @@ def seed_example(replayed: pd.DataFrame) -> pd.DataFrame:
         "test_rule_passed": r.test_rule_passed,
     } for r in ours.itertuples()])
 
+
+def summary_values(screen: pd.DataFrame, checks: pd.DataFrame, rates: pd.DataFrame, defects: pd.DataFrame,
+                   threshold: float, immune: list[str], threshold_ulps: float = 0.0) -> dict:
+    """The run's headline counts for summary.json: candidates by the run's own rule (`scale.is_candidate`)."""
+    checked = bool(len(checks))
+    tally = near_tie_rate.Tally.of(checks)
+    candidates = near_tie_scale.is_candidate(screen, threshold, threshold_ulps)
+    return dict(
+        seeds_screened=int(len(screen)), candidates=int(candidates.sum()),
+        checks=tally.checks, flips=tally.flipped, failures=tally.failed,
+        failure_rate={r.model: {"ours": r.failure_rate, "seed": published.value("failure_rate")}
+                      for r in rates.drop_duplicates("model").itertuples()} if len(rates) else {},  # first mode
+        tie_aware_passes=int(checks.tie_aware_passed.sum()) if checked else 0,
+        defects_caught=DefectTally.of(defects).tie_aware if checked else 0,
+        defects_required=DefectTally.of(defects).required if checked else 0,
+        never_argmax=immune)

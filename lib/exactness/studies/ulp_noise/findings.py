@@ -236,12 +236,3 @@ def findings(noise: pd.DataFrame, profile: pd.DataFrame, closer: pd.DataFrame, s
 
 # ---------------------------------------------------------------------------------------------------------
 # summary.json's figures
-
-
-def summary_values(medians: pd.DataFrame, profile: pd.DataFrame) -> dict:
-    """summary.json's figures: ours beside the investigation's where it measured the same tensor."""
-    measured = medians.dropna(subset=["ours_median_max_abs_diff"])
-    values = {f"{r.tensor}_median_max_abs_diff": {"ours": r.ours_median_max_abs_diff, "seed": r.seed_000_median}
-              for r in measured.itertuples()}
-    values["max_median_ulp"] = float(profile.median_ulp.max())
-    return values

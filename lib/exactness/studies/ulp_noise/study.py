@@ -304,3 +304,11 @@ def beyond_rounding(closer: pd.DataFrame) -> pd.DataFrame:
         return closer
     return closer[closer.ort_vs_float64 > FLOAT64_FACTOR * closer.eager_vs_float64]
 
+
+def summary_values(medians: pd.DataFrame, profile: pd.DataFrame) -> dict:
+    """summary.json's figures: ours beside the investigation's where it measured the same tensor."""
+    measured = medians.dropna(subset=["ours_median_max_abs_diff"])
+    values = {f"{r.tensor}_median_max_abs_diff": {"ours": r.ours_median_max_abs_diff, "seed": r.seed_000_median}
+              for r in measured.itertuples()}
+    values["max_median_ulp"] = float(profile.median_ulp.max())
+    return values
