@@ -172,3 +172,15 @@ def test_the_check_finds_a_sentence_written_in_a_computation_module():
     assert words_outside_word_modules(planted) == ["exactness.studies.a.planted: _size_words",
                                                    "exactness.studies.a.scale: ratio_sentence",
                                                    "exactness.studies.a.stages: Proof.words"]
+
+
+def test_every_study_computes_its_summary_figures_in_one_place_by_one_name():
+    """summary.json's figures are a computation: `study.summary_values` in every study, in no word module."""
+    studies = sorted(p.parent.name for p in (LIB / "exactness" / "studies").glob("*/__init__.py"))
+
+    def defined(study: str, module: str) -> set[str]:
+        path = LIB / "exactness" / "studies" / study / f"{module}.py"
+        return {n.name for n in ast.parse(path.read_text()).body if isinstance(n, ast.FunctionDef)}
+
+    assert [s for s in studies if "summary_values" not in defined(s, "study")] == []
+    assert [f"{s}.{m}" for s in studies for m in WORD_MODULES if {"summary", "summary_values"} & defined(s, m)] == []
