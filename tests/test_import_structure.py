@@ -135,14 +135,17 @@ WORD_MODULES = ("sentences", "findings", "answers")
 WORDS = re.compile(r"(sentence|_words|caption)s?$")
 
 
-def words_outside_word_modules(sources: dict[str, str]) -> list[str]:
+ENGINE_WORD_MODULES = ("verdict_words", "place_words", "answers")
+
+
+def words_outside_word_modules(sources: dict[str, str], word_modules: tuple[str, ...] = WORD_MODULES) -> list[str]:
     """`module: function` for each function named as words (`*_sentence`, `*_words`, `*_caption`), or method so
     named or called `words`, defined in a study module that is not one of its word modules (`sentences`,
     `findings`, `answers`; a figure's labels stay with its figure)."""
     found = []
     for name, source in sources.items():
         stem = name.rsplit(".", 1)[-1]
-        if stem in WORD_MODULES or stem == "figures":
+        if stem in word_modules or stem == "figures":
             continue
         body = ast.parse(source).body
         methods = [(f"{c.name}.", m) for c in body if isinstance(c, ast.ClassDef) for m in c.body]
@@ -162,6 +165,12 @@ def test_every_study_keeps_its_words_in_the_same_three_modules():
                if not (LIB / "exactness" / "studies" / study / f"{module}.py").exists()]
     assert missing == []
     assert words_outside_word_modules(_study_sources()) == []
+
+
+
+def test_the_engine_keeps_its_words_in_its_word_modules():
+    engine = {name: path.read_text() for name, path in _modules().items() if name.startswith("exactness.engine.")}
+    assert len(engine) > 5 and words_outside_word_modules(engine, ENGINE_WORD_MODULES) == []
 
 
 def test_the_check_finds_a_sentence_written_in_a_computation_module():

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import re
-
 from exactness.causes import Stage
 from exactness.engine.places import (
     REFERENCE,
     BeyondRounding,
     Config,
+    Kind,
     Localization,
     MissingInput,
     NanInEager,
@@ -21,15 +20,21 @@ from exactness.engine.places import (
     ValueRange,
 )
 
+NOT_MEASURED = "not measured"  # a proof built by hand may lack a measurement `stages.locate` always takes
 
-def config(c: Config) -> str:
+
+def config(c: Config | None) -> str:
+    if c is None:
+        return NOT_MEASURED
     if c.runtime == REFERENCE:
         return f"export {c.export}, run in {REFERENCE}"
     ort = f"ORT level '{c.level}'" + (f" with {', '.join(c.disabled)} disabled" if c.disabled else "")
     return f"export {c.export}, {ort}"
 
 
-def symptom(s: Symptom) -> str:
+def symptom(s: Symptom | None) -> str:
+    if s is None:
+        return NOT_MEASURED
     nonfinite = f", {s.nonfinite:,} values non-finite where float64's are finite" if s.nonfinite else ""
     return f"{s.output} errs {s.error:.3g} from float64 ({s.over:.3g} times its bound){nonfinite}"
 
@@ -39,7 +44,7 @@ def proof(p: StageProof) -> str:
     if p.stage is Stage.NOT_SHOWN or p.with_pass is None:
         return p.stage.value
     base = f"with it {symptom(p.with_pass)}"
-    without = symptom(p.without_at_output) if p.without_pass is not None else "None"
+    without = symptom(p.without_at_output)
     if p.stage in (Stage.TRANSLATION, Stage.ORT_KERNELS, Stage.UNSEPARATED):
         bare = (f"exported with optimize=False and run with ORT's optimizations off ({p.provider}, the only "
                 f"execution provider here) it still shows: {symptom(p.without_pass)}")
@@ -49,7 +54,7 @@ def proof(p: StageProof) -> str:
         return f"{p.stage.value}: {bare}; the same graph in {REFERENCE} {seen}: {symptom(p.reference)}"
     kind, kinds = ("rule", "rules") if p.stage is Stage.EXPORT_OPTIMIZER else ("pass", "passes")
     searched = f"bisected over {p.candidates} {kinds} in {len(p.trials)} trials"
-    stage_off = config(p.without) if p.without is not None else "None"
+    stage_off = config(p.without)
     if not p.pass_name:
         return (f"{p.stage.value}: {symptom(p.with_pass)}; without the stage ({stage_off}), {without}; no "
                 f"single {kind} removes it ({searched})")
@@ -69,14 +74,12 @@ def missing(m: MissingInput) -> str:
     """In words without the exporter's value names (`add_34`, `view_3` mean nothing on a page): each value is a
     letter, x, y, ... in the order the sentence first meets it, and the sentence says what it is."""
     letters = _Letters()
-    op, _, args = m.call.partition("(")
-    call = f"{op}({', '.join(letters[a] for a in _arguments(args))})"
+    call = f"{m.op}({', '.join(letters[a] for a in m.args)})"
     gone = letters[m.missing]
     said = f"the node was traced from torch's {call}, but the optimized graph no longer computes {gone}"
-    if m.was:
-        was_op, _, was_args = m.was.partition("(")
-        said += (f" (exported with optimize=False, {gone} = "
-                 f"{was_op}({', '.join(letters.value(a) for a in _arguments(was_args))}))")
+    if m.was_op:
+        was = ", ".join(letters[a] if isinstance(a, str) else f"{a:.3g}" for a in m.was_args)
+        said += f" (exported with optimize=False, {gone} = {m.was_op}({was}))"
     if m.reads:
         said += f"; the node reads {letters[m.reads]} in its place"
     return said
@@ -90,14 +93,6 @@ class _Letters(dict):
     def __missing__(self, name: str) -> str:
         self[name] = self.ORDER[len(self)] if len(self) < len(self.ORDER) else f"v{len(self)}"
         return self[name]
-
-    def value(self, text: str) -> str:
-        """A producer's argument: a constant stays a number, a value name becomes a letter."""
-        return text if re.fullmatch(r"[-+]?[\d.]+(?:e[-+]?\d+)?|nan|inf|-inf", text) else self[text]
-
-
-def _arguments(inner: str) -> list[str]:
-    return [a.strip() for a in inner.rstrip(")").split(",") if a.strip()]
 
 
 def value_range(r: ValueRange | None) -> str:
@@ -129,7 +124,7 @@ def detail(spot: Localization) -> str:
                 f"{levels}; bound {shows.bound:.2g})")
         return said + (f"; exposing {spot.module}'s output alone removes it: the rewritten nodes read it"
                        if spot.module else "")
-    if spot.kind == "NaN in eager":
+    if spot.kind is Kind.NAN_IN_EAGER:
         if isinstance(shows, NanInEager):
             at_float64 = ("" if shows.float64_nans is None else
                           f"; float64's holds {shows.float64_nans}: the arithmetic itself" if shows.float64_nans

@@ -6,6 +6,7 @@ what shows it there, and the pipeline stage whose removal removes it. Measured b
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 
 from exactness.causes import Stage
 from exactness.runtimes import onnx_graph
@@ -117,10 +118,12 @@ class MissingInput:
 
     node: str
     op_type: str
-    call: str  # the traced call, `div(view_39, add_34)`
+    op: str  # the traced call's aten op (`div`)
+    args: tuple[str, ...]  # the values it read, by the exporter's names (`view_39`, `add_34`)
     missing: str  # the value it names that the graph does not compute
     reads: str  # what the node reads in its place ("" where arguments and inputs differ in number)
-    was: str = ""  # how the unoptimized graph computes the missing value (`Add(sum_12, 1e-10)`), where known
+    was_op: str = ""  # how the unoptimized graph computes the missing value, where known: its node's op (`Add`)
+    was_args: tuple[str | float, ...] = ()  # and its inputs, a scalar constant as its value (`sum_12`, 1e-10)
 
 
 @dataclass(frozen=True)
@@ -181,6 +184,16 @@ class NanInEager:
 Departure = NonFiniteOutput | BeyondRounding | Rewritten | NanInEager
 
 
+class Kind(Enum):
+    """How the departure shows where it starts."""
+
+    NON_FINITE = "non-finite"  # ORT makes a non-finite value (at a module, or at a node outside every module)
+    BEYOND_ROUNDING = "beyond rounding"  # ORT errs from float64 beyond the noise bound (or nothing departs)
+    OPTIMIZATION = "optimization"  # an ORT rewrite across modules
+    NAN_IN_EAGER = "NaN in eager"  # eager float32 itself makes a NaN
+    NOT_LOCALIZED = "not localized"  # the localizer itself failed
+
+
 @dataclass
 class Localization:
     """Where a defect starts on one seed, and the stage that makes it (`place_words` says it)."""
@@ -189,7 +202,7 @@ class Localization:
     shape_mode: str
     seed: int
     module: str  # the first module where a side departs ("" when none departs: not localized)
-    kind: str  # "non-finite", "beyond rounding", "optimization", "NaN in eager" or "not localized"
+    kind: Kind
     node: str = ""  # the ONNX node that first makes the non-finite value
     op_type: str = ""
     shows: Departure | None = None  # what shows the departure at the module

@@ -223,6 +223,10 @@ def test_a_float32_difference_beyond_the_reach_is_rounding_only_when_the_float64
     within = _tail(_table(5, audio_tail=70), curves, exact=_exact(60))
     assert (within.cause, within.early, within.float64) == (TailCause.CHANGED_FRAMES, EarlyCause.FLOAT64,
                                                             Float64Says.ROUNDING)
+    # measured, but nothing left for them to decide: no verdict of theirs is carried
+    unused = _tail(_table(5, audio_tail=70), _curves(), exact=_exact(87))
+    assert (unused.cause, unused.early, unused.float64) == (TailCause.CHANGED_FRAMES, EarlyCause.NONE, None)
+    assert unused.exact is not None  # its numbers are still reported beside ours
     # latents that differ by rounding outside the reach: the audio carries it, whatever float64 says of the decoder
     carried = _tail(beyond_reach, _curves(latent_early=1e-7, audio_early=1e-6), exact=_exact(400))
     assert (carried.cause, carried.early, carried.float64, carried.exact) == (
@@ -234,6 +238,7 @@ def test_a_float32_difference_beyond_the_reach_is_rounding_only_when_the_float64
     assert "beyond the padding's reach (86): unexplained" in words and "is rounding" not in words
     assert "more than their own errors against float64" in found.audio_finding(larger).claim
     assert "float64" not in found.audio_finding(carried).claim
+
 
 def test_hop_finding_states_the_rule_or_the_exception():
     follows = pd.DataFrame({"hop": [512] * 3, "remainder": [0, 1, 7], "dropped_samples": [0, 1, 7]})

@@ -520,12 +520,12 @@ def test_a_skip_reason_is_refuted_from_the_runs_own_rows():
 
 def test_the_summary_carries_each_defects_stage_pass_and_errors():
     from exactness.causes import Stage
-    from exactness.engine.places import Localization, Reproduction, StageProof, Symptom
+    from exactness.engine.places import Kind, Localization, Reproduction, StageProof, Symptom
     from exactness.studies.discrete_ops.localize import table
 
     proof = StageProof(Stage.ORT_OPTIMIZER, "Pad_Fusion", Symptom(1.4e-3, 50.0, 0, "y"), Symptom(1.1e-7, 0.1, 0, "y"),
                        reproduction=Reproduction("", True))
-    spot = Localization("BitModel", "static", 1, "embedder.pad", "optimization", proof=proof)
+    spot = Localization("BitModel", "static", 1, "embedder.pad", Kind.OPTIMIZATION, proof=proof)
     result = _result([])
     result.localizations = table([spot])
     (defect,) = study.summary_values(result, 3)["defects"].values()
@@ -627,17 +627,16 @@ def test_a_defects_answer_leads_with_its_own_proof_and_a_ties_with_its_flips():
 def test_a_localizations_remedy_is_typed_and_worded_in_one_place():
     from exactness.causes import Stage
     from exactness.engine import verdict_words
-    from exactness.engine.places import Localization, Remedy, Reproduction, StageProof
+    from exactness.engine.places import Kind, Localization, Remedy, Reproduction, StageProof
     from exactness.studies.discrete_ops.localize import table
 
     proof = StageProof(Stage.ORT_OPTIMIZER, "Pad_Fusion", provider="", reproduction=Reproduction("", True))
-    spot = Localization("BitModel", "static", 1, "embedder.pad", "optimization", proof=proof)
+    spot = Localization("BitModel", "static", 1, "embedder.pad", Kind.OPTIMIZATION, proof=proof)
     assert spot.remedy == Remedy(Stage.ORT_OPTIMIZER, "Pad_Fusion", reproduces=True)
     shown = table([spot])
     columns = list(shown.columns)
     assert columns[columns.index("stage_proof") + 1] == "remedy" and "stage_remedy" not in columns
-    worded = verdict_words.remedy(spot.remedy)
-    assert shown.remedy.iloc[0] == worded
+    worded = shown.remedy.iloc[0]
     assert 'disabled_optimizers=["Pad_Fusion"]' in worded and "(it reproduces here)" in worded
     assert verdict_words.remedy(Remedy(Stage.MODEL)).startswith("the model's, not the export's")
     assert verdict_words.remedy(Remedy(Stage.NOT_SHOWN)) == verdict_words.remedy(None) == ""

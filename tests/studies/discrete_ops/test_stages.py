@@ -70,7 +70,9 @@ def test_a_node_whose_traced_call_reads_a_value_the_graph_no_longer_computes_nam
     plain = _graph([_node("Add", ["b", "eps"], ["add_3"], "node_add_3"),
                     _node("Div", ["a", "add_3"], ["q"], "node_div_8", call)], [eps])
     found = stages.missing_inputs(optimized, "node_div_8", plain)
-    assert (found.missing, found.reads, found.call, found.was) == ("add_3", "b", "div(a, add_3)", "Add(b, 1e-10)")
+    assert (found.missing, found.reads, found.op, found.args, found.was_op) == ("add_3", "b", "div", ("a", "add_3"),
+                                                                                "Add")
+    assert found.was_args == ("b", pytest.approx(1e-10))  # the constant as its value, not as words
     # on a page: the exporter's value names become letters the sentence defines
     assert place_words.missing(found) == (
         "the node was traced from torch's div(x, y), but the optimized graph no longer computes y "

@@ -38,7 +38,8 @@ def test_a_flip_that_the_tie_does_not_explain_is_named():
 def test_seeds_without_a_tie_are_left_out():
     checks = _checks([0.0, 1e-6], [False, False]).assign(exact_tie=[True, False])
     assert near_tie_ties.exact_ties(checks).seed.tolist() == [0]
-    assert near_tie_sentences.with_tie_why(near_tie_ties.exact_ties(checks.iloc[[1]])).columns[-1] == "why"
+    none = near_tie_sentences.with_tie_why(near_tie_ties.exact_ties(checks.iloc[[1]]))
+    assert none.columns[-1] == "why" and none.why.dtype == object  # a text column even with no tie
     assert near_tie_sentences.ties_sentence(near_tie_ties.exact_ties(checks.iloc[[1]])) == \
         "No checked seed had an exact tie (gap 0)."
 

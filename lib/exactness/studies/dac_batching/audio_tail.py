@@ -60,8 +60,8 @@ class AudioTail:
     early_last: int = 0
     early_max: float = 0.0
     latent_rounding: float = 0.0  # the latents' largest difference outside the padding's reach
-    float64: Float64Says | None = None  # where the float64 decodes decide (the tail's or the early part's)
-    exact: Float64Audio | None = None  # where they were measured and can decide (identical latents outside reach)
+    float64: Float64Says | None = None  # what the float64 decodes say, where they decide the tail or the early part
+    exact: Float64Audio | None = None  # where they were measured and could decide (identical latents outside reach)
 
 
 def float64_says(exact: Float64Audio, reach: int) -> Float64Says:
@@ -113,5 +113,7 @@ def audio_tail(table: pd.DataFrame, curves: dict, shortest: int, hop: int, one_s
         cause = TailCause.UNEXPLAINED
     first, last, largest = ((int(early.min()), int(early.max()), float(audio[early].max())) if len(early)
                             else (0, 0, 0.0))
+    decides = cause is TailCause.FLOAT64 or before in (EarlyCause.FLOAT64, EarlyCause.SAME_AS_TAIL)
     return AudioTail(tail, frames, above, reach, length, hop, one_side_frames, decoder_left, windows_from, cause,
-                     before, first, last, largest, latent_rounding, says, exact if proves else None)
+                     before, first, last, largest, latent_rounding, says if decides else None,
+                     exact if proves else None)

@@ -17,6 +17,7 @@ from exactness.compare import export_rule
 from exactness.engine import margins as margins_of
 from exactness.engine.outputs import compare_forced, compare_output
 from exactness.engine.rows import ClassTask, GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow
+from exactness.errors import brief
 from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph, weight_swap
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED, flatten_outputs
 from exactness.runtimes.export_cache import ExportCache
@@ -249,7 +250,7 @@ def _float64_reference(built: torch.nn.Module, inputs: dict, records) -> tuple[d
     try:
         raw, wide_records = run(copy.deepcopy(built).double())
     except Exception as error:  # a model that does not run in float64 has no reference: said, not hidden
-        return None, f"no float64 reference ({type(error).__name__}: {' '.join(str(error).split())[:200]})"
+        return None, f"no float64 reference ({brief(error)})"
     if [(r.op, r.call, r.forced) for r in wide_records] != [(r.op, r.call, True) for r in records]:
         return None, "no float64 reference: its forward made other discrete calls than float32's"
     return flatten_outputs(raw), ("float64, eager's choices forced" if force else "float64")

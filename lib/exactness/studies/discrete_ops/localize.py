@@ -27,6 +27,7 @@ from exactness.engine import place_words, verdict_words
 from exactness.engine.outputs import NOISE_FACTOR, max_abs, scale_ulp
 from exactness.engine.places import (
     BeyondRounding,
+    Kind,
     Localization,
     NanInEager,
     NodeMade,
@@ -35,6 +36,7 @@ from exactness.engine.places import (
     StageProof,
     ValueRange,
 )
+from exactness.errors import brief
 from exactness.runtimes import discrete_recorder, onnx_graph
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED, _tensors
 from exactness.runtimes.export_cache import ExportCache
@@ -51,7 +53,7 @@ def table(spots: list[Localization]) -> pd.DataFrame:
         reproduction = proof.reproduction if proof is not None else None
         rows.append({
             "model": spot.model, "shape_mode": spot.shape_mode, "seed": spot.seed, "module": spot.module,
-            "kind": spot.kind, "node": spot.node, "op_type": spot.op_type, "detail": place_words.detail(spot),
+            "kind": spot.kind.value, "node": spot.node, "op_type": spot.op_type, "detail": place_words.detail(spot),
             "eager_err": spot.eager_err, "ort_err": spot.ort_err, "bound": spot.bound,
             "missing": place_words.missing(spot.missing) if spot.missing else "", "stage": spot.stage,
             "pass_name": spot.pass_name, "error_with": spot.error_with, "error_without": spot.error_without,
@@ -158,7 +160,7 @@ def localize(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: di
     try:
         proof = stages.locate(stages.Measure(built, inputs, dynamic, cache, eager, wide))
     except Exception as error:  # the place found above stands; only the stage is not named, and that is said
-        found.switch_error = f"{type(error).__name__}: {' '.join(str(error).split())[:200]}"
+        found.switch_error = brief(error)
         return found
     proof.reproduction = reproductions.run(proof.stage, proof.pass_name)
     found.proof = proof
@@ -195,7 +197,7 @@ def eager_place(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs:
     task = cg.task
     _, bare, initializers = _seed_graph(cg, seed, built, inputs, cache)
     eager, wide, _ = _eager_and_float64(built, inputs)
-    found = Localization(task.model, task.shape_mode, seed, "", "NaN in eager", proof=StageProof(Stage.MODEL,
+    found = Localization(task.model, task.shape_mode, seed, "", Kind.NAN_IN_EAGER, proof=StageProof(Stage.MODEL,
                                                                                                    provider=""))
     for label, mine in eager.items():
         broken = int(np.isnan(mine).sum()) if mine.dtype.kind == "f" else 0
@@ -227,25 +229,25 @@ def place(cg: check.ClassGraph, seed: int, built: torch.nn.Module, inputs: dict,
         broken = int((np.isfinite(mine) & ~np.isfinite(theirs)).sum())
         if broken:
             node, op_type, made = first_nonfinite_node(bare, initializers, inputs, label)
-            return Localization(task.model, task.shape_mode, seed, label, "non-finite", node, op_type,
+            return Localization(task.model, task.shape_mode, seed, label, Kind.NON_FINITE, node, op_type,
                                 NonFiniteOutput(broken, mine.size), made)
         eager_err, ort_err = max_abs(mine, reference), max_abs(theirs, reference)
         bound = NOISE_FACTOR * max(eager_err, scale_ulp(reference))
         if ort_err > bound:
-            return Localization(task.model, task.shape_mode, seed, label, "beyond rounding",
+            return Localization(task.model, task.shape_mode, seed, label, Kind.BEYOND_ROUNDING,
                                 shows=BeyondRounding(ort_err / max(eager_err, scale_ulp(reference))),
                                 eager_err=eager_err, ort_err=ort_err, bound=bound)
     node, op_type, made = first_nonfinite_node(bare, initializers, inputs, "")
     if node:
-        return Localization(task.model, task.shape_mode, seed, "", "non-finite", node, op_type, made=made)
+        return Localization(task.model, task.shape_mode, seed, "", Kind.NON_FINITE, node, op_type, made=made)
     if output:
         found = by_optimization(graph, bare, initializers, inputs, built, records, output)
         if found is not None:
             module, rewritten, eager_err = found
-            return Localization(task.model, task.shape_mode, seed, module, "optimization", shows=rewritten,
+            return Localization(task.model, task.shape_mode, seed, module, Kind.OPTIMIZATION, shows=rewritten,
                                 eager_err=eager_err, ort_err=dict(rewritten.errors)[rewritten.level],
                                 bound=rewritten.bound)
-    return Localization(task.model, task.shape_mode, seed, "", "beyond rounding")
+    return Localization(task.model, task.shape_mode, seed, "", Kind.BEYOND_ROUNDING)
 
 
 def by_optimization(graph: onnx_graph.ExportedGraph, bare: onnx.ModelProto, initializers, inputs, built, records,

@@ -16,6 +16,7 @@ import numpy as np
 
 from exactness.causes import Stage
 from exactness.engine.places import Reproduction
+from exactness.errors import brief
 
 TOLERANCE = 1e-6  # far below what either pass changes (NaN, 1.49), far above float32 rounding of these sizes
 
@@ -86,7 +87,7 @@ def judge(code: str) -> Reproduction:
         try:
             exec(compile(code, "<reproduction>", "exec"), scope)  # our own constant code, never a user's text
         except Exception as error:
-            return Reproduction(code, False, error=f"{type(error).__name__}: {' '.join(str(error).split())[:200]}")
+            return Reproduction(code, False, error=brief(error))
     with_bad, with_diff = _apart(scope["with_pass"], scope["eager"])
     without_bad, without_diff = _apart(scope["without_pass"], scope["eager"])
     shows = (with_bad > 0 or with_diff > TOLERANCE) and without_bad == 0 and without_diff <= TOLERANCE

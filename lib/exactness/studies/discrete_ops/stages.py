@@ -26,6 +26,7 @@ import torch
 from exactness.causes import Stage
 from exactness.engine.outputs import NOISE_FACTOR, max_abs, scale_ulp
 from exactness.engine.places import REFERENCE, Config, MissingInput, StageProof, Symptom, Trial
+from exactness.errors import brief
 from exactness.runtimes import onnx_graph
 from exactness.runtimes.export_cache import ExportCache
 from exactness.studies.discrete_ops import check
@@ -127,7 +128,7 @@ def locate(measure: Measure) -> StageProof:
             proof.reference = measure(Config(plain, runtime=REFERENCE), REFERENCE)
             proof.stage = Stage.TRANSLATION if proof.reference.present else Stage.ORT_KERNELS
         except Exception as error:  # an op the evaluator lacks: the two stay unseparated, and the proof says so
-            proof.reference_error = f"{type(error).__name__}: {' '.join(str(error).split())[:200]}"
+            proof.reference_error = brief(error)
         proof.trials = measure.trials
         return proof
     rules = [name for name, _ in onnx_graph.optimizer_rules()]
@@ -158,8 +159,9 @@ def _computed(model: onnx.ModelProto) -> set[str]:
             | {o for n in graph.node for o in n.output})
 
 
-def _producer(model: onnx.ModelProto, name: str) -> str:
-    """How `model` computes `name`: its node, with a scalar constant input written as its value."""
+def _producer(model: onnx.ModelProto, name: str) -> tuple[str, tuple[str | float, ...]]:
+    """How `model` computes `name`: its node's op and inputs, a scalar constant input as its value ("", () where
+    no node makes it)."""
     constants = {t.name: onnx.numpy_helper.to_array(t) for t in model.graph.initializer}
     for node in model.graph.node:
         if node.op_type == "Constant":
@@ -168,10 +170,9 @@ def _producer(model: onnx.ModelProto, name: str) -> str:
                     constants[node.output[0]] = onnx.numpy_helper.to_array(attribute.t)
     for node in model.graph.node:
         if name in node.output:
-            parts = [f"{constants[i].reshape(-1)[0]:.3g}" if i in constants and constants[i].size == 1 else i
-                     for i in node.input]
-            return f"{node.op_type}({', '.join(parts)})"
-    return ""
+            return node.op_type, tuple(constants[i].reshape(-1)[0].item() if i in constants and constants[i].size == 1
+                                       else i for i in node.input)
+    return "", ()
 
 
 def missing_inputs(model: onnx.ModelProto, node_name: str, unoptimized: onnx.ModelProto | None = None
@@ -188,7 +189,7 @@ def missing_inputs(model: onnx.ModelProto, node_name: str, unoptimized: onnx.Mod
             continue
         # the traced call's arguments line up with the node's inputs only when they are as many
         reads = node.input[position] if len(args) == len(node.input) else ""
-        was = _producer(unoptimized, arg) if unoptimized is not None else ""
-        call = f"{op.split('.')[1] if '.' in op else op}({', '.join(args)})"
-        return MissingInput(node.name, node.op_type, call, arg, reads, was)
+        was_op, was_args = _producer(unoptimized, arg) if unoptimized is not None else ("", ())
+        return MissingInput(node.name, node.op_type, op.split(".")[1] if "." in op else op, tuple(args), arg, reads,
+                            was_op, was_args)
     return None

@@ -39,7 +39,7 @@ from exactness.compare.export_rule import Rule
 from exactness.engine import candidates as engine_candidates
 from exactness.engine import verdicts as verdicts_of
 from exactness.engine.evidence import DefectSign
-from exactness.engine.places import Localization
+from exactness.engine.places import Kind, Localization
 from exactness.engine.rows import (
     ClassTask,
     GraphRow,
@@ -50,6 +50,7 @@ from exactness.engine.rows import (
     SeedRow,
     frame,
 )
+from exactness.errors import brief
 from exactness.models import checkout_rule, class_registry, model_names, seed_rebuild, sources
 from exactness.runtimes import discrete_recorder, discrete_taps, worker_state
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
@@ -573,8 +574,8 @@ def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graph
                                          first.defect_output,
                                          first.evidence.defect.sign is DefectSign.NAN_IN_EAGER)
             except Exception as error:  # the defect stands, proven; only where it starts is not found
-                spot = Localization(task.model, task.shape_mode, seed, "", "not localized",
-                                    failed=f"{type(error).__name__}: {' '.join(str(error).split())[:300]}")
+                spot = Localization(task.model, task.shape_mode, seed, "", Kind.NOT_LOCALIZED,
+                                    failed=brief(error, 300))
             localizations.append(spot)
             first = verdicts_of.verdict(mine, settings.policy, reach, spot, rule=settings.judging)
         found.append(_as_stated(first, mine, settings.transformers_tests))

@@ -17,6 +17,7 @@ from exactness.compare.ulp import ulp
 from exactness.engine import margins as margins_of
 from exactness.engine.outputs import compare_forced, compare_output, passes_alone
 from exactness.engine.rows import MarginRow, OutputRow, frame
+from exactness.errors import brief
 from exactness.models import wav2vec2_family as family
 from exactness.runtimes import codevector_lookup, eager_capture
 from exactness.runtimes.graph_pool import GraphPool
@@ -172,7 +173,7 @@ def float64_reference(built: torch.nn.Module, inputs: dict, codes: torch.Tensor)
     try:
         return run(copy.deepcopy(built).double()), "float64, eager's codes forced"
     except Exception as error:  # a model that does not run in float64 has no reference: said, not hidden
-        return None, f"no float64 reference ({type(error).__name__}: {' '.join(str(error).split())[:200]})"
+        return None, f"no float64 reference ({brief(error)})"
 
 
 def engine_outputs(labels: dict, ort: dict, eager: dict, forced: dict | None, reference: dict | None,

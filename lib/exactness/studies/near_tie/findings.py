@@ -176,6 +176,7 @@ def thin_words(row, reasons: tuple) -> str:
     return ("this run is too small to predict a count: " + " and ".join(said)
             + "; screen more seeds (the paper set) to compare")
 
+
 def prediction_finding(prediction: pd.DataFrame, reasons: pd.DataFrame | None = None) -> Finding:
     """The failure rate predicted from the screen and the gap-noise law, with 95% intervals, predicted
     against measured at the run's scale, and the calibration target where the run is large enough to judge it

@@ -285,7 +285,8 @@ def tie_why(ort_gap: float, flipped_at_tie: bool) -> str:
 
 def with_tie_why(ties: pd.DataFrame) -> pd.DataFrame:
     """The exact-ties table (`ties.exact_ties`) with each tie's `why` in words, as the report shows it."""
-    return ties.assign(why=[tie_why(r.ort_min_row_gap, r.flipped_at_tie) for r in ties.itertuples()])
+    return ties.assign(why=pd.Series([tie_why(r.ort_min_row_gap, r.flipped_at_tie) for r in ties.itertuples()],
+                                     index=ties.index, dtype=object))
 
 
 def ties_sentence(ties: pd.DataFrame) -> str:
