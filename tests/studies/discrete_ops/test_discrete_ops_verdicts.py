@@ -15,7 +15,7 @@ from exactness.engine import answers as engine_answers
 from exactness.engine import candidates as engine_candidates
 from exactness.engine import outputs as engine_outputs
 from exactness.engine import verdicts
-from exactness.engine.evidence import Defect, DefectSign, Evidence, Flips, Refuted, Values, ValueState
+from exactness.engine.evidence import Defect, DefectSign, Evidence, Flips, Refuted, Undecided, Values, ValueState
 from exactness.engine.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
 from exactness.studies.discrete_ops import answers as discrete_ops_answers
 from exactness.studies.discrete_ops import check, figures, findings, sentences, study
@@ -57,13 +57,16 @@ def test_an_output_beyond_the_float64_bound_is_a_defect_and_within_it_is_noise()
     quiet = _tables([_output(0, output="idx")], [_seed(0)], [_margin(0)], ops=OPS.iloc[:0])
     found = verdicts.verdict(quiet, verdicts.RatePolicy(), 16.0)
     assert found.cause is verdicts.Cause.NOTHING_REACHES
+    assert (found.evidence.counted, found.evidence.values) == (0, Values(ValueState.CLEAN, 1, 0.125))
     # "remove the skip" rests on what supports it, not on a rate from a handful of seeds
     assert "remove the skip" in found.action and "no seed can flip" in found.action and "0.12 of the" in found.action
     failing = _tables([_output(0, output="idx")], [_seed(0, passed=False)], [], ops=OPS.iloc[:0])
     assert verdicts.verdict(failing, verdicts.RatePolicy(), 16.0).cause is verdicts.Cause.FLOAT_NOISE
     drifted = _tables([_output(0, ort_f64_err=1e-3, within_noise=False)], [_seed(0)], [], ops=OPS.iloc[:0])
     found = verdicts.verdict(drifted, verdicts.RatePolicy(), 16.0)
-    assert found.cause is verdicts.Cause.DEFECT and "0.001" in found.proof and found.defect_seed == 0
+    assert found.cause is verdicts.Cause.DEFECT and found.defect_seed == 0
+    defect = found.evidence.defect
+    assert (defect.sign, defect.output, defect.ort_error, defect.times) == (DefectSign.BEYOND_NOISE, "y", 1e-3, 1e4)
 
 
 def test_a_verdict_is_decided_without_a_word_and_worded_when_read(monkeypatch):
@@ -98,7 +101,9 @@ def test_a_nan_on_one_side_is_a_defect_even_where_a_flip_follows():
                       [_seed(0, flipped=True)], [_margin(0, flipped=1, margin_ulps=0.0, reads_nonfinite_ort=13,
                                                                reads_nonfinite_ort_only=13)])
     found = verdicts.verdict(flipped, verdicts.RatePolicy(), 16.0)
-    assert found.cause is verdicts.Cause.DEFECT and "non-finite in 13 of 13" in found.proof
+    defect = found.evidence.defect
+    assert found.cause is verdicts.Cause.DEFECT and defect.sign is DefectSign.NONFINITE_INPUT
+    assert (defect.count, defect.of, defect.eager_count) == (13, 13, 0)
 
 
 def test_flips_at_exact_ties_and_within_reach_are_ties_and_beyond_reach_a_defect():
@@ -111,14 +116,15 @@ def test_flips_at_exact_ties_and_within_reach_are_ties_and_beyond_reach_a_defect
     far = verdicts.verdict(_tables(reached, [_seed(0, flipped=True)], [_margin(0, 1, 300.0)]), verdicts.RatePolicy(),
                            16.0)
     assert exact.cause is verdicts.Cause.EXACT_TIE and near.cause is verdicts.Cause.NEAR_TIE
-    assert far.cause is verdicts.Cause.DEFECT and "beyond the 16 noise can reach" in far.proof
+    assert far.cause is verdicts.Cause.DEFECT and far.evidence.defect.sign is DefectSign.FLIP_BEYOND_REACH
+    assert (far.evidence.defect.margin_ulps, far.evidence.defect.reach_ulps) == (300.0, 16.0)
     assert exact.exclude == ["idx"] and exact.compare == ["y"]  # only the output the flip moved is left out
     # a near-tie class whose flips include an exact tie says which seed, not "every failure a near-tie"
     both = verdicts.verdict(_tables(reached * 2, [_seed(0, flipped=True), _seed(181, flipped=True)],
                                     [_margin(0, 1, 3.0), _margin(181, 1, 0.0)]), verdicts.RatePolicy(), 16.0)
-    assert both.cause is verdicts.Cause.NEAR_TIE and "1 of the 2 flipped seeds on exact ties (0 ulps: seed 181)" in \
-        both.proof
-    assert "exact ties (0 ulps" not in near.proof
+    assert both.cause is verdicts.Cause.NEAR_TIE and both.evidence.flips.tied_seeds == (181,)
+    assert near.evidence.flips.tied_seeds == ()
+    assert "1 of the 2 flipped seeds on exact ties (0 ulps: seed 181)" in both.proof  # the words, once
 
 
 def test_flips_that_move_no_output_beyond_the_tolerance_leave_every_output_compared():
@@ -270,7 +276,8 @@ def test_never_flips_needs_the_values_proven_too():
     failing = _tables([_output(0, output="y")], [_seed(0, passed=False)], [_margin(0)],
                       screened=verdicts.RatePolicy().seeds_needed() + 10)
     found = verdicts.verdict(failing, verdicts.RatePolicy(), 16.0)
-    assert found.cause is verdicts.Cause.FLOAT_NOISE and "fails on 1 of 1 seeds" in found.action
+    assert found.cause is verdicts.Cause.FLOAT_NOISE and found.evidence.values.state is ValueState.FAILING
+    assert (found.evidence.failing, found.evidence.checked) == (1, 1)
 
 
 @pytest.mark.parametrize("actual, expected", [
@@ -382,7 +389,8 @@ def test_candidates_left_unchecked_widen_the_bound_a_no_flip_verdict_rests_on():
     tables = _tables([_output(0, output="idx")], [_seed(0, phase="candidates")], [_margin(0)], screened=screened)
     tables.screen["in_reach"] = tables.screen.seed < 30  # 30 candidates, one checked
     found = verdicts.verdict(tables, policy, 16.0)
-    assert found.cause is verdicts.Cause.UNDECIDED and "29 of 30 within reach of a tie left unchecked" in found.proof
+    assert found.cause is verdicts.Cause.UNDECIDED and found.evidence.undecided is Undecided.TOO_FEW_SEEDS
+    assert (found.evidence.unchecked, found.evidence.size_in) == (29, 30)
     tables.screen["in_reach"] = tables.screen.seed < 1  # the one candidate is the one checked
     assert verdicts.verdict(tables, policy, 16.0).cause is verdicts.Cause.NEVER_FLIPS
 
@@ -391,7 +399,8 @@ def test_a_defect_says_whether_the_export_tests_rule_passes_it_all_the_same():
     drifted = _tables([_output(0, ort_f64_err=1e-3, within_noise=False)], [_seed(0, passed=True)], [],
                       ops=OPS.iloc[:0])
     found = verdicts.verdict(drifted, verdicts.RatePolicy(), 16.0)
-    assert found.cause is verdicts.Cause.DEFECT and "rule passes on 1 of 1 checked seed all the same" in found.proof
+    assert found.cause is verdicts.Cause.DEFECT and (found.evidence.passing, found.evidence.checked) == (1, 1)
+    assert "rule passes on 1 of 1 checked seed all the same" in found.proof  # the words, once
 
 
 def test_a_nonzero_flips_where_the_two_sides_select_other_elements():
