@@ -106,6 +106,27 @@ def test_padding_finding_answers_the_reviewers_from_the_tail_against_the_recepti
     assert none.verdict == "differs" and "changes no latent frame" in none.claim
 
 
+def _moved(tail: int, moved: int) -> pd.DataFrame:
+    """The table with the shorter clip's latent moved at all over its last `moved` frames, above the floor over
+    `tail`."""
+    table = _table(tail).assign(any_diff_from_end=lambda t: t.first_diff_from_end)
+    table.loc[(table["clip"] == 1) & (table.stage == "latent") & (table.cause == "padding"), "any_diff_from_end"] = moved
+    return table
+
+
+def test_the_padding_decision_tells_rounding_beyond_the_reach_from_a_tail_the_field_does_not_explain():
+    def reach(tail, moved):
+        return batching.padding_reach(batching.clip_rows(_moved(tail, moved), 1, "padding"), 8)
+
+    Reach = batching.PaddingReach
+    assert (reach(0, 0), reach(0, 3), reach(5, 9)) == (Reach.UNCHANGED, Reach.WITHIN, Reach.WITHIN)
+    # rounding on every frame (some CPUs' kernels round the two lengths apart from the first frame): not unexplained
+    assert reach(5, 50) is Reach.ROUNDING_BEYOND and reach(20, 20) is reach(10, 50) is Reach.BEYOND
+    rounded = found.padding_finding(_moved(5, 50), 1, 8)
+    assert rounded.verdict == "reproduced" and "last 5 latent frames of the shorter clip above the rounding floor" \
+        in rounded.claim and "45 more by up to 1.0e-07, below the floor" in rounded.claim
+
+
 def _curves(latent_early: float = 0.0, audio_early: float = 0.0) -> dict:
     latent, audio = torch.zeros(50), torch.zeros(400)
     latent[-5:], audio[-40:] = 3.0, 1.0

@@ -36,6 +36,11 @@ def test_padding_is_the_cause_with_its_tail_and_the_repair_is_the_action():
     assert size.cause == "within rounding" and "9.5e-07" in size.rate and "0 code frames" in size.rate
 
 
+def test_a_tail_beyond_the_receptive_field_is_undecided_not_padding():
+    pad, _ = answers.answers(_table(pad_tail=30), _curves(), 1, 18)
+    assert pad.cause == "undecided" and "30 from the end, beyond the last 18" in pad.proof
+
+
 def test_a_batch_that_flips_codes_and_equal_lengths_are_told_apart():
     _, size = answers.answers(_table(), _curves(size_codes=1), 1, 18)
     assert size.cause == "codes flip" and "1 code frame" in size.rate

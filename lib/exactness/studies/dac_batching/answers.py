@@ -7,7 +7,14 @@ from __future__ import annotations
 import pandas as pd
 
 from exactness.studies.dac_batching.sentences import split_words
-from exactness.studies.dac_batching.study import ROUNDING_FLOOR, above_threshold, any_tail, clip_rows
+from exactness.studies.dac_batching.study import (
+    ROUNDING_FLOOR,
+    PaddingReach,
+    above_threshold,
+    any_tail,
+    clip_rows,
+    padding_reach,
+)
 from exactness.workbook.answers import Answer, Columns
 from exactness.workbook.findings import count, significant
 from exactness.workbook.presentation import plural
@@ -36,6 +43,12 @@ def answers(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: i
     elif tail == 0 and not pad_codes:
         found.append(Answer("alone against zero-padded", "within rounding", "nothing: padding reaches no frame here",
                             _changes(pad, pad_codes, curve), f"below {ROUNDING_FLOOR:g} of the RMS everywhere"))
+    elif padding_reach(pad, one_side_frames) is PaddingReach.BEYOND:  # the receptive field does not explain it
+        found.append(Answer("alone against zero-padded", "undecided", "find where the padded run first leaves the clip "
+                            "alone: padding does not explain a change this far from the end",
+                            _changes(pad, pad_codes, curve),
+                            f"frames above the rounding floor reach {count(tail)} from the end, beyond the last "
+                            f"{count(one_side_frames)} whose receptive field reaches past the clip's end"))
     else:
         repair = (f"recompute the last {count(repaired['tail_frames'])} frames from the clip alone: then "
                   f"{count(repaired['code_frames_after'])} code frames differ" if repaired is not None else

@@ -22,7 +22,7 @@ from exactness.studies.dac_batching.audio_tail import (
     outside_reach,
 )
 from exactness.studies.dac_batching.sentences import split_words, threshold_words
-from exactness.studies.dac_batching.study import ROUNDING_FLOOR, any_tail, clip_rows
+from exactness.studies.dac_batching.study import ROUNDING_FLOOR, PaddingReach, any_tail, clip_rows, padding_reach
 from exactness.workbook.findings import Finding, count, significant
 
 REVIEW = ("the shorter clip of a two-clip batch did not match the clip run alone (the DAC integration-test fix, "
@@ -43,11 +43,21 @@ def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, re
     curve = (curves or {}).get((shortest, "latent", "padding"))
     ours = (f"last {count(moved)} of {count(frames)} latent frames differ, {split_words(pad, curve)} (largest "
             f"{largest}); receptive field reaches {count(one_side_frames)} frames")
-    if tail == 0 and moved == 0:
+    reach = padding_reach(pad, one_side_frames)
+    if reach is PaddingReach.UNCHANGED:
         return Finding(claim="Padding changes no latent frame of the shorter clip here: batching matches the clip run "
                        "alone.", ours=ours, verdict="differs", source=REVIEW,
                        why="no frame changed at these lengths; the reviewers' clips and model differ")
-    if max(tail, moved) <= one_side_frames + 1:
+    if reach is PaddingReach.ROUNDING_BEYOND:
+        claim = (f"Batching is not broken, it is padding: zero-padding changes the last {count(tail)} latent frames of "
+                 f"the shorter clip above the rounding floor ({split_words(pad, curve)}), all within the "
+                 f"{count(one_side_frames)} whose receptive field reaches past its end; before them it moves "
+                 f"{count(moved - tail)} more by up to {significant(pad.loc['latent', 'max_diff_before'])}, below "
+                 "the floor (rounding: the padded input is longer, and its convolutions may sum in another order); "
+                 "recompute the last frames from the clip alone" + (" (measured below)" if repair_measured else "")
+                 + ", or run clips of unequal length alone.")
+        return Finding(claim=claim, ours=ours, verdict="reproduced", source=REVIEW, evidence="tables/batching.parquet")
+    if reach is PaddingReach.WITHIN:
         below = moved - tail
         split = (split_words(pad, curve)
                  + (f"; the {count(below)} before those by up to {significant(pad.loc['latent', 'max_diff_before'])}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 import pandas as pd
@@ -284,6 +285,28 @@ def any_tail(rows: pd.DataFrame, stage: str = "latent") -> int:
 
 def clip_rows(table: pd.DataFrame, clip: int, cause: str) -> pd.DataFrame:
     return table[(table["clip"] == clip) & (table["cause"] == cause)].set_index("stage")
+
+
+class PaddingReach(Enum):
+    """The reviewers' question for the shorter clip: does the padding change it, and does the encoder's receptive
+    field explain the frames it changes?"""
+
+    UNCHANGED = "padding changes no latent frame"
+    WITHIN = "every changed frame lies within the last frames whose receptive field reaches past the clip's end"
+    # above the rounding floor only within them; below it beyond them: the padded input is longer, and its
+    # convolutions may sum in another order (on some CPUs from the first frame on)
+    ROUNDING_BEYOND = "frames above the rounding floor lie within them; beyond them, differences below the floor only"
+    BEYOND = "frames above the rounding floor lie beyond them: the receptive field does not explain them"
+
+
+def padding_reach(pad: pd.DataFrame, one_side_frames: int) -> PaddingReach:
+    """`pad`: the shorter clip's padding rows (`clip_rows`)."""
+    tail, moved = int(pad.loc["latent", "first_diff_from_end"]), any_tail(pad)
+    if tail == 0 and moved == 0:
+        return PaddingReach.UNCHANGED
+    if max(tail, moved) <= one_side_frames + 1:
+        return PaddingReach.WITHIN
+    return PaddingReach.ROUNDING_BEYOND if tail <= one_side_frames + 1 else PaddingReach.BEYOND
 
 
 UNITS = {"latent": "frames", "codes": "frames", "audio": "samples"}
