@@ -122,6 +122,8 @@ def test_the_padding_decision_tells_rounding_beyond_the_reach_from_a_tail_the_fi
     assert (reach(0, 0), reach(0, 3), reach(5, 9)) == (Reach.UNCHANGED, Reach.WITHIN, Reach.WITHIN)
     # rounding on every frame (some CPUs' kernels round the two lengths apart from the first frame): not unexplained
     assert reach(5, 50) is Reach.ROUNDING_BEYOND and reach(20, 20) is reach(10, 50) is Reach.BEYOND
+    beyond = found.before_tail_finding(_moved(20, 20), _curves(latent_early=1e-3), 1, 8, 4)
+    assert "above the rounding floor there" in beyond.claim and "rounding:" not in beyond.claim
     rounded = found.padding_finding(_moved(5, 50), 1, 8)
     assert rounded.verdict == "reproduced" and "last 5 latent frames of the shorter clip above the rounding floor" \
         in rounded.claim and "45 more by up to 1.0e-07, below the floor" in rounded.claim

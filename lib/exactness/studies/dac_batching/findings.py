@@ -90,6 +90,9 @@ def before_tail_finding(table: pd.DataFrame, curves: dict, shortest: int, one_si
         before = (f"are bit-identical outside the last {count(one_side_frames)} frames the padding can reach; inside "
                   "them but before the tail, they differ by at most "
                   f"{significant(pad.loc['latent', 'max_diff_before'])} (below the threshold, {threshold_words(pad)})")
+    elif padding_reach(pad, one_side_frames) is PaddingReach.BEYOND:  # above the floor there: not rounding
+        before = (f"differ by up to {significant(unreached)} even outside the last {count(one_side_frames)} frames "
+                  "the padding can reach, above the rounding floor there (see the padding finding)")
     else:
         before = (f"differ by at most {significant(unreached)} even outside the last {count(one_side_frames)} frames "
                   "the padding can reach (rounding: the padded input is longer, and its convolutions may sum in "
