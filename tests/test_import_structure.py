@@ -167,7 +167,6 @@ def test_every_study_keeps_its_words_in_the_same_three_modules():
     assert words_outside_word_modules(_study_sources()) == []
 
 
-
 def test_the_engine_keeps_its_words_in_its_word_modules():
     engine = {name: path.read_text() for name, path in _modules().items() if name.startswith("exactness.engine.")}
     assert len(engine) > 5 and words_outside_word_modules(engine, ENGINE_WORD_MODULES) == []

@@ -110,7 +110,8 @@ def _moved(tail: int, moved: int) -> pd.DataFrame:
     """The table with the shorter clip's latent moved at all over its last `moved` frames, above the floor over
     `tail`."""
     table = _table(tail).assign(any_diff_from_end=lambda t: t.first_diff_from_end)
-    table.loc[(table["clip"] == 1) & (table.stage == "latent") & (table.cause == "padding"), "any_diff_from_end"] = moved
+    shorter_latent = (table["clip"] == 1) & (table.stage == "latent") & (table.cause == "padding")
+    table.loc[shorter_latent, "any_diff_from_end"] = moved
     return table
 
 
@@ -122,6 +123,9 @@ def test_the_padding_decision_tells_rounding_beyond_the_reach_from_a_tail_the_fi
     assert (reach(0, 0), reach(0, 3), reach(5, 9)) == (Reach.UNCHANGED, Reach.WITHIN, Reach.WITHIN)
     # rounding on every frame (some CPUs' kernels round the two lengths apart from the first frame): not unexplained
     assert reach(5, 50) is Reach.ROUNDING_BEYOND and reach(20, 20) is reach(10, 50) is Reach.BEYOND
+    assert reach(0, 50) is Reach.ROUNDING_ONLY  # nothing above the floor anywhere: rounding, not padding
+    only = found.padding_finding(_moved(0, 50), 1, 8)
+    assert only.verdict == "differs" and "no latent frame of the shorter clip above the rounding floor" in only.claim
     beyond = found.before_tail_finding(_moved(20, 20), _curves(latent_early=1e-3), 1, 8, 4)
     assert "above the rounding floor there" in beyond.claim and "rounding:" not in beyond.claim
     rounded = found.padding_finding(_moved(5, 50), 1, 8)

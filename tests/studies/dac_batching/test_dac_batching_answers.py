@@ -39,6 +39,10 @@ def test_padding_is_the_cause_with_its_tail_and_the_repair_is_the_action():
 def test_a_tail_beyond_the_receptive_field_is_undecided_not_padding():
     pad, _ = answers.answers(_table(pad_tail=30), _curves(), 1, 18)
     assert pad.cause == "undecided" and "30 from the end, beyond the last 18" in pad.proof
+    # above the floor within the field, below it beyond: padding, and the proof says which frames lie within
+    rounded, _ = answers.answers(_table().assign(any_diff_from_end=40), _curves(), 1, 18)
+    assert rounded.cause == "padding" and rounded.proof.startswith("the frames above the rounding floor lie within")
+    assert answers.answers(_table(), _curves(), 1, 18)[0].proof.startswith("the changed frames lie within")
 
 
 def test_a_batch_that_flips_codes_and_equal_lengths_are_told_apart():

@@ -114,6 +114,14 @@ def test_where_joins_the_place_the_missing_value_and_the_stage():
     assert eager.remedy.stage is Stage.MODEL and not eager.remedy.provider
 
 
+def test_a_proof_built_without_a_measurement_says_so():
+    by_hand = StageProof(Stage.ORT_OPTIMIZER, "P", Symptom(1.0, 2.0, 0, "y"))
+    assert place_words.proof(by_hand) == ("ONNX Runtime's graph optimizations, pass P: with it y errs 1 from float64 "
+                                          "(2 times its bound); without it alone (not measured), not measured "
+                                          "(bisected over 0 passes in 0 trials)")
+    assert place_words.symptom(None) == place_words.config(None) == place_words.NOT_MEASURED
+
+
 def test_a_reproductions_run_is_worded_from_its_counts():
     ran = Reproduction("", True, 9, 0, 1.4900935, 0, 0.0, "with Pad_Fusion: 1.4900935 without: 0.0")
     assert place_words.reproduction(ran) == (

@@ -78,6 +78,10 @@ def test_a_node_whose_traced_call_reads_a_value_the_graph_no_longer_computes_nam
         "the node was traced from torch's div(x, y), but the optimized graph no longer computes y "
         "(exported with optimize=False, y = Add(z, 1e-10)); the node reads z in its place")
     assert stages.missing_inputs(plain, "node_div_8") is None  # the graph computes what the call read
+    # an optional input left out (ONNX's empty name) is no argument: Clip(x, max) has no letter for the gap
+    six = onnx.numpy_helper.from_array(np.array(6.0, np.float32), "six")
+    clipped = _graph([_node("Clip", ["b", "", "six"], ["add_3"], "node_clip")], [six])
+    assert stages._producer(clipped, "add_3") == ("Clip", ("b", 6.0))
     assert stages.missing_inputs(_graph([_node("Div", ["a", "b"], ["q"], "node_div_8")]), "node_div_8") is None
 
 

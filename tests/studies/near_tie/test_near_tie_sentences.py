@@ -5,6 +5,7 @@ import pytest
 
 from exactness import published
 from exactness.studies.near_tie import check as near_tie_check
+from exactness.studies.near_tie import cpu_kernel_sets as near_tie_kernels
 from exactness.studies.near_tie import rate as near_tie_rate
 from exactness.studies.near_tie import sentences as sentences
 from exactness.studies.near_tie import study as near_tie
@@ -86,8 +87,8 @@ def test_defects_go_on_each_classs_first_checked_seeds():
 
 def test_a_kernel_set_that_does_not_exist_is_refused_with_the_study_error():
     with pytest.raises(StudyParameterError):
-        sentences.check_kernel_sets(["no_such_kernel_set"])
-    sentences.check_kernel_sets(["native"])
+        near_tie_kernels.check_available(["no_such_kernel_set"])
+    near_tie_kernels.check_available(["native"])
 
 
 def test_caption_counts_come_from_the_tables_they_caption():

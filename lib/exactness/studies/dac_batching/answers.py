@@ -37,27 +37,30 @@ def answers(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: i
     pad_codes = int((curves[(shortest, "codes", "padding")] > 0).sum())
     tail = int(pad.loc["latent", "first_diff_from_end"])
     curve = curves.get((shortest, "latent", "padding"))
+    reach = padding_reach(pad, one_side_frames)
     if int(pad.loc["latent", "padded_by"]) == 0:
         found.append(Answer("alone against zero-padded", "exact", "nothing: the clips have one length, no padding",
                             "nothing", "every clip as long as the batch"))
     elif tail == 0 and not pad_codes:
         found.append(Answer("alone against zero-padded", "within rounding", "nothing: padding reaches no frame here",
                             _changes(pad, pad_codes, curve), f"below {ROUNDING_FLOOR:g} of the RMS everywhere"))
-    elif padding_reach(pad, one_side_frames) is PaddingReach.BEYOND:  # the receptive field does not explain it
+    elif reach is PaddingReach.BEYOND:  # the receptive field does not explain it
         found.append(Answer("alone against zero-padded", "undecided", "find where the padded run first leaves the clip "
                             "alone: padding does not explain a change this far from the end",
                             _changes(pad, pad_codes, curve),
                             f"frames above the rounding floor reach {count(tail)} from the end, beyond the last "
                             f"{count(one_side_frames)} whose receptive field reaches past the clip's end"))
     else:
+        within = ("the frames above the rounding floor" if reach is PaddingReach.ROUNDING_BEYOND
+                  else "the changed frames")
         repair = (f"recompute the last {count(repaired['tail_frames'])} frames from the clip alone: then "
                   f"{count(repaired['code_frames_after'])} code frames differ" if repaired is not None else
                   "recompute the last frames from the clip alone")
         found.append(Answer("alone against zero-padded", "padding", f"{repair} (or batch clips of equal length)",
                             _changes(pad, pad_codes, curve),
-                            f"the changed frames lie within the last {count(one_side_frames)}, whose receptive field "
-                            "reaches past the clip's end", verified=(repaired is not None
-                                                                     and repaired["code_frames_after"] == 0)))
+                            f"{within} lie within the last {count(one_side_frames)}, whose receptive field reaches "
+                            "past the clip's end",
+                            verified=repaired is not None and repaired["code_frames_after"] == 0))
     size = table[table["cause"] == "batch size"]
     size_codes = sum(int((curve > 0).sum()) for (_, stage, cause), curve in curves.items()
                      if stage == "codes" and cause == "batch size")

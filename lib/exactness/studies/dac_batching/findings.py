@@ -48,6 +48,12 @@ def padding_finding(table: pd.DataFrame, shortest: int, one_side_frames: int, re
         return Finding(claim="Padding changes no latent frame of the shorter clip here: batching matches the clip run "
                        "alone.", ours=ours, verdict="differs", source=REVIEW,
                        why="no frame changed at these lengths; the reviewers' clips and model differ")
+    if reach is PaddingReach.ROUNDING_ONLY:
+        return Finding(claim=f"Padding moves no latent frame of the shorter clip above the rounding floor: the "
+                       f"{count(moved)} it moves differ by up to {significant(pad.loc['latent', 'max_diff_before'])}, "
+                       "below the floor (rounding: the padded input is longer, and its convolutions may sum in another "
+                       "order).", ours=ours, verdict="differs", source=REVIEW,
+                       why="rounding-level differences only at these lengths; the reviewers' clips and model differ")
     if reach is PaddingReach.ROUNDING_BEYOND:
         claim = (f"Batching is not broken, it is padding: zero-padding changes the last {count(tail)} latent frames of "
                  f"the shorter clip above the rounding floor ({split_words(pad, curve)}), all within the "
@@ -283,7 +289,3 @@ def findings(table: pd.DataFrame, curves: dict, shortest: int, one_side_frames: 
             batch_size_finding(table, size_codes),
             audio_finding(audio_tail(table, curves, shortest, hop, one_side_frames, decoder_left, windows_from, exact)),
             hop_finding(dropped)] + ([repair_finding(repaired)] if repaired is not None else [])
-
-
-# ---------------------------------------------------------------------------------------------------------
-# The notebook's small tables, one per section, and summary.json's figures: each reads its measurement

@@ -293,6 +293,7 @@ class PaddingReach(Enum):
 
     UNCHANGED = "padding changes no latent frame"
     WITHIN = "every changed frame lies within the last frames whose receptive field reaches past the clip's end"
+    ROUNDING_ONLY = "no frame above the rounding floor; below it, differences beyond those frames too"
     # above the rounding floor only within them; below it beyond them: the padded input is longer, and its
     # convolutions may sum in another order (on some CPUs from the first frame on)
     ROUNDING_BEYOND = "frames above the rounding floor lie within them; beyond them, differences below the floor only"
@@ -306,6 +307,8 @@ def padding_reach(pad: pd.DataFrame, one_side_frames: int) -> PaddingReach:
         return PaddingReach.UNCHANGED
     if max(tail, moved) <= one_side_frames + 1:
         return PaddingReach.WITHIN
+    if tail == 0:
+        return PaddingReach.ROUNDING_ONLY
     return PaddingReach.ROUNDING_BEYOND if tail <= one_side_frames + 1 else PaddingReach.BEYOND
 
 

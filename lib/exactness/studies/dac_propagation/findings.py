@@ -262,7 +262,3 @@ def findings(propagated: pd.DataFrame, weights: pd.DataFrame, growth: pd.DataFra
             _on_seed_variant(codes_finding(codes, margins, propagated), variant),
             _on_seed_variant(codec_finding(codec), variant), config_finding(configs)] + (
         [other_codes_finding(others)] if others is not None and len(others) else [])
-
-
-# ---------------------------------------------------------------------------------------------------------
-# summary.json's figures

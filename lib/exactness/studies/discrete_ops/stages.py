@@ -170,8 +170,9 @@ def _producer(model: onnx.ModelProto, name: str) -> tuple[str, tuple[str | float
                     constants[node.output[0]] = onnx.numpy_helper.to_array(attribute.t)
     for node in model.graph.node:
         if name in node.output:
+            read = [i for i in node.input if i]  # "": an optional input left out
             return node.op_type, tuple(constants[i].reshape(-1)[0].item() if i in constants and constants[i].size == 1
-                                       else i for i in node.input)
+                                       else i for i in read)
     return "", ()
 
 

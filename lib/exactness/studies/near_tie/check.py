@@ -208,7 +208,6 @@ class RuleViews:
     failing_alone: pd.DataFrame  # checks with an output that fails on its own
 
 
-
 def rule_views(checks: pd.DataFrame, outputs: pd.DataFrame) -> RuleViews:
     failed = checks[~checks.test_rule_passed | checks.rule_forgiven] if len(checks) else checks
     per_output = outputs.pivot_table(index=["model", "seed", "shape_mode"], columns="output", values="passes_alone",

@@ -28,6 +28,7 @@ import pandas as pd
 from exactness.compare.rates import binomial_two_sided_p, wilson_interval
 from exactness.studies.near_tie.scale import is_candidate
 from exactness.workbook import machine
+from exactness.workbook.parameter_rules import StudyParameterError
 
 CHECK_COLUMNS = ["model", "seed", "shape_mode", "n_flipped_rows", "test_rule_passed", "min_gap"]
 
@@ -161,3 +162,7 @@ def portability(table: pd.DataFrame) -> tuple[bool | None, bool]:
     return seeds, rates
 
 
+def check_available(cpu_kernels) -> None:
+    """This CPU must offer every kernel set in `cpu_kernels`, before any work."""
+    if problems := unavailable(cpu_kernels):
+        raise StudyParameterError("; ".join(problems))

@@ -1,6 +1,6 @@
-"""The near-tie notebook's computed sentences and derived tables: every count, ratio and comparison a cell
-states. Each takes the study's tables and returns a sentence or a table; the notebook only shows them, and the
-findings quote them."""
+"""The near-tie notebook's sentences and captions: every count, ratio and comparison a cell states, in words. Each
+takes the study's tables and returns a sentence (or a table with a column of words); the notebook only shows them,
+and the findings quote them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,6 @@ import pandas as pd
 
 from exactness import published
 from exactness.runtimes.sides import Pair, emulation_note
-from exactness.studies.near_tie import cpu_kernel_sets as near_tie_kernels
 from exactness.studies.near_tie import rate as near_tie_rate
 from exactness.studies.near_tie.cpu_kernel_sets import portability
 from exactness.studies.near_tie.planted import DefectTally
@@ -21,15 +20,8 @@ from exactness.studies.near_tie.scale import SAME_DENSITY_FACTOR, densities_agre
 from exactness.studies.near_tie.ties import explained
 from exactness.workbook import findings, machine, wording
 from exactness.workbook.findings import rate_verdict, significant
-from exactness.workbook.parameter_rules import StudyParameterError
 from exactness.workbook.presentation import plural, say, table
 from exactness.workbook.wording import count, interval, one_in
-
-
-def check_kernel_sets(cpu_kernels) -> None:
-    """This CPU must offer every kernel set in `cpu_kernels`, before any work."""
-    if problems := near_tie_kernels.unavailable(cpu_kernels):
-        raise StudyParameterError("; ".join(problems))
 
 
 def screenable_sentence(screened: list[str], immune: list[str]) -> str:

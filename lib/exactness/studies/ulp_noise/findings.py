@@ -232,7 +232,3 @@ def findings(noise: pd.DataFrame, profile: pd.DataFrame, closer: pd.DataFrame, s
     scaled = scale_profile(noise)
     return [medians_finding(noise, model, shape_mode), ulps_finding(profile, scaled, noise), growth_finding(scaled),
             float64_finding(closer), settings_finding(settings), passing_failing_finding(comparison, near_tie_source)]
-
-
-# ---------------------------------------------------------------------------------------------------------
-# summary.json's figures
