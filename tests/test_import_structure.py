@@ -182,6 +182,52 @@ def test_the_check_finds_a_sentence_written_in_a_computation_module():
                                                    "exactness.studies.a.stages: Proof.words"]
 
 
+# A computation module that reads the word layer decides nothing in words only if it never does: the two that do
+# write words into something people read and that is kept as it is written.
+WORDS_READ_BY = {
+    "exactness.studies.discrete_ops.export_test_change": "the patch is a test file: its comment is the class's proof",
+    "exactness.studies.near_tie.rate": "the rates table keeps the answer table's rate as worded, beside #50575's",
+}
+
+
+def words_read_by_computations(sources: dict[str, str]) -> list[str]:
+    """`module: imported` for each computation module of a study or the engine (not a word module, not `figures`)
+    that imports a word module (`sentences`, `findings`, `answers`, `verdict_words`, `place_words`) or a function
+    named as words from anywhere."""
+    word_modules = set(WORD_MODULES) | set(ENGINE_WORD_MODULES)
+    found = []
+    for name, source in sources.items():
+        if name.rsplit(".", 1)[-1] in word_modules | {"figures"}:
+            continue
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.ImportFrom):
+                found += [f"{name}: {node.module}.{a.name}" for a in node.names
+                          if {(node.module or "").rsplit(".", 1)[-1], a.name} & word_modules or WORDS.search(a.name)]
+            elif isinstance(node, ast.Import):
+                found += [f"{name}: {a.name}" for a in node.names if a.name.rsplit(".", 1)[-1] in word_modules]
+    return sorted(found)
+
+
+def test_no_computation_reads_the_word_layer():
+    """Decisions and tables are computed without words; the word layer reads them (`verdict_words.table` writes the
+    verdicts table people see from the typed verdicts), never the other way round."""
+    sources = {name: path.read_text() for name, path in _modules().items()
+               if (_study(name) or name.startswith("exactness.engine.")) and name not in WORDS_READ_BY}
+    assert len(sources) > 40 and words_read_by_computations(sources) == []
+
+
+def test_the_check_finds_a_computation_that_reads_words():
+    planted = {"exactness.studies.a.study": "from exactness.engine import verdict_words\n",
+               "exactness.engine.verdicts": "from exactness.engine.answers import rate_words\n",
+               "exactness.studies.a.rate": "import exactness.studies.a.sentences\nfrom x import tie_sentence\n",
+               "exactness.studies.a.sentences": "from exactness.engine import place_words\n",
+               "exactness.studies.a.scale": "from exactness.studies.a import study\n"}
+    assert words_read_by_computations(planted) == [
+        "exactness.engine.verdicts: exactness.engine.answers.rate_words",
+        "exactness.studies.a.rate: exactness.studies.a.sentences", "exactness.studies.a.rate: x.tie_sentence",
+        "exactness.studies.a.study: exactness.engine.verdict_words"]
+
+
 def test_every_study_computes_its_summary_figures_in_one_place_by_one_name():
     """summary.json's figures are a computation: `study.summary_values` in every study, in no word module."""
     studies = sorted(p.parent.name for p in (LIB / "exactness" / "studies").glob("*/__init__.py"))

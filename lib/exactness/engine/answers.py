@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from exactness.causes import Cause
 from exactness.engine import place_words
+from exactness.engine import verdict_words as words
 from exactness.engine import verdicts as v
 from exactness.engine.outputs import PLANTS
 from exactness.engine.pairs import PAIR_NOISE_FACTOR, PairEvidence
@@ -82,17 +83,17 @@ def answer(verdict: v.ClassVerdict, subject: str) -> Answer:
     failures = verdict.failures
     where = place_words.where(verdict.where)
     # a defect's own proof leads (a folded proof shows its first sentence); elsewhere the flips are the proof's start
-    leading = ((_sentence(verdict.proof), flip_words(verdict)) if verdict.cause is v.Cause.DEFECT
-               else (flip_words(verdict), _sentence(verdict.proof)))
+    proven, refuted = _sentence(words.proof_of(verdict)), words.refutation_of(verdict)
+    leading = (proven, flip_words(verdict)) if verdict.cause is v.Cause.DEFECT else (flip_words(verdict), proven)
     proof = " ".join(part for part in (
         *leading,
         catch_words(verdict.verification) if verdict.exclude else "",
         f"Starts at {where}." if where else "",
-        _sentence(f"the skip's stated reason does not hold: {verdict.refutation}") if verdict.refutation else "")
+        _sentence(f"the skip's stated reason does not hold: {refuted}") if refuted else "")
         if part)
     # no op can flip, but no seed's values were checked either: float noise alone could still fail the test
     rate = NOT_CHECKED if verdict.evidence.never_called else rate_words(failures)
-    return Answer(subject, verdict.cause.value, verdict.action, rate, proof, verdict.compare,
+    return Answer(subject, verdict.cause.value, words.action_of(verdict), rate, proof, verdict.compare,
                   verdict.exclude, where, failures.per if failures else None,
                   failures.low if failures else None, failures.high if failures else None,
                   verdict.verification.holds if verdict.verification.seeds else None, flip_rate(verdict))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pandas as pd
+
 from exactness.causes import Stage
 from exactness.engine.places import (
     REFERENCE,
@@ -13,6 +15,7 @@ from exactness.engine.places import (
     NanInEager,
     NodeMade,
     NonFiniteOutput,
+    Remedy,
     Reproduction,
     Rewritten,
     StageProof,
@@ -166,3 +169,63 @@ def where(spot: Localization | None) -> str:
     made = f"; made by {proven}" if spot.stage else (f"; {proven}" if proven else "")
     return f"{start(spot)}: {detail(spot)}{gone}{made}"
 
+
+# Who fixes a stage: where a maintainer reports a defect the run traced to it.
+UPSTREAM = {Stage.EXPORT_OPTIMIZER: "onnxscript (github.com/microsoft/onnxscript/issues)",
+            Stage.ORT_OPTIMIZER: "ONNX Runtime (github.com/microsoft/onnxruntime/issues)",
+            Stage.ORT_KERNELS: "ONNX Runtime (github.com/microsoft/onnxruntime/issues)",
+            Stage.TRANSLATION: "PyTorch's ONNX exporter (github.com/pytorch/pytorch/issues, label 'module: onnx')"}
+
+
+def remedy(r: Remedy | None) -> str:
+    """What to do about a defect's stage ("" when no stage was named)."""
+    if r is None:
+        return ""
+    if r.stage is Stage.MODEL:
+        return ("the model's, not the export's: guard the value that breaks where it starts, or have the tester draw "
+                "inputs that keep it finite")
+    repro = f"; report it to {UPSTREAM.get(r.stage, 'upstream')}"
+    if r.reproduces is not None:
+        repro += (" with the reproduction in this report (it reproduces here)" if r.reproduces else
+                  " with the class's graph (the reproduction in this report does not reproduce here)")
+    if r.stage is Stage.EXPORT_OPTIMIZER:
+        if r.pass_name:
+            return f"export without onnxscript's rule {r.pass_name} (or with optimize=False), which removes it{repro}"
+        return f"export with optimize=False, which removes it{repro}"
+    if r.stage is Stage.ORT_OPTIMIZER:
+        if r.pass_name:
+            return f'run ONNX Runtime with disabled_optimizers=["{r.pass_name}"], which removes it{repro}'
+        return (f"run ONNX Runtime at graph optimization level '{r.below or 'disabled'}', below the '{r.level}' level "
+                f"that makes it (no single pass removes it){repro}")
+    if r.stage is Stage.TRANSLATION:
+        return f"fix the model's code, or the exporter's translation of it (no optimizer makes it){repro}"
+    if r.stage is Stage.ORT_KERNELS:
+        return (f"report it to ONNX Runtime ({r.provider}'s kernels) with the graph exported with optimize=False: no "
+                "optimizer makes it, and onnx's reference evaluator computes the graph right")
+    if r.stage is Stage.UNSEPARATED:
+        return "export with optimize=False and compare the graph in another runtime: no optimizer makes it"
+    return ""
+
+
+def table(spots: list[Localization]) -> pd.DataFrame:
+    """The localizations table, for people and for parquet: a row per defect localized, its numbers as measured
+    and their words (what shows it, the missing value, the stage's proof, the remedy)."""
+    rows = []
+    for spot in spots:
+        proof = spot.proof
+        without = proof.without_at_output if proof is not None else None
+        ran = proof.reproduction if proof is not None else None
+        rows.append({
+            "model": spot.model, "shape_mode": spot.shape_mode, "seed": spot.seed, "module": spot.module,
+            "kind": spot.kind.value, "node": spot.node, "op_type": spot.op_type, "detail": detail(spot),
+            "eager_err": spot.eager_err, "ort_err": spot.ort_err, "bound": spot.bound,
+            "missing": missing(spot.missing) if spot.missing else "", "stage": spot.stage,
+            "pass_name": spot.pass_name, "error_with": spot.error_with, "error_without": spot.error_without,
+            "nonfinite_with": proof.with_pass.nonfinite if proof is not None and proof.with_pass else 0,
+            "nonfinite_without": without.nonfinite if without is not None else 0,
+            "stage_proof": stage(spot), "remedy": remedy(spot.remedy),
+            "trials": len(proof.trials) if proof is not None else 0, "exports": proof.exports if proof else 0,
+            "reproduction": ran.code if ran else "",
+            "reproduces": ran.reproduces if ran else None,
+            "reproduction_output": reproduction(ran) if ran else ""})
+    return pd.DataFrame(rows)

@@ -107,7 +107,7 @@ class StageProof:
 
     @property
     def remedy(self) -> Remedy:
-        """What the stage asks for, as the engine's evidence holds it (`verdict_words.remedy` words it)."""
+        """What the stage asks for, as the engine's evidence holds it (`place_words.remedy` words it)."""
         return Remedy(self.stage, self.pass_name, self.level, onnx_graph.LEVEL_BELOW.get(self.level, ""),
                       self.provider, self.reproduction.reproduces if self.reproduction is not None else None)
 

@@ -3,7 +3,10 @@ discrete-ops engine's decisions become words. Nothing here decides; each functio
 
 from __future__ import annotations
 
-from exactness.causes import Cause, Stage
+import pandas as pd
+
+from exactness.causes import Cause
+from exactness.compare.rates import Estimate
 from exactness.engine import place_words
 from exactness.engine.evidence import (
     Defect,
@@ -11,12 +14,12 @@ from exactness.engine.evidence import (
     Evidence,
     Flips,
     Refuted,
-    Remedy,
     Undecided,
     Values,
     ValueState,
 )
-from exactness.engine.outputs import NOISE_FACTOR
+from exactness.engine.outputs import NOISE_FACTOR, PLANTS
+from exactness.engine.verdicts import ClassVerdict
 from exactness.workbook.wording import one_in, plural
 
 
@@ -71,43 +74,6 @@ def _flips(f: Flips) -> str:
             "every flipped input finite on both sides, eager's margin there "
             + ("0 (exact ties)" if f.exact else f"at most {f.largest_ulps:.3g} ulps, within the noise's reach of "
                f"{f.reach_ulps:.3g}{ties}") + "; forcing ORT's choices explains every output they reach")
-
-
-# Who fixes a stage: where a maintainer reports a defect the run traced to it.
-UPSTREAM = {Stage.EXPORT_OPTIMIZER: "onnxscript (github.com/microsoft/onnxscript/issues)",
-            Stage.ORT_OPTIMIZER: "ONNX Runtime (github.com/microsoft/onnxruntime/issues)",
-            Stage.ORT_KERNELS: "ONNX Runtime (github.com/microsoft/onnxruntime/issues)",
-            Stage.TRANSLATION: "PyTorch's ONNX exporter (github.com/pytorch/pytorch/issues, label 'module: onnx')"}
-
-
-def remedy(r: Remedy | None) -> str:
-    """What to do about a defect's stage ("" when no stage was named)."""
-    if r is None:
-        return ""
-    if r.stage is Stage.MODEL:
-        return ("the model's, not the export's: guard the value that breaks where it starts, or have the tester draw "
-                "inputs that keep it finite")
-    repro = f"; report it to {UPSTREAM.get(r.stage, 'upstream')}"
-    if r.reproduces is not None:
-        repro += (" with the reproduction in this report (it reproduces here)" if r.reproduces else
-                  " with the class's graph (the reproduction in this report does not reproduce here)")
-    if r.stage is Stage.EXPORT_OPTIMIZER:
-        if r.pass_name:
-            return f"export without onnxscript's rule {r.pass_name} (or with optimize=False), which removes it{repro}"
-        return f"export with optimize=False, which removes it{repro}"
-    if r.stage is Stage.ORT_OPTIMIZER:
-        if r.pass_name:
-            return f'run ONNX Runtime with disabled_optimizers=["{r.pass_name}"], which removes it{repro}'
-        return (f"run ONNX Runtime at graph optimization level '{r.below or 'disabled'}', below the '{r.level}' level "
-                f"that makes it (no single pass removes it){repro}")
-    if r.stage is Stage.TRANSLATION:
-        return f"fix the model's code, or the exporter's translation of it (no optimizer makes it){repro}"
-    if r.stage is Stage.ORT_KERNELS:
-        return (f"report it to ONNX Runtime ({r.provider}'s kernels) with the graph exported with optimize=False: no "
-                "optimizer makes it, and onnx's reference evaluator computes the graph right")
-    if r.stage is Stage.UNSEPARATED:
-        return "export with optimize=False and compare the graph in another runtime: no optimizer makes it"
-    return ""
 
 
 def never_called(e: Evidence) -> str:
@@ -170,7 +136,8 @@ def action(cause: Cause, e: Evidence, compare: list[str], exclude: list[str], er
             check = (f"the export test's value check fails on {e.failing} of {plural(e.checked, 'checked seed')}: "
                      "keep it, and fix the cause")
         return (f"a bug, not a flaky comparison; {check}: "
-                + (remedy(e.remedy) or f"it starts at {place_words.where(e.where) or 'a place not localized'}"))
+                + (place_words.remedy(e.remedy)
+                   or f"it starts at {place_words.where(e.where) or 'a place not localized'}"))
     if cause is Cause.RANDOM_DRAW:
         if not compare:
             return ("nothing is left to compare: a random draw reaches every output, and the runtimes draw different "
@@ -234,3 +201,39 @@ def refutation(refuted: Refuted | None, claim, cause: Cause, ops: int, pass_name
         return (f"the skip claims {claim} that ORT breaks another way, but what ORT computes there is a defect, not a "
                 f"tie broken differently{made}")
     return f"the skip claims {claim}; measured: {cause.value}{made}"
+
+
+def table(verdicts: list[ClassVerdict]) -> pd.DataFrame:
+    """The verdicts table for people and for parquet: one row per class."""
+    def num(e: Estimate | None, attr: str) -> float:
+        return getattr(e, attr) if e is not None else float("nan")
+
+    return pd.DataFrame([{
+        "model": v.model, "shape_mode": v.shape_mode, "cause": v.cause.value, "proof": proof_of(v),
+        "action": action_of(v),
+        "compare": ", ".join(v.compare), "exclude": ", ".join(v.exclude), "where": place_words.where(v.where),
+        "screened": v.screened, "checked": v.checked, "candidates": v.candidates,
+        "flips_per_40000": num(v.flips, "per"), "flips_low": num(v.flips, "low"), "flips_high": num(v.flips, "high"),
+        "failures_per_40000": num(v.failures, "per"), "failures_low": num(v.failures, "low"),
+        "failures_high": num(v.failures, "high"), "reach_ulps": v.reach_ulps, "noise_ulps": v.noise_ulps,
+        "verified": v.verification.holds, "verified_passes": v.verification.passes,
+        "verified_seeds": v.verification.seeds, "planted": v.verification.planted,
+        **{f"caught_{plant.column.removeprefix('planted_')}": v.verification.caught.get(plant.column, 0)
+           for plant in PLANTS}, "smallest_caught": v.verification.smallest, "skip_reason": v.skip_reason,
+        "claim": v.claim,
+        "reason_holds": v.reason_holds, "refutation": refutation_of(v), "stage": v.stage, "pass_name": v.pass_name,
+        "seeds_needed": v.seeds_needed} for v in verdicts])
+
+
+def proof_of(v: ClassVerdict) -> str:
+    """The numbers that show a class's cause, in a sentence."""
+    return proof(v.cause, v.evidence, v.error)
+
+
+def action_of(v: ClassVerdict) -> str:
+    return action(v.cause, v.evidence, v.compare, v.exclude, v.error)
+
+
+def refutation_of(v: ClassVerdict) -> str:
+    """Why the skip's stated reason does not hold, from the run's rows ("" when it holds)."""
+    return refutation(v.refuted, v.refuted_claim, v.cause, v.graph_ops, v.pass_name)

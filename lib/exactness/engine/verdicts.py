@@ -27,8 +27,6 @@ from exactness import published
 from exactness.causes import CLAIMED, Cause, Stage
 from exactness.compare import export_rule
 from exactness.compare.rates import PER, Estimate, RatePolicy, estimate
-from exactness.engine import place_words
-from exactness.engine import verdict_words as words
 from exactness.engine.evidence import (
     Defect,
     DefectSign,
@@ -90,7 +88,7 @@ class ClassVerdict:
     cause: Cause
     compare: list[str] = field(default_factory=list)
     exclude: list[str] = field(default_factory=list)
-    where: Localization | None = None  # where a defect starts (`place_words.where` says it)
+    where: Localization | None = None  # where a defect starts
     screened: int = 0
     checked: int = 0
     candidates: int = 0  # seeds within reach of a tie
@@ -115,22 +113,6 @@ class ClassVerdict:
     graph_ops: int = 0  # the graph's discrete ops, which a refutation counts
     error: str = ""  # why the class did not run (Cause.NO_EXPORT): the builder's or the exporter's message
     evidence: Evidence = field(default_factory=Evidence)  # what the proof and action say, as numbers
-
-    # The words are written from the fields above when read, by `verdict_words` alone: nothing decided here is
-    # English, and a rewording changes no decision.
-    @property
-    def proof(self) -> str:
-        """The numbers that show the cause, in a sentence."""
-        return words.proof(self.cause, self.evidence, self.error)
-
-    @property
-    def action(self) -> str:
-        return words.action(self.cause, self.evidence, self.compare, self.exclude, self.error)
-
-    @property
-    def refutation(self) -> str:
-        """Why the skip's stated reason does not hold, from this run's rows ("" when it holds)."""
-        return words.refutation(self.refuted, self.refuted_claim, self.cause, self.graph_ops, self.pass_name)
 
 
 def stated_reason(model: str) -> tuple[str, published.Claim | None]:
@@ -464,27 +446,6 @@ def never_runs(model: str, shape_mode: str, module: str, op: str) -> ClassVerdic
     result.reason_holds = reason_holds(claim, cause, set())
     result.refuted, result.refuted_claim = refuted(claim, cause, pd.DataFrame(), set()), str(claim or "")
     return result
-
-
-def table(verdicts: list[ClassVerdict]) -> pd.DataFrame:
-    """The verdicts table for people and for parquet: one row per class."""
-    def num(e: Estimate | None, attr: str) -> float:
-        return getattr(e, attr) if e is not None else float("nan")
-
-    return pd.DataFrame([{
-        "model": v.model, "shape_mode": v.shape_mode, "cause": v.cause.value, "proof": v.proof, "action": v.action,
-        "compare": ", ".join(v.compare), "exclude": ", ".join(v.exclude), "where": place_words.where(v.where),
-        "screened": v.screened, "checked": v.checked, "candidates": v.candidates,
-        "flips_per_40000": num(v.flips, "per"), "flips_low": num(v.flips, "low"), "flips_high": num(v.flips, "high"),
-        "failures_per_40000": num(v.failures, "per"), "failures_low": num(v.failures, "low"),
-        "failures_high": num(v.failures, "high"), "reach_ulps": v.reach_ulps, "noise_ulps": v.noise_ulps,
-        "verified": v.verification.holds, "verified_passes": v.verification.passes,
-        "verified_seeds": v.verification.seeds, "planted": v.verification.planted,
-        **{f"caught_{plant.column.removeprefix('planted_')}": v.verification.caught.get(plant.column, 0)
-           for plant in PLANTS}, "smallest_caught": v.verification.smallest, "skip_reason": v.skip_reason,
-        "claim": v.claim,
-        "reason_holds": v.reason_holds, "refutation": v.refutation, "stage": v.stage, "pass_name": v.pass_name,
-        "seeds_needed": v.seeds_needed} for v in verdicts])
 
 
 def tie_seeds(screen: pd.DataFrame) -> set[int]:

@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from exactness.compare.export_rule import BUILT_IN
+from exactness.engine.verdict_words import proof_of
 from exactness.studies.discrete_ops import rule_used, sentences
 
 CHECKOUT = str(Path(__file__).resolve().parents[2] / "fixtures" / "transformers_checkout")
@@ -74,11 +75,13 @@ def test_replayed_seeds_are_set_beside_the_workbooks_and_a_disagreement_is_named
 def _tie_result(seeds):
     from types import SimpleNamespace
 
-    from exactness.engine.verdicts import Cause
+    from exactness.engine.evidence import Evidence, Flips
+    from exactness.engine.verdicts import Cause, ClassVerdict, Verification
 
-    verdict = SimpleNamespace(model="BertModel", cause=Cause.EXACT_TIE, exclude=["pooler_output"],
-                              compare=["last_hidden_state"], proof="the pooler's scores tie on every seed",
-                              verification=SimpleNamespace(holds=True))
+    flips = Flips(len(seeds), len(seeds), ("ArgMax",), True, 0.0, 0.0, tuple(seeds))  # the pooler's scores tie
+    verdict = ClassVerdict("BertModel", "static", Cause.EXACT_TIE, compare=["last_hidden_state"],
+                           exclude=["pooler_output"], verification=Verification(len(seeds), len(seeds)),
+                           evidence=Evidence(flips=flips))
     outputs = pd.DataFrame({"model": "BertModel", "output": ["last_hidden_state", "pooler_output"]})
     return SimpleNamespace(verdicts=[verdict], outputs=outputs, seeds=pd.DataFrame(
         {"model": "BertModel", "shape_mode": "static", "seed": seeds, "test_rule_passed": True}))
@@ -97,8 +100,10 @@ def test_the_patch_is_written_to_the_run_and_the_patched_real_test_passes_and_ca
     section = sentences.patch_section(export_test_change.write_patch(result.verdicts, checkout,
                                                                          RunArtifacts(tmp_path / "run")))
     patch = (tmp_path / "run" / "patches" / "test_export.patch").read_text()
-    assert patch.startswith("# exactness: BertModel: leave outputs out (pooler_output): the pooler's scores tie")
-    assert any(line.startswith("+") and line.strip("+ ") == "# BertModel: the pooler's scores tie on every seed"
+    proof = proof_of(result.verdicts[0])  # the class's proof, the patch's reason
+    assert proof.startswith(f"{len(moved + still)} of {len(moved + still)} checked seeds flipped at ArgMax")
+    assert patch.startswith(f"# exactness: BertModel: leave outputs out (pooler_output): {proof}")
+    assert any(line.startswith("+") and line.strip("+ ") == f"# BertModel: {proof}"
                for line in patch.splitlines())
     assert '-        "BertModel":' in patch and "patches/test_export.patch" in section.sentence
     replay = sentences.patched_replay_section(export_test_change.replay_patched(result, checkout, per_class=2))

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import torch
 
+from exactness.engine import verdict_words
 from exactness.engine.rows import ClassTask
 from exactness.runtimes import discrete_recorder, onnx_graph, worker_state
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
@@ -112,7 +113,7 @@ def test_one_or_two_workers_give_the_same_tables(tmp_path):
         a, b = (t.drop(columns=[c for c in t.columns if "seconds" in c or "exports" in c]) for t in (a, b))
         assert a.equals(b), name
     assert one.seeds.drop(columns="seconds").equals(two.seeds.drop(columns="seconds"))
-    assert one.verdicts_table.equals(two.verdicts_table)
+    assert verdict_words.table(one.verdicts).equals(verdict_words.table(two.verdicts))
 
 
 @pytest.mark.slow

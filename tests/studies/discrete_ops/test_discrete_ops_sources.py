@@ -10,6 +10,7 @@ import pytest
 from builder_files import pair_builder
 from exactness.causes import Stage
 from exactness.engine.evidence import DefectSign
+from exactness.engine.places import Kind, NanInEager
 from exactness.engine.verdicts import Cause
 from exactness.models import sources
 from exactness.studies.discrete_ops import answers as discrete_ops_answers
@@ -168,10 +169,10 @@ def test_a_model_that_breaks_in_eager_too_is_localized_in_eager_with_no_export_s
     result = study.run([mine], 0, 3, ["static"], settings=settings, progress_every=1e9)
     (found,) = result.verdicts
     assert found.cause is Cause.DEFECT and found.evidence.defect.sign is DefectSign.NAN_IN_EAGER
-    spot = result.localizations.iloc[0]
-    assert (spot.module, spot.op_type, spot.kind) == ("logs", "Log", "NaN in eager")
-    assert "float64's holds 14" in spot.detail and spot.stage == Stage.MODEL.value
-    assert spot.pass_name == "" and spot.trials == 0  # no pipeline configuration was switched
+    (spot,) = result.localizations
+    assert (spot.module, spot.op_type, spot.kind) == ("logs", "Log", Kind.NAN_IN_EAGER)
+    assert isinstance(spot.shows, NanInEager) and spot.shows.float64_nans == 14 and spot.stage == Stage.MODEL.value
+    assert spot.pass_name == "" and not spot.proof.trials  # no pipeline configuration was switched
 
 
 def test_a_builder_returning_a_tuple_has_every_output_compared_and_an_unanswered_output_stops_its_class(tmp_path):

@@ -17,6 +17,7 @@ from exactness.engine import outputs as engine_outputs
 from exactness.engine import verdicts
 from exactness.engine.evidence import Defect, DefectSign, Evidence, Flips, Refuted, Undecided, Values, ValueState
 from exactness.engine.rows import GraphRow, MarginRow, OutputRow, ScreenRow, SeedRow, frame
+from exactness.engine.verdict_words import action_of, proof_of
 from exactness.studies.discrete_ops import answers as discrete_ops_answers
 from exactness.studies.discrete_ops import check, figures, findings, sentences, study
 from exactness.studies.discrete_ops.study import Result
@@ -59,7 +60,8 @@ def test_an_output_beyond_the_float64_bound_is_a_defect_and_within_it_is_noise()
     assert found.cause is verdicts.Cause.NOTHING_REACHES
     assert (found.evidence.counted, found.evidence.values) == (0, Values(ValueState.CLEAN, 1, 0.125))
     # "remove the skip" rests on what supports it, not on a rate from a handful of seeds
-    assert "remove the skip" in found.action and "no seed can flip" in found.action and "0.12 of the" in found.action
+    said = action_of(found)
+    assert "remove the skip" in said and "no seed can flip" in said and "0.12 of the" in said
     failing = _tables([_output(0, output="idx")], [_seed(0, passed=False)], [], ops=OPS.iloc[:0])
     assert verdicts.verdict(failing, verdicts.RatePolicy(), 16.0).cause is verdicts.Cause.FLOAT_NOISE
     drifted = _tables([_output(0, ort_f64_err=1e-3, within_noise=False)], [_seed(0)], [], ops=OPS.iloc[:0])
@@ -91,7 +93,7 @@ def test_a_verdict_is_decided_without_a_word_and_worded_when_read(monkeypatch):
     monkeypatch.undo()
     for name, found in unworded.items():
         assert repr(found) == repr(worded[name]), name  # every field decided the same (repr: NaN reads equal)
-        assert found.proof == worded[name].proof and found.action == worded[name].action, name
+        assert proof_of(found) == proof_of(worded[name]) and action_of(found) == action_of(worded[name]), name
     assert [found.cause for found in worded.values()] == [verdicts.Cause.NOTHING_REACHES, verdicts.Cause.DEFECT,
                                                            verdicts.Cause.EXACT_TIE]
 
@@ -124,7 +126,7 @@ def test_flips_at_exact_ties_and_within_reach_are_ties_and_beyond_reach_a_defect
                                     [_margin(0, 1, 3.0), _margin(181, 1, 0.0)]), verdicts.RatePolicy(), 16.0)
     assert both.cause is verdicts.Cause.NEAR_TIE and both.evidence.flips.tied_seeds == (181,)
     assert near.evidence.flips.tied_seeds == ()
-    assert "1 of the 2 flipped seeds on exact ties (0 ulps: seed 181)" in both.proof  # the words, once
+    assert "1 of the 2 flipped seeds on exact ties (0 ulps: seed 181)" in proof_of(both)  # the words, once
 
 
 def test_flips_that_move_no_output_beyond_the_tolerance_leave_every_output_compared():
@@ -133,11 +135,11 @@ def test_flips_that_move_no_output_beyond_the_tolerance_leave_every_output_compa
     found = verdicts.verdict(_tables(reached, [_seed(0, flipped=True)], [_margin(0, 1, 0.0)]), verdicts.RatePolicy(),
                              16.0)
     assert found.cause is verdicts.Cause.EXACT_TIE and found.exclude == [] and found.compare == ["idx", "y"]
-    assert found.action == ("compare every output at the test's tolerance: no flip moved one beyond the test's "
+    assert action_of(found) == ("compare every output at the test's tolerance: no flip moved one beyond the test's "
                             "tolerance on 1 checked seed")
     noisy = verdicts.verdict(_tables(reached, [_seed(0, passed=False, flipped=True)], [_margin(0, 1, 0.0)]),
                              verdicts.RatePolicy(), 16.0)  # the test's rule fails on noise the flips did not make
-    assert noisy.action.startswith("compare every output at a tolerance the noise needs (the export test's fails "
+    assert action_of(noisy).startswith("compare every output at a tolerance the noise needs (the export test's fails "
                                    "on 1 of 1 seeds)")
 
 
@@ -148,7 +150,7 @@ def test_never_flips_needs_enough_seeds_and_otherwise_says_how_many():
     few = verdicts.verdict(_tables([_output(0, output="idx")], [_seed(0)], [_margin(0)], screened=200), policy, 16.0)
     many = verdicts.verdict(_tables([_output(0, output="idx")], [_seed(0)], [_margin(0)], screened=needed), policy,
                             16.0)
-    assert few.cause is verdicts.Cause.UNDECIDED and few.seeds_needed == needed and f"{needed:,}" in few.action
+    assert few.cause is verdicts.Cause.UNDECIDED and few.seeds_needed == needed and f"{needed:,}" in action_of(few)
     assert many.cause is verdicts.Cause.NEVER_FLIPS
     assert verdicts.RatePolicy().seeds_needed() == math.ceil(math.log(0.05) / math.log1p(-15 / 40000))
 
@@ -247,7 +249,7 @@ def test_a_nan_eager_itself_makes_is_the_models_defect_judged_after_every_export
     # a NaN the 5% allowance forgives is said to be forgiven, not to be within the tolerance
     forgiven = verdicts.verdict(_tables([_output(0, nan_in_eager=1, rule_mismatched=1)], [_seed(0, passed=True)],
                                         [], ops=OPS.iloc[:0]), verdicts.RatePolicy(), 16.0)
-    assert "allowance" in forgiven.action and "within its tolerance" not in forgiven.action
+    assert "allowance" in action_of(forgiven) and "within its tolerance" not in action_of(forgiven)
 
 
 def test_an_infinity_eager_makes_and_ort_changes_is_the_exports_and_eagers_nan_the_models():
@@ -329,9 +331,8 @@ def test_a_planted_defect_after_a_forgiven_output_is_not_caught():
 
 
 def _result(found):
-    empty = pd.DataFrame()
     return Result(frame([], GraphRow), OPS, frame([], ScreenRow), frame([], MarginRow), frame([], OutputRow),
-                  frame([], SeedRow), empty, found)
+                  frame([], SeedRow), [], found)
 
 
 def test_answers_and_findings_read_the_verdicts():
@@ -400,7 +401,7 @@ def test_a_defect_says_whether_the_export_tests_rule_passes_it_all_the_same():
                       ops=OPS.iloc[:0])
     found = verdicts.verdict(drifted, verdicts.RatePolicy(), 16.0)
     assert found.cause is verdicts.Cause.DEFECT and (found.evidence.passing, found.evidence.checked) == (1, 1)
-    assert "rule passes on 1 of 1 checked seed all the same" in found.proof  # the words, once
+    assert "rule passes on 1 of 1 checked seed all the same" in proof_of(found)  # the words, once
 
 
 def test_a_nonzero_flips_where_the_two_sides_select_other_elements():
@@ -457,7 +458,7 @@ def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
     assert engine_answers.flip_rate(unflippable) == "never (no discrete op can flip)"
     clean = Evidence(values=Values(ValueState.CLEAN, 8, 0.5))
     nothing = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, evidence=clean)
-    assert nothing.proof.startswith("no discrete op that can flip reaches an output")
+    assert proof_of(nothing).startswith("no discrete op that can flip reaches an output")
     assert engine_answers.flip_words(nothing) == ""  # its proof opens with it: said once
 
 
@@ -530,13 +531,12 @@ def test_a_skip_reason_is_refuted_from_the_runs_own_rows():
 def test_the_summary_carries_each_defects_stage_pass_and_errors():
     from exactness.causes import Stage
     from exactness.engine.places import Kind, Localization, Reproduction, StageProof, Symptom
-    from exactness.studies.discrete_ops.localize import table
 
     proof = StageProof(Stage.ORT_OPTIMIZER, "Pad_Fusion", Symptom(1.4e-3, 50.0, 0, "y"), Symptom(1.1e-7, 0.1, 0, "y"),
                        reproduction=Reproduction("", True))
     spot = Localization("BitModel", "static", 1, "embedder.pad", Kind.OPTIMIZATION, proof=proof)
     result = _result([])
-    result.localizations = table([spot])
+    result.localizations = [spot]
     (defect,) = study.summary_values(result, 3)["defects"].values()
     assert defect == {"seed": 1, "stage": Stage.ORT_OPTIMIZER.value, "pass": "Pad_Fusion", "error_with": 1.4e-3,
                       "error_without": 1.1e-7, "reproduces": True}
@@ -635,17 +635,16 @@ def test_a_defects_answer_leads_with_its_own_proof_and_a_ties_with_its_flips():
 
 def test_a_localizations_remedy_is_typed_and_worded_in_one_place():
     from exactness.causes import Stage
-    from exactness.engine import verdict_words
+    from exactness.engine import place_words
     from exactness.engine.places import Kind, Localization, Remedy, Reproduction, StageProof
-    from exactness.studies.discrete_ops.localize import table
 
     proof = StageProof(Stage.ORT_OPTIMIZER, "Pad_Fusion", provider="", reproduction=Reproduction("", True))
     spot = Localization("BitModel", "static", 1, "embedder.pad", Kind.OPTIMIZATION, proof=proof)
     assert spot.remedy == Remedy(Stage.ORT_OPTIMIZER, "Pad_Fusion", reproduces=True)
-    shown = table([spot])
+    shown = place_words.table([spot])
     columns = list(shown.columns)
     assert columns[columns.index("stage_proof") + 1] == "remedy" and "stage_remedy" not in columns
     worded = shown.remedy.iloc[0]
     assert 'disabled_optimizers=["Pad_Fusion"]' in worded and "(it reproduces here)" in worded
-    assert verdict_words.remedy(Remedy(Stage.MODEL)).startswith("the model's, not the export's")
-    assert verdict_words.remedy(Remedy(Stage.NOT_SHOWN)) == verdict_words.remedy(None) == ""
+    assert place_words.remedy(Remedy(Stage.MODEL)).startswith("the model's, not the export's")
+    assert place_words.remedy(Remedy(Stage.NOT_SHOWN)) == place_words.remedy(None) == ""

@@ -10,7 +10,7 @@ import torch
 from onnx import helper
 
 from exactness.causes import Stage
-from exactness.engine import place_words, verdict_words
+from exactness.engine import place_words
 from exactness.engine.places import REFERENCE, Remedy, Symptom, Trial
 from exactness.runtimes import onnx_graph
 from exactness.runtimes.export_cache import ExportCache, export_key
@@ -123,7 +123,7 @@ def test_a_guard_the_exporters_optimizer_deletes_is_named_by_its_rule(tmp_path):
     assert proof.with_pass.nonfinite == 4 and proof.without_pass.nonfinite == 0
     assert proof.without.export.rules_off == (proof.pass_name,)
     assert proof.remedy == Remedy(Stage.EXPORT_OPTIMIZER, proof.pass_name, provider=onnx_graph.PROVIDER)
-    assert "optimize=False" in verdict_words.remedy(proof.remedy) and proof.pass_name in place_words.proof(proof)
+    assert "optimize=False" in place_words.remedy(proof.remedy) and proof.pass_name in place_words.proof(proof)
 
 
 @pytest.mark.slow
@@ -133,7 +133,7 @@ def test_a_pad_folded_into_a_max_pool_is_named_by_ort_pass_and_reproduced(tmp_pa
     assert proof.stage is stages.Stage.ORT_OPTIMIZER and proof.pass_name == "Pad_Fusion"
     assert proof.with_pass.over > 1 >= proof.without_pass.over
     assert proof.exports == 1  # ORT's passes are switched on the one graph
-    assert 'disabled_optimizers=["Pad_Fusion"]' in verdict_words.remedy(proof.remedy)
+    assert 'disabled_optimizers=["Pad_Fusion"]' in place_words.remedy(proof.remedy)
     shown = reproductions.run(proof.stage, proof.pass_name)
     assert shown is not None and shown.reproduces, place_words.reproduction(shown)
 
@@ -141,7 +141,7 @@ def test_a_pad_folded_into_a_max_pool_is_named_by_ort_pass_and_reproduced(tmp_pa
 def test_a_model_without_the_defect_names_no_stage(tmp_path):
     x = 1 + torch.rand(1, 2, 8, 8, generator=torch.Generator().manual_seed(0))  # positive: a zero pad never wins
     proof = stages.locate(_measure(_PadPool(), {"x": x}, ExportCache(tmp_path)))
-    assert proof.stage is stages.Stage.NOT_SHOWN and not proof.pass_name and verdict_words.remedy(proof.remedy) == ""
+    assert proof.stage is stages.Stage.NOT_SHOWN and not proof.pass_name and place_words.remedy(proof.remedy) == ""
 
 
 @pytest.fixture(scope="module")
@@ -169,7 +169,7 @@ def test_tapas_nan_is_named_as_the_exporters_add_zero_rule_deleting_its_guard(re
     assert found.stage == stages.Stage.EXPORT_OPTIMIZER.value
     assert found.pass_name.startswith("no_op[") and "Add(" in found.pass_name
     assert found.error_with > 1 and found.error_without < 1e-6  # the -10000 mask on another column; none
-    assert found.remedy.reproduces and "optimize=False" in verdict_words.remedy(found.remedy)
+    assert found.remedy.reproduces and "optimize=False" in place_words.remedy(found.remedy)
 
 
 @pytest.mark.slow
@@ -177,7 +177,7 @@ def test_bitmodel_is_named_as_ort_pad_fusion_with_its_workaround(registry_cache)
     found = _localized("BitModel", 1, "last_hidden_state", registry_cache)
     assert found.stage == stages.Stage.ORT_OPTIMIZER.value and found.pass_name == "Pad_Fusion"
     assert found.error_with > 1e-4 > 1e-6 > found.error_without
-    assert 'disabled_optimizers=["Pad_Fusion"]' in verdict_words.remedy(found.remedy) and found.remedy.reproduces
+    assert 'disabled_optimizers=["Pad_Fusion"]' in place_words.remedy(found.remedy) and found.remedy.reproduces
 
 
 class _Scripted:
@@ -206,7 +206,7 @@ def test_with_no_optimizer_to_blame_the_reference_evaluator_tells_the_graph_from
     assert kernels.stage is stages.Stage.ORT_KERNELS and not kernels.reference.present
     assert "does not" in place_words.proof(kernels)
     assert kernels.remedy == Remedy(Stage.ORT_KERNELS, provider=onnx_graph.PROVIDER)
-    assert "report it to ONNX Runtime" in verdict_words.remedy(kernels.remedy)
+    assert "report it to ONNX Runtime" in place_words.remedy(kernels.remedy)
     unseparated = stages.locate(_Scripted(present_in_reference=None))
     assert unseparated.stage is stages.Stage.UNSEPARATED and unseparated.reference is None
     assert unseparated.reference_error == "NotImplementedError: no kernel for op Foo"
@@ -235,7 +235,7 @@ def test_an_ort_level_no_single_pass_explains_is_named_with_the_level_below_it(m
     assert proof.without.level == "basic" and not proof.without_pass.present
     assert proof.remedy == Remedy(Stage.ORT_OPTIMIZER, level="extended", below="basic",
                                 provider=onnx_graph.PROVIDER)
-    assert "graph optimization level 'basic', below the 'extended' level" in verdict_words.remedy(proof.remedy)
+    assert "graph optimization level 'basic', below the 'extended' level" in place_words.remedy(proof.remedy)
 
 
 def test_a_moved_rule_set_is_named_by_package_and_version(monkeypatch):

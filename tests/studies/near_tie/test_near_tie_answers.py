@@ -10,6 +10,7 @@ from exactness.causes import Cause
 from exactness.compare.rates import PER, RatePolicy, estimate, wilson_interval
 from exactness.engine.evidence import DefectSign, Undecided
 from exactness.engine.rows import MarginRow, OutputRow, frame
+from exactness.engine.verdict_words import action_of, proof_of, refutation_of
 from exactness.studies.near_tie import answers, engine_tables
 
 SEED_MODEL = "Wav2Vec2ConformerForPreTraining"
@@ -115,8 +116,8 @@ def test_no_flip_in_few_seeds_is_undecided_with_the_seeds_that_decide_and_enough
     few = _verdict(_screen(SEED_MODEL, 200, 1), run)
     assert few.cause is Cause.UNDECIDED and few.evidence.undecided is Undecided.TOO_FEW_SEEDS
     needed = RatePolicy().seeds_needed()
-    assert few.seeds_needed == needed and f"-p n_seeds {needed}" in few.action
-    assert "flip rate's one-sided 95% bound falls below the rate asked (about 1 in " in few.action  # a bound
+    assert few.seeds_needed == needed and f"-p n_seeds {needed}" in action_of(few)
+    assert "flip rate's one-sided 95% bound falls below the rate asked (about 1 in " in action_of(few)  # a bound
     enough, short = (_verdict(_screen(SEED_MODEL, n, 1), run) for n in (needed, needed - 1))
     assert (enough.cause, short.cause) == (Cause.NEVER_FLIPS, Cause.UNDECIDED)
 
@@ -150,10 +151,10 @@ def test_a_class_that_never_calls_its_quantizer_is_nothing_reaches_and_its_skip_
                                               immune=["UniSpeechSatForPreTraining", "Data2VecAudioForPreTraining"])[:1]
     assert (verdict.evidence.never_called, verdict.evidence.never_called_op) == ("quantizer", "argmax")
     assert verdict.evidence.quoted_skip[0] == "#50575 (section 5)"
-    assert "its forward never runs that argmax" in verdict.proof
+    assert "its forward never runs that argmax" in proof_of(verdict)
     other = engine_tables.class_verdicts(screen, pd.DataFrame(), pd.DataFrame(), pd.DataFrame(), 1e-4,
                                          immune=["Data2VecAudioForPreTraining"])[0]
-    assert other.evidence.quoted_skip == () and "skipped it because" not in other.proof  # no reason was given
+    assert other.evidence.quoted_skip == () and "skipped it because" not in proof_of(other)  # no reason was given
 
 
 def test_each_class_excludes_only_what_its_own_flips_moved():
@@ -179,14 +180,14 @@ def test_a_random_draw_claim_is_refuted_by_the_measured_cause_never_by_a_graph_t
     model = "Wav2Vec2ForPreTraining"  # its skip claims a Gumbel-softmax draw
     v = _verdict(_screen(model, 100, 1), _run(model, [1], [False]))
     assert v.cause is Cause.NEAR_TIE and v.reason_holds is False
-    assert "measured: near-tie" in v.refutation and "no random op" not in v.refutation
+    assert "measured: near-tie" in refutation_of(v) and "no random op" not in refutation_of(v)
 
 
 def test_a_class_with_no_check_is_undecided_never_said_never_to_flip():
     screen = _screen(SEED_MODEL, 40_000, 0)  # no seed below the threshold: nothing compared
     v = _verdict(screen, (pd.DataFrame(), pd.DataFrame(), pd.DataFrame()))
     assert v.cause is Cause.UNDECIDED and v.evidence.undecided is Undecided.NO_REFERENCE
-    assert "remove the skip" not in v.action
+    assert "remove the skip" not in action_of(v)
 
 
 def test_a_seed_within_the_engines_reach_but_beyond_the_threshold_is_in_reach_and_unchecked_widens_the_rate():

@@ -11,6 +11,7 @@ import torch
 from conftest import REPO
 from exactness.causes import Cause
 from exactness.engine.answers import pair_answer
+from exactness.runtimes.gpu_folder import machine_words
 from exactness.runtimes.sides import Pair, SideError
 from exactness.studies.near_tie import answers as near_tie_answers
 from exactness.studies.near_tie import gpu_run, precision
@@ -83,7 +84,7 @@ def test_a_cuda_pair_is_refused_here_in_one_line():
 @pytest.mark.slow
 def test_the_committed_gpu_run_reads_back_and_agrees_with_its_prototype():
     run = gpu_run.read(str(GPU_RUN))
-    assert "NVIDIA H200" in run.machine
+    assert "NVIDIA H200" in machine_words(run.facts)
     pairs = set(run.table.pair)
     assert "eager:cpu:fp32 vs eager:cuda:tf32-conv" in pairs and "eager:cpu:fp32 vs eager:cpu:tf32-conv" in pairs
     first = run.table[run.table.pair == "eager:cpu:fp32 vs eager:cuda:tf32-conv"]

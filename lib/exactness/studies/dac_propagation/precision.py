@@ -108,11 +108,11 @@ def with_gpu_rows(chain: pd.DataFrame, gpu_chain: pd.DataFrame) -> pd.DataFrame:
     return pd.concat([chain, cuda.assign(side=cuda.side + " (GPU run)")], ignore_index=True)
 
 
-def read_gpu_chain(path: str) -> tuple[str, pd.DataFrame]:
-    """(the GPU machine in words, its chain table) from a folder `python -m exactness.gpu` wrote: data only."""
+def read_gpu_chain(path: str) -> tuple[dict, pd.DataFrame]:
+    """(the GPU machine's facts, its chain table) from a folder `python -m exactness.gpu` wrote: data only."""
     from pathlib import Path
 
-    from exactness.runtimes.gpu_folder import GpuFolderError, machine_facts, machine_words
+    from exactness.runtimes.gpu_folder import GpuFolderError, machine_facts
     from exactness.workbook.project import find_root
 
     folder = Path(path) if Path(path).is_absolute() else find_root() / path
@@ -124,6 +124,6 @@ def read_gpu_chain(path: str) -> tuple[str, pd.DataFrame]:
     needed = {"side", "layer", "max_abs_diff", "init"}
     if not needed <= set(table.columns):
         raise GpuFolderError(f"{folder / 'dac_chain.csv'} lacks the columns {', '.join(sorted(needed - set(table)))}")
-    return machine_words(facts), table
+    return facts, table
 
 

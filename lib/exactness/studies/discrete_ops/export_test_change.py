@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from exactness.engine import verdict_words
 from exactness.engine.verdicts import Cause
 from exactness.models import checkout_index, export_test_patch, real_test, sources
 from exactness.models.export_test_patch import Change, Edit
@@ -25,9 +26,9 @@ PLANTS = (("3 elements off", 3), ("every element off", 0))
 
 def _change(verdict) -> Change | None:
     if verdict.cause is Cause.NOTHING_REACHES:
-        return Change(verdict.model, Edit.REMOVE_SKIP, verdict.proof)
+        return Change(verdict.model, Edit.REMOVE_SKIP, verdict_words.proof_of(verdict))
     if verdict.cause in (Cause.EXACT_TIE, Cause.NEAR_TIE) and verdict.exclude and verdict.verification.holds:
-        return Change(verdict.model, Edit.LEAVE_OUT, verdict.proof, tuple(verdict.exclude))
+        return Change(verdict.model, Edit.LEAVE_OUT, verdict_words.proof_of(verdict), tuple(verdict.exclude))
     return None
 
 

@@ -10,7 +10,7 @@ its rate; with fewer, agreement says nothing ("not comparable"). Everything else
 from __future__ import annotations
 
 from exactness import published
-from exactness.engine import place_words
+from exactness.engine import place_words, verdict_words
 from exactness.engine import verdicts as v
 from exactness.engine.answers import catch_words
 from exactness.engine.outputs import PLANTS
@@ -66,7 +66,8 @@ def skip_reasons(result: Result) -> Finding | None:
 
 
 def _refuted(verdict: v.ClassVerdict) -> str:
-    return verdict.model + (f" ({verdict.refutation})" if verdict.refutation else "")
+    refutation = verdict_words.refutation_of(verdict)
+    return verdict.model + (f" ({refutation})" if refutation else "")
 
 
 def verification(result: Result) -> Finding | None:

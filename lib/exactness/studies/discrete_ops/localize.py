@@ -19,11 +19,9 @@ import copy
 
 import numpy as np
 import onnx
-import pandas as pd
 import torch
 
 from exactness.causes import Stage
-from exactness.engine import place_words, verdict_words
 from exactness.engine.outputs import NOISE_FACTOR, max_abs, scale_ulp
 from exactness.engine.places import (
     BeyondRounding,
@@ -41,30 +39,6 @@ from exactness.runtimes import discrete_recorder, onnx_graph
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED, _tensors
 from exactness.runtimes.export_cache import ExportCache
 from exactness.studies.discrete_ops import check, reproductions, stages
-
-
-def table(spots: list[Localization]) -> pd.DataFrame:
-    """The localizations table: a row per defect localized, its numbers as measured and its words
-    (`place_words`: what shows it, the missing value, the stage's proof; `verdict_words.remedy`)."""
-    rows = []
-    for spot in spots:
-        proof = spot.proof
-        without = proof.without_at_output if proof is not None else None
-        reproduction = proof.reproduction if proof is not None else None
-        rows.append({
-            "model": spot.model, "shape_mode": spot.shape_mode, "seed": spot.seed, "module": spot.module,
-            "kind": spot.kind.value, "node": spot.node, "op_type": spot.op_type, "detail": place_words.detail(spot),
-            "eager_err": spot.eager_err, "ort_err": spot.ort_err, "bound": spot.bound,
-            "missing": place_words.missing(spot.missing) if spot.missing else "", "stage": spot.stage,
-            "pass_name": spot.pass_name, "error_with": spot.error_with, "error_without": spot.error_without,
-            "nonfinite_with": proof.with_pass.nonfinite if proof is not None and proof.with_pass else 0,
-            "nonfinite_without": without.nonfinite if without is not None else 0,
-            "stage_proof": place_words.stage(spot), "remedy": verdict_words.remedy(spot.remedy),
-            "trials": len(proof.trials) if proof is not None else 0, "exports": proof.exports if proof else 0,
-            "reproduction": reproduction.code if reproduction else "",
-            "reproduces": reproduction.reproduces if reproduction else None,
-            "reproduction_output": place_words.reproduction(reproduction) if reproduction else ""})
-    return pd.DataFrame(rows)
 
 
 def module_outputs(model: torch.nn.Module, inputs: dict,

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 
 from exactness.compare.export_rule import BUILT_IN
+from exactness.engine import place_words, verdict_words
 from exactness.engine import verdicts as v
 from exactness.engine.answers import rate_words
 from exactness.engine.outputs import NOISE_FACTOR
@@ -139,7 +140,7 @@ def made_by(stage: str, pass_name: str) -> str:
 def defects(result: Result) -> Section:
     """Each defect's place, the stage and pass that make it with the errors from float64 with and without it,
     and the reproduction the run wrote and ran (`extra["reproductions"]`: (class, pass, code, sentence))."""
-    table = result.localizations
+    table = place_words.table(result.localizations)
     if not len(table):
         return Section(table, "")
     parts, reproductions, rows = [], [], []
@@ -192,15 +193,15 @@ def measured_here(verdict: v.ClassVerdict, outputs: pd.DataFrame) -> str:
         worst = shown.loc[diffs.idxmax()]
         parts.append(f"largest eager-ORT difference {significant(float(worst.max_abs_diff))} ({worst.output}) over "
                      f"{plural(shown.seed.nunique(), 'checked seed')}")
-    if verdict.refutation:
-        parts.append(verdict.refutation)
+    if refutation := verdict_words.refutation_of(verdict):
+        parts.append(refutation)
     return "; ".join(parts)
 
 
 def verdicts(result: Result) -> Section:
     """The verdicts table with each class's failure rate in the one rate shape and, beside a skip's reason, the
     figure this run measured."""
-    table = result.verdicts_table.copy()
+    table = verdict_words.table(result.verdicts)
     by_model = {(x.model, x.shape_mode): x for x in result.verdicts}
     found = [by_model.get((r.model, r.shape_mode)) for r in table.itertuples()]
     table["fails"] = [rate_words(x.failures) if x else "" for x in found]

@@ -111,12 +111,8 @@ class Result:
     margins: pd.DataFrame
     outputs: pd.DataFrame
     seeds: pd.DataFrame
-    localizations: pd.DataFrame
+    localizations: list[Localization]  # a defect's place, where one was proven (`place_words.table` for people)
     verdicts: list[verdicts_of.ClassVerdict]
-
-    @property
-    def verdicts_table(self) -> pd.DataFrame:
-        return verdicts_of.table(self.verdicts)
 
 
 def _ops_rows(cg: check.ClassGraph) -> list[OpRow]:
@@ -579,7 +575,7 @@ def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graph
             localizations.append(spot)
             first = verdicts_of.verdict(mine, settings.policy, reach, spot, rule=settings.judging)
         found.append(_as_stated(first, mine, settings.transformers_tests))
-    return found, localize.table(localizations)
+    return found, localizations
 
 
 def _as_stated(found: verdicts_of.ClassVerdict, tables: verdicts_of.ClassTables,
@@ -607,12 +603,13 @@ def _as_stated(found: verdicts_of.ClassVerdict, tables: verdicts_of.ClassTables,
 def summary_values(result: Result, n_seeds: int) -> dict:
     """summary.json's discrete-ops entries beside the answers: the classes, seeds asked, each class's cause and the
     seeds it screened and checked (a class that stopped early, or a pair-only one, ran fewer than asked)."""
-    table = result.localizations
-    defects = {r.model: {"seed": int(r.seed), "stage": r.stage, "pass": r.pass_name,
-                         "error_with": float(r.error_with), "error_without": float(r.error_without),
-                         "reproduces": None if r.reproduces is None or r.reproduces != r.reproduces
-                         else bool(r.reproduces)}
-               for r in table.itertuples()} if len(table) and "stage" in table else {}
+    def reproduces(spot: Localization) -> bool | None:
+        ran = spot.proof.reproduction if spot.proof is not None else None
+        return ran.reproduces if ran else None
+
+    defects = {s.model: {"seed": int(s.seed), "stage": s.stage, "pass": s.pass_name,
+                         "error_with": float(s.error_with), "error_without": float(s.error_without),
+                         "reproduces": reproduces(s)} for s in result.localizations}
     modes = {x.shape_mode for x in result.verdicts}
 
     def key(x) -> str:  # a class by name, or by name and shape mode where a run has both

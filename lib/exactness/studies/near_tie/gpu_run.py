@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from exactness.runtimes.gpu_folder import GpuFolderError, machine_facts, machine_words
+from exactness.runtimes.gpu_folder import GpuFolderError, machine_facts
 from exactness.studies.near_tie.rules import GPU_RUN_FILES as FILES  # noqa: E402
 
 
@@ -37,10 +37,6 @@ class GpuRun:
     table: pd.DataFrame  # in the shape `precision.summarize` reads
     probe: pd.DataFrame
     dac_chain: pd.DataFrame
-
-    @property
-    def machine(self) -> str:
-        return machine_words(self.facts)
 
 
 def read(path: str) -> GpuRun:

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from exactness import published
+from exactness.runtimes.gpu_folder import machine_words
 from exactness.runtimes.sides import Pair, emulation_note
 from exactness.studies.near_tie import rate as near_tie_rate
 from exactness.studies.near_tie.cpu_kernel_sets import portability
@@ -428,9 +429,9 @@ def emulation_sentence(pairs: Sequence[Pair]) -> str:
 def gpu_run_sentence(gpu) -> str:
     f = gpu.facts
     skipped = f.get("skipped") or []
-    return (f"A GPU run, measured on {gpu.machine} by `python -m exactness.gpu` ({count(f.get('seeds', 0))} conformer "
-            f"seeds per pair, {significant(f.get('seconds', 0))} s), read back from `{gpu.folder.name}`: its CUDA "
-            "sides are real, its CPU sides ran on that machine's CPU"
+    return (f"A GPU run, measured on {machine_words(f)} by `python -m exactness.gpu` ({count(f.get('seeds', 0))} "
+            f"conformer seeds per pair, {significant(f.get('seconds', 0))} s), read back from `{gpu.folder.name}`: its "
+            "CUDA sides are real, its CPU sides ran on that machine's CPU"
             + (f"; not run there: {'; '.join(skipped)}" if skipped else "") + "."
             + ("" if f.get("perplexity_in_side_dtype") else " That run computed every side's perplexity in float32 "
                "from its codes: its bf16 and fp16 failures are those a flipped code makes, a lower bound on the "
@@ -497,7 +498,7 @@ def show_gpu_run(gpu, tables: GpuTables, pair_table: pd.DataFrame, artifacts) ->
     artifacts.table("gpu_pair_rates", tables.rates)
     artifacts.table("gpu_tf32_probe", gpu.probe)
     artifacts.table("gpu_agreement", tables.agreement)
-    artifacts.summary(gpu_run={"machine": gpu.machine, "pairs": tables.rates.to_dict("records")})
+    artifacts.summary(gpu_run={"machine": machine_words(gpu.facts), "pairs": tables.rates.to_dict("records")})
     say(gpu_run_sentence(gpu))
     show_rates(tables.rates)
     show_agreement(tables.agreement)
