@@ -192,9 +192,9 @@ WORDS_READ_BY = {
 
 def words_read_by_computations(sources: dict[str, str]) -> list[str]:
     """`module: imported` for each computation module of a study or the engine (not a word module, not `figures`)
-    that imports a word module (`sentences`, `findings`, `answers`, `verdict_words`, `place_words`) or a function
-    named as words from anywhere."""
-    word_modules = set(WORD_MODULES) | set(ENGINE_WORD_MODULES)
+    that imports a word module (a study's or the engine's, or the workbook's `wording` and `presentation`) or a
+    function named as words from anywhere."""
+    word_modules = set(WORD_MODULES) | set(ENGINE_WORD_MODULES) | {"wording", "presentation"}
     found = []
     for name, source in sources.items():
         if name.rsplit(".", 1)[-1] in word_modules | {"figures"}:
@@ -221,9 +221,11 @@ def test_the_check_finds_a_computation_that_reads_words():
                "exactness.engine.verdicts": "from exactness.engine.answers import rate_words\n",
                "exactness.studies.a.rate": "import exactness.studies.a.sentences\nfrom x import tie_sentence\n",
                "exactness.studies.a.sentences": "from exactness.engine import place_words\n",
-               "exactness.studies.a.scale": "from exactness.studies.a import study\n"}
+               "exactness.studies.a.scale": "from exactness.studies.a import study\n",
+               "exactness.studies.a.pairs": "from exactness.workbook import sweep, wording\n"}
     assert words_read_by_computations(planted) == [
         "exactness.engine.verdicts: exactness.engine.answers.rate_words",
+        "exactness.studies.a.pairs: exactness.workbook.wording",
         "exactness.studies.a.rate: exactness.studies.a.sentences", "exactness.studies.a.rate: x.tie_sentence",
         "exactness.studies.a.study: exactness.engine.verdict_words"]
 

@@ -95,6 +95,24 @@ def test_the_committed_gpu_run_reads_back_and_agrees_with_its_prototype():
     assert abs(tf32.cuda_failures - tf32.emulated_failures) < 0.05 * tf32.cuda_failures
 
 
+def test_without_a_gpu_run_the_gpu_section_is_empty_and_says_nothing(tmp_path, capsys):
+    from exactness.workbook.artifacts import RunArtifacts
+
+    tables = precision.gpu_tables(None, pd.DataFrame())
+    assert (tables.summaries, len(tables.rates), len(tables.agreement)) == ([], 0, 0)
+    artifacts = RunArtifacts(tmp_path / "run")
+    near_tie_sentences.show_gpu_run(None, tables, pd.DataFrame(), artifacts)
+    assert capsys.readouterr().out == "" and not list((tmp_path / "run").rglob("gpu_*"))
+
+
+@pytest.mark.slow
+def test_a_gpu_runs_tables_hold_its_cuda_pairs_beside_their_emulation():
+    tables = precision.gpu_tables(gpu_run.read(str(GPU_RUN)), pd.DataFrame())
+    assert len(tables.summaries) == len(tables.rates) > 0
+    assert set(tables.rates.model) == {s.model for s in tables.summaries}
+    assert set(tables.agreement.emulated_on) == {"the GPU machine's CPU"}  # no pair of this run to set beside
+
+
 @pytest.mark.parametrize(("setup", "words"), [
     (lambda d: None, "not a folder"),
     (lambda d: d.mkdir(), "lacks machine.json"),

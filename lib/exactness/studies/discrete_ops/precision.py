@@ -23,7 +23,7 @@ from exactness.runtimes import discrete_recorder
 from exactness.runtimes.eager_capture import EXPORT_TEST_FORWARD_SEED
 from exactness.runtimes.sides import Pair
 from exactness.studies.discrete_ops.check import flatten_outputs, own_choices
-from exactness.workbook import sweep, wording
+from exactness.workbook import sweep
 
 COLUMNS = ["model", "pair", "seed", "choices", "flipped_choices", "first_flip", "test_rule_passed",
            "first_failing_output", "max_abs_diff", "reference_error_units", "other_error_units", "error"]
@@ -119,11 +119,5 @@ def summarize(table: pd.DataFrame) -> list[PairEvidence]:
                                     int((failed & ~flipped).sum()), float(ran.reference_error_units.max()),
                                     float(ran.other_error_units.max()), next((e for e in errors if e), "")))
     return found
-
-
-def summary_table(found: list[PairEvidence]) -> pd.DataFrame:
-    return pd.DataFrame([{"model": c.model, "sides": Pair.parse(c.pair).label, "seeds": c.seeds, "flipped": c.flipped,
-                          "failed": c.failed, "failed_without_flip": c.failed_without_flip, "cause": c.cause.value,
-                          "rate": wording.rate(c.failed, c.seeds) if c.seeds else ""} for c in found])
 
 

@@ -22,6 +22,7 @@ from exactness.runtimes.sides import Pair, emulation_note
 from exactness.studies.discrete_ops.export_test_change import PLANT_FACTOR, PLANTS, PatchedReplay, Written
 from exactness.studies.discrete_ops.rule_used import Judging
 from exactness.studies.discrete_ops.study import Result
+from exactness.workbook import wording
 from exactness.workbook.findings import significant
 from exactness.workbook.wording import count, plural
 
@@ -288,3 +289,10 @@ def patched_replay_section(replayed: PatchedReplay) -> Section:
     return Section(frame, f"The patched real test passes {passing} of {len(frame)} replayed seeds. A defect planted "
                    f"in each compared output ({PLANT_FACTOR:g}x the tolerance) fails it in every output: {words} "
                    "seeds.")
+
+
+def pair_rates(found: list[PairEvidence]) -> pd.DataFrame:
+    """Per class and pair, the counts and the cause they prove, with the failure rate in the one rate shape."""
+    return pd.DataFrame([{"model": c.model, "sides": Pair.parse(c.pair).label, "seeds": c.seeds, "flipped": c.flipped,
+                          "failed": c.failed, "failed_without_flip": c.failed_without_flip, "cause": c.cause.value,
+                          "rate": wording.rate(c.failed, c.seeds) if c.seeds else ""} for c in found])

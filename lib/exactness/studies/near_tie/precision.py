@@ -348,5 +348,8 @@ class GpuTables:
 
 
 def gpu_tables(gpu, here_table: pd.DataFrame) -> GpuTables:
+    """A GPU run's tables (`gpu_run.read`), with `here_table`, this run's pairs; empty without a GPU run (None)."""
+    if gpu is None:
+        return GpuTables([], pd.DataFrame(), pd.DataFrame())
     summaries = summarize(gpu.table)
     return GpuTables(summaries, summary_table(summaries), emulated_against_cuda(gpu.table, here_table))

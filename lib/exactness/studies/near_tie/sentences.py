@@ -494,7 +494,9 @@ def prototype_sentence(summaries: Sequence[PairSummary]) -> str:
 
 def show_gpu_run(gpu, tables: GpuTables, pair_table: pd.DataFrame, artifacts) -> None:
     """A GPU run's section: its pairs' rates, the emulation beside CUDA, the probe, the prototype's figures and the
-    prediction; its tables and summary kept in the run folder."""
+    prediction; its tables and summary kept in the run folder (nothing without a GPU run: `gpu` None)."""
+    if gpu is None:
+        return
     artifacts.table("gpu_pair_rates", tables.rates)
     artifacts.table("gpu_tf32_probe", gpu.probe)
     artifacts.table("gpu_agreement", tables.agreement)
