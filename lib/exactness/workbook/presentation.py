@@ -68,8 +68,6 @@ def missing(value) -> bool:
         return False
 
 
-
-
 def cell(value, digits: int = 3, plain: bool = False) -> str:
     """One value as a person reads it: exact integers with separators (without where `plain`: a seed is a
     name, not a quantity), floats to `digits` significant digits, yes/no for booleans, lists joined; a

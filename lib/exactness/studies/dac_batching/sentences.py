@@ -75,7 +75,6 @@ def threshold_words(rows: pd.DataFrame, stage: str = "latent") -> str:
                                                           if ulps == ulps else "")
 
 
-
 def split_words(rows: pd.DataFrame, curve, stage: str = "latent") -> str:
     """The changed tail split at the threshold: how many exceed it, within how many from the end."""
     tail, above = int(rows.loc[stage, "first_diff_from_end"]), above_threshold(rows, curve, stage)

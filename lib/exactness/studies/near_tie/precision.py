@@ -322,7 +322,6 @@ def same_models(gpu_table, here_table) -> tuple[bool, float]:
     return relative < 1e-4, relative
 
 
-
 def emulated_against_cuda(gpu_table, here_table):
     """Each CUDA pair of the GPU run beside the emulated pairs on the same seeds: the GPU machine's own emulation,
     and this run's where its seeds build the same models as there (`same_models`)."""
