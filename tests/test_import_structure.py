@@ -182,38 +182,54 @@ def test_the_check_finds_a_sentence_written_in_a_computation_module():
                                                    "exactness.studies.a.stages: Proof.words"]
 
 
-# A computation module that reads the word layer decides nothing in words only if it never does: the two that do
-# write words into something people read and that is kept as it is written.
+# What people read is worded from typed results by the word layer; two computations write words into something kept
+# as written, each import named with its reason (an import not named here fails the check, in these modules too).
 WORDS_READ_BY = {
-    "exactness.studies.discrete_ops.export_test_change": "the patch is a test file: its comment is the class's proof",
-    "exactness.studies.near_tie.rate": "the rates table keeps the answer table's rate as worded, beside #50575's",
+    "exactness.studies.discrete_ops.export_test_change: exactness.engine.verdict_words":
+        "the patch is a test file: its comment is the class's proof (the edit is decided without it)",
+    "exactness.studies.near_tie.rate: exactness.engine.answers.rate_words":
+        "the rates table keeps the answer table's rate as worded, the table people read",
+    "exactness.studies.near_tie.rate: exactness.workbook.wording":
+        "the rates table keeps #50575's rate beside ours in the same words",
 }
+WORKBOOK_WORD_MODULES = ("wording", "presentation")
+
+
+def _computation(name: str) -> bool:
+    """A study's or the engine's module that is not one of its word modules (a figure's labels stay with it)."""
+    stem = name.rsplit(".", 1)[-1]
+    if _study(name):
+        return stem not in (*WORD_MODULES, "figures")
+    return name.startswith("exactness.engine.") and stem not in ENGINE_WORD_MODULES
 
 
 def words_read_by_computations(sources: dict[str, str]) -> list[str]:
-    """`module: imported` for each computation module of a study or the engine (not a word module, not `figures`)
-    that imports a word module (a study's or the engine's, or the workbook's `wording` and `presentation`) or a
-    function named as words from anywhere."""
-    word_modules = set(WORD_MODULES) | set(ENGINE_WORD_MODULES) | {"wording", "presentation"}
+    """`module: what` for each computation module (`_computation`) that imports a word module (a study's, the
+    engine's, or the workbook's `wording` and `presentation`), imports a function named as words from anywhere, or
+    calls one through any module (`gpu_folder.machine_words(...)`)."""
+    word_modules = {*WORD_MODULES, *ENGINE_WORD_MODULES, *WORKBOOK_WORD_MODULES}
     found = []
     for name, source in sources.items():
-        if name.rsplit(".", 1)[-1] in word_modules | {"figures"}:
+        if not _computation(name):
             continue
         for node in ast.walk(ast.parse(source)):
             if isinstance(node, ast.ImportFrom):
-                found += [f"{name}: {node.module}.{a.name}" for a in node.names
-                          if {(node.module or "").rsplit(".", 1)[-1], a.name} & word_modules or WORDS.search(a.name)]
+                module = "." * node.level + (node.module or "")
+                found += [f"{name}: {module}{'.' if node.module else ''}{a.name}" for a in node.names
+                          if {module.rsplit(".", 1)[-1], a.name} & word_modules or WORDS.search(a.name)]
             elif isinstance(node, ast.Import):
                 found += [f"{name}: {a.name}" for a in node.names if a.name.rsplit(".", 1)[-1] in word_modules]
-    return sorted(found)
+            elif isinstance(node, ast.Attribute) and WORDS.search(node.attr):
+                found.append(f"{name}: .{node.attr}")
+    return sorted(set(found))
 
 
 def test_no_computation_reads_the_word_layer():
     """Decisions and tables are computed without words; the word layer reads them (`verdict_words.table` writes the
     verdicts table people see from the typed verdicts), never the other way round."""
-    sources = {name: path.read_text() for name, path in _modules().items()
-               if (_study(name) or name.startswith("exactness.engine.")) and name not in WORDS_READ_BY}
-    assert len(sources) > 40 and words_read_by_computations(sources) == []
+    sources = {name: path.read_text() for name, path in _modules().items()}
+    assert len([name for name in sources if _computation(name)]) > 40
+    assert words_read_by_computations(sources) == sorted(WORDS_READ_BY)
 
 
 def test_the_check_finds_a_computation_that_reads_words():
@@ -222,12 +238,17 @@ def test_the_check_finds_a_computation_that_reads_words():
                "exactness.studies.a.rate": "import exactness.studies.a.sentences\nfrom x import tie_sentence\n",
                "exactness.studies.a.sentences": "from exactness.engine import place_words\n",
                "exactness.studies.a.scale": "from exactness.studies.a import study\n",
-               "exactness.studies.a.pairs": "from exactness.workbook import sweep, wording\n"}
+               "exactness.studies.a.pairs": "from exactness.workbook import sweep, wording\n",
+               "exactness.studies.a.gpu": "from . import sentences\nfrom ..b import gpu_folder\n"
+                                          "gpu_folder.machine_words(f)\n",
+               "exactness.studies.a.wording": "from exactness.engine.place_words import where\n"}
     assert words_read_by_computations(planted) == [
         "exactness.engine.verdicts: exactness.engine.answers.rate_words",
+        "exactness.studies.a.gpu: .machine_words", "exactness.studies.a.gpu: .sentences",
         "exactness.studies.a.pairs: exactness.workbook.wording",
         "exactness.studies.a.rate: exactness.studies.a.sentences", "exactness.studies.a.rate: x.tie_sentence",
-        "exactness.studies.a.study: exactness.engine.verdict_words"]
+        "exactness.studies.a.study: exactness.engine.verdict_words",
+        "exactness.studies.a.wording: exactness.engine.place_words.where"]
 
 
 def test_every_study_computes_its_summary_figures_in_one_place_by_one_name():

@@ -231,9 +231,18 @@ def proof_of(v: ClassVerdict) -> str:
 
 
 def action_of(v: ClassVerdict) -> str:
+    """What to do about a class's cause, in a sentence."""
     return action(v.cause, v.evidence, v.compare, v.exclude, v.error)
 
 
 def refutation_of(v: ClassVerdict) -> str:
     """Why the skip's stated reason does not hold, from the run's rows ("" when it holds)."""
     return refutation(v.refuted, v.refuted_claim, v.cause, v.graph_ops, v.pass_name)
+
+
+def patch_reason(verdicts: list[ClassVerdict]) -> str:
+    """A class's proof as the export-test patch's comment, one line: each shape mode's where they differ."""
+    proofs = {v.shape_mode: proof_of(v) for v in verdicts}
+    if len(set(proofs.values())) == 1:
+        return next(iter(proofs.values()))
+    return "; ".join(f"{mode}: {proof}" for mode, proof in proofs.items())

@@ -34,6 +34,3 @@ def machine_facts(folder: Path, needed: tuple[str, ...], given: str) -> dict:
     return facts
 
 
-def machine_words(facts: dict) -> str:
-    return (f"{facts.get('gpu') or 'no GPU'} (torch {facts.get('torch')}, transformers {facts.get('transformers')}, "
-            f"CUDA {facts.get('cuda')}, cuDNN {facts.get('cudnn')})")

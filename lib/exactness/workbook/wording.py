@@ -93,3 +93,9 @@ def rate(events: int, seeds: int, unit: str = "seed", low: float | None = None, 
 
 
 NEVER_FLIPS = "never (no discrete op can flip)"
+
+
+def machine_words(facts: dict) -> str:
+    """A GPU run's machine (its machine.json, `runtimes.gpu_folder.machine_facts`) as a report names it."""
+    return (f"{facts.get('gpu') or 'no GPU'} (torch {facts.get('torch')}, transformers {facts.get('transformers')}, "
+            f"CUDA {facts.get('cuda')}, cuDNN {facts.get('cudnn')})")

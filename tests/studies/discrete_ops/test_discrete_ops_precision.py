@@ -64,3 +64,18 @@ def test_a_pairs_action_fits_what_its_failures_show():
     assert "use_tf32=0" in pair_answer(both).action and "would leave 1 of 4 failures" in pair_answer(both).action
     near_tie_side = PairEvidence("X", TF32.spec, 10, 3, 3, 0, 20.0, 3.0, measured_on="the quantizer's logits")
     assert "(the quantizer's logits)" in pair_answer(near_tie_side).proof
+
+
+def test_the_pair_rates_table_gives_each_pairs_counts_cause_and_rate_in_the_one_shape():
+    from exactness.studies.discrete_ops import sentences
+    from exactness.workbook import wording
+
+    table = pd.DataFrame([{"model": "Y", "pair": TF32.spec, "seed": 0, "error": "RuntimeError: boom"}],
+                         columns=precision.COLUMNS)
+    found = [PairEvidence("X", TF32.spec, 10, 2, 3, 1, 20.0, 3.0, ""), *precision.summarize(table)]
+    shown = sentences.pair_rates(found)
+    assert list(shown.columns) == ["model", "sides", "seeds", "flipped", "failed", "failed_without_flip", "cause",
+                                   "rate"]
+    assert shown.sides.tolist() == [TF32.label] * 2 and shown.seeds.tolist() == [10, 0]
+    assert shown.cause.tolist() == [found[0].cause.value, Cause.NO_EXPORT.value]
+    assert shown.rate.tolist() == [wording.rate(3, 10), ""]  # no seed ran: no rate to state

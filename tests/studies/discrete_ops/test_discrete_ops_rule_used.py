@@ -156,3 +156,26 @@ def test_a_change_the_patch_could_not_make_is_not_replayed_as_the_patched_test(t
     replayed = export_test_change.replay_patched(result, str(copy), per_class=2)
     assert not replayed.changed and replayed.table.empty
     assert sentences.patched_replay_section(replayed).sentence.startswith("The patch changes no class")
+
+
+def test_shape_modes_asking_the_same_edit_change_the_class_whatever_their_proofs_say():
+    """The edit is decided on causes and outputs; the proofs, worded apart, only make the comment."""
+    from exactness.engine.evidence import Evidence, Values, ValueState
+    from exactness.engine.verdicts import Cause, ClassVerdict, Verification
+    from exactness.models.export_test_patch import Edit
+    from exactness.studies.discrete_ops import export_test_change
+
+    def clean(mode: str, worst: float) -> ClassVerdict:
+        return ClassVerdict("BertForSequenceClassification", mode, Cause.NOTHING_REACHES,
+                            evidence=Evidence(values=Values(ValueState.CLEAN, 4, worst)))
+
+    static, dynamic = clean("static", 0.5), clean("dynamic", 0.25)
+    assert proof_of(static) != proof_of(dynamic)
+    (change,) = export_test_change.changes([static, dynamic], CHECKOUT)
+    assert change.edit is Edit.REMOVE_SKIP and change.outputs == ()
+    assert change.reason == f"static: {proof_of(static)}; dynamic: {proof_of(dynamic)}"
+    (same,) = export_test_change.changes([static, clean("dynamic", 0.5)], CHECKOUT)
+    assert same.reason == proof_of(static)
+    tie = ClassVerdict("BertForSequenceClassification", "dynamic", Cause.EXACT_TIE, exclude=["logits"],
+                       verification=Verification(1, 1))
+    assert export_test_change.changes([static, tie], CHECKOUT) == []  # two edits asked: the class keeps its skip

@@ -71,31 +71,21 @@ def test_an_output_beyond_the_float64_bound_is_a_defect_and_within_it_is_noise()
     assert (defect.sign, defect.output, defect.ort_error, defect.times) == (DefectSign.BEYOND_NOISE, "y", 1e-3, 1e4)
 
 
-def test_a_verdict_is_decided_without_a_word_and_worded_when_read(monkeypatch):
-    """A class's verdict holds decisions only: deciding writes no sentence, so a rewording moves no decision."""
+def test_a_verdict_holds_decisions_and_the_word_layer_words_them():
+    """A class's verdict holds no sentence, as a field or a property: `verdict_words` words it where a page is
+    written (and `engine.verdicts` imports no word module: tests/test_import_structure.py)."""
     import dataclasses
 
-    from exactness.engine import verdict_words
-
-    assert not {"proof", "action", "refutation"} & {f.name for f in dataclasses.fields(verdicts.ClassVerdict)}
+    attributes = {f.name for f in dataclasses.fields(verdicts.ClassVerdict)} | set(vars(verdicts.ClassVerdict))
+    assert not {"proof", "action", "refutation", "words"} & attributes
     cases = {"nothing reaches": _tables([_output(0, output="idx")], [_seed(0)], [_margin(0)], ops=OPS.iloc[:0]),
              "defect": _tables([_output(0, ort_f64_err=1e-3, within_noise=False)], [_seed(0)], [], ops=OPS.iloc[:0]),
              "tie": _tables([_output(0, output="idx", reached_by_flip=True, explained_by_flip=True)],
                             [_seed(0, flipped=True)], [_margin(0, 1, 0.0)])}
-    worded = {name: verdicts.verdict(t, verdicts.RatePolicy(), 16.0) for name, t in cases.items()}
-
-    def no_words(*args, **kwargs):
-        raise AssertionError("a sentence was written while deciding")
-
-    for name in ("proof", "action", "refutation", "defect", "values"):
-        monkeypatch.setattr(verdict_words, name, no_words)
-    unworded = {name: verdicts.verdict(t, verdicts.RatePolicy(), 16.0) for name, t in cases.items()}
-    monkeypatch.undo()
-    for name, found in unworded.items():
-        assert repr(found) == repr(worded[name]), name  # every field decided the same (repr: NaN reads equal)
-        assert proof_of(found) == proof_of(worded[name]) and action_of(found) == action_of(worded[name]), name
-    assert [found.cause for found in worded.values()] == [verdicts.Cause.NOTHING_REACHES, verdicts.Cause.DEFECT,
-                                                           verdicts.Cause.EXACT_TIE]
+    found = {name: verdicts.verdict(t, verdicts.RatePolicy(), 16.0) for name, t in cases.items()}
+    assert [v.cause for v in found.values()] == [verdicts.Cause.NOTHING_REACHES, verdicts.Cause.DEFECT,
+                                                 verdicts.Cause.EXACT_TIE]
+    assert all(proof_of(v) and action_of(v) for v in found.values())
 
 
 def test_a_nan_on_one_side_is_a_defect_even_where_a_flip_follows():

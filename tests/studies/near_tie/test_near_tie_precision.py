@@ -11,12 +11,12 @@ import torch
 from conftest import REPO
 from exactness.causes import Cause
 from exactness.engine.answers import pair_answer
-from exactness.runtimes.gpu_folder import machine_words
 from exactness.runtimes.sides import Pair, SideError
 from exactness.studies.near_tie import answers as near_tie_answers
 from exactness.studies.near_tie import gpu_run, precision
 from exactness.studies.near_tie import sentences as near_tie_sentences
 from exactness.studies.near_tie.rules import STUDY
+from exactness.workbook.wording import machine_words
 
 MODEL = "Wav2Vec2ConformerForPreTraining"
 GPU_RUN = REPO / "etc" / "gpu_runs" / "h200-2026-12-04"

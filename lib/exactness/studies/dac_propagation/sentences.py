@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pandas as pd
 
-from exactness.runtimes.gpu_folder import machine_words
 from exactness.runtimes.sides import Side, emulation_note
 from exactness.studies.dac_propagation.figures import run_name
 from exactness.studies.dac_propagation.precision import AGREE_FACTOR, Pattern, beside_investigation, patterns
@@ -18,6 +17,7 @@ from exactness.studies.dac_propagation.study import (
 )
 from exactness.workbook.findings import count, significant, span
 from exactness.workbook.presentation import say, table
+from exactness.workbook.wording import machine_words
 
 
 def other_rates_sentence(others: pd.DataFrame) -> str:
@@ -46,14 +46,14 @@ def emulation_words(precisions: list[str]) -> str:
     return emulation_note([Side.parse(f"eager:cpu:{p}") for p in precisions])
 
 
-def show_precision(chain: pd.DataFrame, gpu_machine: dict, precisions: list[str], artifacts) -> None:
+def show_precision(chain: pd.DataFrame, gpu_facts: dict, precisions: list[str], artifacts) -> None:
     """The precision section: the chains (`precision.with_gpu_rows`), a table and a sentence per init."""
     if not len(chain):
         say("No other precision asked for (`precisions` is empty and no `gpu_run`): the comparison above is float32.")
         return
     artifacts.table("precision_chain", chain)
-    if gpu_machine:
-        say(f"The CUDA rows were measured on {machine_words(gpu_machine)} by `python -m exactness.gpu`, on the 44.1 "
+    if gpu_facts:
+        say(f"The CUDA rows were measured on {machine_words(gpu_facts)} by `python -m exactness.gpu`, on the 44.1 "
             "kHz model and 1 s of audio; the emulated rows on this CPU, with this run's model and clip.")
     for init, part in chain.groupby("init", sort=False):
         table(beside_investigation(part), caption=f"Init {init}: the largest |difference| after each encoder layer, "

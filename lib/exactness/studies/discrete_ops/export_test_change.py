@@ -1,9 +1,10 @@
 """What a run's answers change in the checkout's export test, as a patch, and that change replayed in the real
 test: on the checked seeds it passes, and with a defect planted in each compared output it fails.
 
-A class changes only where the checkout skips its comparison and every shape mode's verdict agrees: "nothing
-reaches" removes the skip; an exact tie or near-tie whose comparison was verified on every checked seed leaves the
-outputs it excludes out (`models.export_test_patch`), the proof as the reason.
+A class changes only where the checkout skips its comparison and every shape mode's verdict makes the same edit:
+"nothing reaches" removes the skip; an exact tie or near-tie whose comparison was verified on every checked seed
+leaves the outputs it excludes out (`models.export_test_patch`). The edit is decided on the verdicts' causes and
+outputs; the patch's comment, the proof, is worded once the edit is (`verdict_words.patch_reason`).
 """
 
 from __future__ import annotations
@@ -24,22 +25,29 @@ PLANT_FACTOR = 100.0  # the defects planted in the replay, in tolerances at each
 PLANTS = (("3 elements off", 3), ("every element off", 0))
 
 
-def _change(verdict) -> Change | None:
+def _edit(verdict) -> tuple[Edit, tuple[str, ...]] | None:
+    """The edit a verdict asks of the export test, and the outputs it leaves out (None: no edit)."""
     if verdict.cause is Cause.NOTHING_REACHES:
-        return Change(verdict.model, Edit.REMOVE_SKIP, verdict_words.proof_of(verdict))
+        return Edit.REMOVE_SKIP, ()
     if verdict.cause in (Cause.EXACT_TIE, Cause.NEAR_TIE) and verdict.exclude and verdict.verification.holds:
-        return Change(verdict.model, Edit.LEAVE_OUT, verdict_words.proof_of(verdict), tuple(verdict.exclude))
+        return Edit.LEAVE_OUT, tuple(verdict.exclude)
     return None
 
 
 def changes(verdicts, checkout: str | sources.Checkout) -> list[Change]:
-    """One change per class the checkout skips, where all its shape modes' verdicts give the same one."""
+    """One change per class the checkout skips, where all its shape modes' verdicts ask for the same edit."""
     skipped = {s.model for s in checkout_index.comparison_skips(checkout_index.root_of(str(checkout)))}
-    by_class: dict[str, set] = {}
+    by_class: dict[str, list] = {}
     for verdict in verdicts:
         if verdict.model in skipped:
-            by_class.setdefault(verdict.model, set()).add(_change(verdict))
-    return [next(iter(found)) for found in by_class.values() if len(found) == 1 and None not in found]
+            by_class.setdefault(verdict.model, []).append(verdict)
+    found = []
+    for model, mine in by_class.items():
+        edits = {_edit(verdict) for verdict in mine}
+        if len(edits) == 1 and None not in edits:
+            (edit, outputs), = edits
+            found.append(Change(model, edit, verdict_words.patch_reason(mine), outputs))
+    return found
 
 
 @dataclass(frozen=True)

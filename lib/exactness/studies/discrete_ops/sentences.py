@@ -148,14 +148,14 @@ def defects(result: Result) -> Section:
     for r in table.itertuples():
         place = r.module or (f"{r.op_type} (ONNX node {r.node} of the exported graph)" if r.node else "") \
             or "no single place"
-        made = made_by(getattr(r, "stage", ""), getattr(r, "pass_name", ""))
+        made = made_by(r.stage, r.pass_name)
         rows.append({"model": r.model, "seed": r.seed, "place": place,
                      "shows": r.detail + (f"; {r.missing}" if r.missing else ""), "made_by": made or "not located",
                      "error_with": r.error_with, "error_without": r.error_without, "remedy": r.remedy})
         errors = (f" (error from float64 {r.error_with:.3g} with it, {r.error_without:.3g} without)"
                   if made and r.error_with == r.error_with else "")
         parts.append(f"{r.model} at {place}" + (f", made by {made}{errors}" if made else ""))
-        if getattr(r, "reproduction", ""):
+        if r.reproduction:
             verdict = "reproduces" if r.reproduces else "does not reproduce"
             reproductions.append((r.model, r.pass_name, r.reproduction,
                                   f"Run here, this reproduction of {r.pass_name} {verdict}: {r.reproduction_output}."))

@@ -111,7 +111,7 @@ class Result:
     margins: pd.DataFrame
     outputs: pd.DataFrame
     seeds: pd.DataFrame
-    localizations: list[Localization]  # a defect's place, where one was proven (`place_words.table` for people)
+    localizations: list[Localization]  # one per defect, where it starts (`place_words.table` for people)
     verdicts: list[verdicts_of.ClassVerdict]
 
 
@@ -552,8 +552,10 @@ def _of(table: pd.DataFrame, task: ClassTask) -> pd.DataFrame:
     return table[(table.model == task.model) & (table.shape_mode == task.shape_mode)].reset_index(drop=True)
 
 
-def decide(graphs_table, ops, screen, tables, reaches, settings: Settings, graphs: dict) -> tuple[list, pd.DataFrame]:
-    """The verdict of every class; a defect's class is localized on the seed that shows it first."""
+def decide(graphs_table, ops, screen, tables, reaches, settings: Settings,
+           graphs: dict) -> tuple[list[verdicts_of.ClassVerdict], list[Localization]]:
+    """The verdict of every class; a defect's class is localized on the seed that shows it first (a localization
+    of kind NOT_LOCALIZED where the localizer failed)."""
     found, localizations = [], []
     for row in graphs_table.itertuples(index=False):
         task = ClassTask(row.model, row.shape_mode)

@@ -10,7 +10,6 @@ from collections.abc import Sequence
 import pandas as pd
 
 from exactness import published
-from exactness.runtimes.gpu_folder import machine_words
 from exactness.runtimes.sides import Pair, emulation_note
 from exactness.studies.near_tie import rate as near_tie_rate
 from exactness.studies.near_tie.cpu_kernel_sets import portability
@@ -22,7 +21,7 @@ from exactness.studies.near_tie.ties import explained
 from exactness.workbook import findings, machine, wording
 from exactness.workbook.findings import rate_verdict, significant
 from exactness.workbook.presentation import plural, say, table
-from exactness.workbook.wording import count, interval, one_in
+from exactness.workbook.wording import count, interval, machine_words, one_in
 
 
 def screenable_sentence(screened: list[str], immune: list[str]) -> str:
