@@ -182,15 +182,11 @@ def test_the_check_finds_a_sentence_written_in_a_computation_module():
                                                    "exactness.studies.a.stages: Proof.words"]
 
 
-# What people read is worded from typed results by the word layer; two computations write words into something kept
-# as written, each import named with its reason (an import not named here fails the check, in these modules too).
+# What people read is worded from typed results by the word layer; one computation writes words into something kept
+# as written, its import named with its reason (an import not named here fails the check, in these modules too).
 WORDS_READ_BY = {
     "exactness.studies.discrete_ops.export_test_change: exactness.engine.verdict_words":
         "the patch is a test file: its comment is the class's proof (the edit is decided without it)",
-    "exactness.studies.near_tie.rate: exactness.engine.answers.rate_words":
-        "the rates table keeps the answer table's rate as worded, the table people read",
-    "exactness.studies.near_tie.rate: exactness.workbook.wording":
-        "the rates table keeps #50575's rate beside ours in the same words",
 }
 WORKBOOK_WORD_MODULES = ("wording", "presentation")
 

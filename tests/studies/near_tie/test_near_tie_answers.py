@@ -234,16 +234,21 @@ def test_an_output_of_another_shape_reaches_the_engine_as_a_shape_defect_with_it
 
 def test_the_rates_table_states_the_answers_rate_over_the_seeds_within_reach():
     from exactness.studies.near_tie.rate import buckets
+    from exactness.studies.near_tie.sentences import rates_table
 
     screen, run = _screen(SEED_MODEL, 4000, 4), _run(SEED_MODEL, [1, 1, 1, 0], [False, False, True, True])
-    (row,) = buckets(screen, *run, threshold=1e-4).itertuples()
+    shown = rates_table(buckets(screen, *run, threshold=1e-4))
+    assert list(shown.columns)[-2:] == ["one_in", "rate"]  # the estimate worded in its place, the table as kept
+    (row,) = shown.itertuples()
     (line,) = answers.answers(screen, *run, threshold=1e-4)
     assert (row.screened, row.candidates, row.checked, row.flipped, row.failed, row.flipped_but_passed) == \
         (4000, 4, 4, 3, 2, 1)
     assert row.rate == line.rate and row.failure_rate == pytest.approx(2 / 4000) and row.one_in == 2000
     # a capped check: the table's rate is the answer's worst-case range, never a lower bound said as a rate
     capped = tuple(t[t.seed < 2] if "seed" in t else t for t in run)
-    (row,) = buckets(_screen(SEED_MODEL, 200, 4), *capped, threshold=1e-4).itertuples()
+    (counted,) = buckets(_screen(SEED_MODEL, 200, 4), *capped, threshold=1e-4).itertuples()
+    assert counted.estimate.worst_case and (counted.estimate.observed, counted.estimate.checked) == (2, 2)
+    (row,) = rates_table(buckets(_screen(SEED_MODEL, 200, 4), *capped, threshold=1e-4)).itertuples()
     (line,) = answers.answers(_screen(SEED_MODEL, 200, 4), *capped, threshold=1e-4)
     assert row.rate == line.rate and "worst case" in row.rate and (row.candidates, row.checked) == (4, 2)
     assert row.worst_case and row.checked_candidates == 2

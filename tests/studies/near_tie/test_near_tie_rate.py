@@ -38,10 +38,12 @@ def test_the_one_prediction_sums_flip_probabilities():
 
 def test_seed_buckets_carry_the_seed_figures_in_our_columns():
     from exactness.studies.near_tie.rate import seed_buckets
+    from exactness.studies.near_tie.sentences import rates_table
 
     row = seed_buckets().iloc[0]
     assert (row.screened, row.candidates, row.failed, row.flipped) == (40000, 273, 15, 17)
-    assert row.rate == "1 in 2,700 (95% 1 in 4,400 to 1 in 1,600; 15 of 40,000 seeds)"
+    assert (row.estimate.observed, row.estimate.seeds, row.estimate.exact) == (15, 40000, True)
+    assert rates_table(seed_buckets()).rate[0] == "1 in 2,700 (95% 1 in 4,400 to 1 in 1,600; 15 of 40,000 seeds)"
     assert row.one_in == pytest.approx(2666.7, rel=1e-3)
 
 

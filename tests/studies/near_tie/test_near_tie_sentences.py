@@ -51,10 +51,13 @@ def test_rule_views_split_failed_checks_and_outputs_failing_alone():
 
 
 def test_our_rates_sit_above_the_seeds_with_intervals_in_words():
-    rates = pd.DataFrame({"model": [SEED_MODEL], "shape_mode": ["dynamic"], "screened": [2000], "failed": [1],
-                          "failure_rate": [1 / 2000],
-                          "rate": ["1 in 2,000 (95% 1 in 11,000 to 1 in 350; 1 of 2,000 seeds)"]})
-    beside = near_tie_rate.beside_investigation(rates)
+    from exactness.compare.rates import estimate
+
+    counted = pd.DataFrame({"model": [SEED_MODEL], "shape_mode": ["dynamic"], "screened": [2000], "failed": [1],
+                            "failure_rate": [1 / 2000], "estimate": [estimate(1, 4, 4, 2000)]})
+    rates = sentences.rates_table(counted)
+    assert rates.rate[0] == "1 in 2,000 (95% 1 in 11,000 to 1 in 350; 1 of 2,000 seeds)"
+    beside = sentences.rates_table(near_tie_rate.beside_investigation(counted))
     assert beside.model.tolist()[0] == SEED_MODEL and beside.model.tolist()[1].startswith("transformers #50575")
     assert beside.rate[0] == rates.rate[0] and beside.rate[1].endswith("15 of 40,000 seeds)")
     sentence = sentences.rate_sentence(rates, replays_example=False, seed_start=0, n_seeds=2000)

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from exactness.compare.rates import PER
+from exactness.compare.rates import PER, estimate
 from exactness.studies.near_tie.scale import is_candidate
 
 
@@ -46,8 +46,7 @@ def buckets(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, m
             threshold: float, threshold_ulps: float = 0.0) -> pd.DataFrame:
     """Per model and shape mode: screened, candidates (the seeds within the engine's reach, `engine_tables`),
     checked, flipped, failed, flipped but passed, and the failure rate: the engine's estimate, the one the answer
-    table states (`near_tie.answers`), with its words in `rate`."""
-    from exactness.engine.answers import rate_words
+    table states (`near_tie.answers`), kept whole in `estimate` (`sentences.rates_table` words it)."""
     from exactness.studies.near_tie.engine_tables import class_verdicts
 
     rows = []
@@ -65,24 +64,25 @@ def buckets(screen: pd.DataFrame, checks: pd.DataFrame, outputs: pd.DataFrame, m
                 "worst_case": bool(e.worst_case), "flipped": tally.flipped, "failed": tally.failed,
                 "flipped_but_passed": tally.flipped_but_passed, "exact_ties_failed": tally.exact_ties_failed,
                 "failure_rate": e.per / PER, "rate_low": e.low / PER, "rate_high": e.high / PER,
-                "one_in": PER / e.per if e.per else float("inf"), "rate": rate_words(e),
+                "one_in": PER / e.per if e.per else float("inf"), "estimate": e,
             })
     return pd.DataFrame(rows)
 
 
 def seed_buckets() -> pd.DataFrame:
-    """transformers #50575's bucket table (section 5), labelled, in the columns of `buckets` (to set beside ours)."""
+    """transformers #50575's bucket table (section 5), labelled, in the columns of `buckets` (to set beside ours):
+    its failures over its seeds screened, every candidate checked."""
     from exactness import published
-    from exactness.workbook import wording
 
     screened, failed = int(published.value("seeds_screened")), int(published.value("failures"))
+    candidates = int(published.value("candidates"))
     return pd.DataFrame([{
         "model": "transformers #50575 (Wav2Vec2ConformerForPreTraining, CPU)", "screened": screened,
-        "candidates": int(published.value("candidates")), "checked": int(published.value("candidates")),
+        "candidates": candidates, "checked": candidates,
         "flipped": int(published.value("flips")), "failed": failed,
         "flipped_but_passed": int(published.value("flips_passing")),
         "exact_ties_failed": int(published.value("exact_ties")), "failure_rate": published.value("failure_rate"),
-        "one_in": screened / failed, "rate": wording.rate(failed, screened)}])
+        "one_in": screened / failed, "estimate": estimate(failed, candidates, candidates, screened)}])
 
 
 def noise_below(gaps: np.ndarray, deltas: np.ndarray) -> np.ndarray:
@@ -133,7 +133,7 @@ def flip_curve(checks: pd.DataFrame, deltas: dict[str, np.ndarray]) -> pd.DataFr
 
 
 def beside_investigation(rates: pd.DataFrame) -> pd.DataFrame:
-    """Our rates per class, then the investigation's (`seed_buckets`)."""
+    """Our rates per class (`buckets`), then the investigation's (`seed_buckets`)."""
     return pd.concat([rates, seed_buckets()], ignore_index=True)
 
 

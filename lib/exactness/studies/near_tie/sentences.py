@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from exactness import published
+from exactness.engine.answers import rate_words
 from exactness.runtimes.sides import Pair, emulation_note
 from exactness.studies.near_tie import rate as near_tie_rate
 from exactness.studies.near_tie.cpu_kernel_sets import portability
@@ -513,3 +514,11 @@ def candidate_rule(threshold: float, threshold_ulps: float = 0.0) -> str:
     if threshold_ulps > 0:
         return f"smallest gap is below {threshold_ulps:g} ulps of its row's top logit"
     return f"smallest gap is below {threshold:g}"
+
+
+def rates_table(counted: pd.DataFrame) -> pd.DataFrame:
+    """The rates table people read (`rate.buckets`, alone or beside #50575's: `rate.beside_investigation`): each
+    estimate worded in the one rate shape, the answer table's (`rate`, in the estimate's place)."""
+    if "estimate" not in counted:
+        return counted
+    return counted.assign(estimate=[rate_words(e) for e in counted.estimate]).rename(columns={"estimate": "rate"})
