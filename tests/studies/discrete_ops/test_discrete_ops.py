@@ -12,8 +12,8 @@ import torch
 from exactness import published
 from exactness.engine import margins, verdicts
 from exactness.engine import outputs as engine_outputs
+from exactness.engine.evidence import DefectSign
 from exactness.engine.rows import ClassTask, MarginRow
-from exactness.engine.verdict_words import proof_of
 from exactness.models import class_registry
 from exactness.runtimes import discrete_recorder, discrete_scan, onnx_graph
 from exactness.runtimes.export_cache import ExportCache
@@ -136,7 +136,8 @@ def test_a_planted_bug_is_a_defect_not_the_flip():
     by_output = {r.output: r for r in result.outputs}
     assert not by_output["picked"].explained_by_flip and by_output["scaled"].within_noise
     found = verdicts.verdict(_tables([result], cg), verdicts.RatePolicy(), reach=16.0)
-    assert found.cause is verdicts.Cause.DEFECT and "after forcing ORT's choices" in proof_of(found)
+    assert found.cause is verdicts.Cause.DEFECT and found.evidence.defect.sign is DefectSign.NOT_EXPLAINED
+    assert found.evidence.defect.output == "picked" == found.defect_output
 
 
 def test_a_nan_that_only_ort_reads_is_a_defect_never_a_tie():
