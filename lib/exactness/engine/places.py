@@ -60,7 +60,6 @@ class Symptom:
 class Trial:
     config: Config
     symptom: Symptom
-    what: str  # what the trial switched, as the trial log names it
 
 
 @dataclass(frozen=True)

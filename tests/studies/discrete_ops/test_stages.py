@@ -186,7 +186,7 @@ class _Scripted:
     def __init__(self, present_in_reference: bool | None):
         self.trials, self.reference = [], present_in_reference
 
-    def __call__(self, config, what=""):
+    def __call__(self, config):
         if config.runtime == REFERENCE:
             if self.reference is None:
                 raise NotImplementedError("no kernel for op Foo")
@@ -194,7 +194,7 @@ class _Scripted:
         else:
             present = True  # every optimizer off and it still shows
         symptom = Symptom(1.0 if present else 1e-9, 10.0 if present else 0.01, 0, "y")
-        self.trials.append(Trial(config, symptom, what))
+        self.trials.append(Trial(config, symptom))
         return symptom
 
 
@@ -218,10 +218,10 @@ def test_with_no_optimizer_to_blame_the_reference_evaluator_tells_the_graph_from
 class _OrtOnly(_Scripted):
     """ORT's 'extended' level makes it, and no single pass disabled removes it."""
 
-    def __call__(self, config, what=""):
+    def __call__(self, config):
         present = config.level in ("extended", "all")
         symptom = Symptom(1.0 if present else 1e-9, 10.0 if present else 0.01, 0, "y")
-        self.trials.append(Trial(config, symptom, what))
+        self.trials.append(Trial(config, symptom))
         return symptom
 
     def graph(self, options):

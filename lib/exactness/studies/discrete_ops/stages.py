@@ -54,7 +54,7 @@ class Measure:
                 .exposing(()).model
         return self._graphs[options]
 
-    def __call__(self, config: Config, what: str = "") -> Symptom:
+    def __call__(self, config: Config) -> Symptom:
         model = self.graph(config.export)
         if config.runtime == REFERENCE:
             from onnx.reference import ReferenceEvaluator
@@ -75,7 +75,7 @@ class Measure:
             wide = self.reference[mine]
             value = np.asarray(value, np.float64)
             if value.shape != wide.shape:
-                return self._keep(config, Symptom(float("inf"), float("inf"), int(wide.size), graph_name), what)
+                return self._keep(config, Symptom(float("inf"), float("inf"), int(wide.size), graph_name))
             bad = int((np.isfinite(wide) & ~np.isfinite(value)).sum())
             nonfinite += bad
             error = max_abs(value, wide)
@@ -83,10 +83,10 @@ class Measure:
             errors.append((graph_name, error, over))
             if (bad, over) > (worst[2], worst[1]) or not worst[3]:
                 worst = (error, over, bad, graph_name)
-        return self._keep(config, Symptom(worst[0], worst[1], nonfinite, worst[3], tuple(errors)), what)
+        return self._keep(config, Symptom(worst[0], worst[1], nonfinite, worst[3], tuple(errors)))
 
-    def _keep(self, config: Config, symptom: Symptom, what: str) -> Symptom:
-        self.trials.append(Trial(config, symptom, what))
+    def _keep(self, config: Config, symptom: Symptom) -> Symptom:
+        self.trials.append(Trial(config, symptom))
         return symptom
 
 
@@ -105,38 +105,37 @@ def bisect(candidates: list[str], absent_without: Callable[[tuple[str, ...]], bo
 
 def locate(measure: Measure) -> StageProof:
     """The first stage of the pipeline whose removal removes the symptom, and within it the rule or pass."""
-    full = measure(Config(), "the export test's pipeline")
+    full = measure(Config())
     if not full.present:
         return StageProof(Stage.NOT_SHOWN, trials=measure.trials)
-    unoptimized = measure(Config(level="disabled"), "ORT's optimizations off")
+    unoptimized = measure(Config(level="disabled"))
     if not unoptimized.present:  # the graph as exported is right: ONNX Runtime's rewrites make it
         lowest = next(level for level in ("basic", "extended", "all")
-                      if level == "all" or measure(Config(level=level), f"ORT level '{level}'").present)
+                      if level == "all" or measure(Config(level=level)).present)
         passes = onnx_graph.ort_passes(measure.graph(onnx_graph.DEFAULT_EXPORT), lowest)
-        name = bisect(passes, lambda off: not measure(Config(disabled=off), f"{len(off)} passes disabled").present)
+        name = bisect(passes, lambda off: not measure(Config(disabled=off)).present)
         proof = StageProof(Stage.ORT_OPTIMIZER, name, full, candidates=len(passes), level=lowest)
         below = onnx_graph.LEVEL_BELOW[lowest]
         proof.without = Config(disabled=(name,)) if name else Config(level=below)
-        proof.without_pass = measure(proof.without, "the named pass disabled" if name else f"ORT level '{below}'")
+        proof.without_pass = measure(proof.without)
         proof.trials = measure.trials
         return proof
     plain = onnx_graph.ExportOptions(optimize=False)
-    bare = measure(Config(plain, level="disabled"), "optimize=False, ORT's optimizations off")
+    bare = measure(Config(plain, level="disabled"))
     if bare.present:  # no optimizer makes it: the graph itself, or ORT's kernels running it
         proof = StageProof(Stage.UNSEPARATED, "", full, bare, Config(plain, level="disabled"))
         try:
-            proof.reference = measure(Config(plain, runtime=REFERENCE), REFERENCE)
+            proof.reference = measure(Config(plain, runtime=REFERENCE))
             proof.stage = Stage.TRANSLATION if proof.reference.present else Stage.ORT_KERNELS
         except Exception as error:  # an op the evaluator lacks: the two stay unseparated, and the proof says so
             proof.reference_error = brief(error)
         proof.trials = measure.trials
         return proof
     rules = [name for name, _ in onnx_graph.optimizer_rules()]
-    name = bisect(rules, lambda off: not measure(Config(onnx_graph.ExportOptions(rules_off=off)),
-                                                 f"{len(off)} optimizer rules left out").present)
+    name = bisect(rules, lambda off: not measure(Config(onnx_graph.ExportOptions(rules_off=off))).present)
     proof = StageProof(Stage.EXPORT_OPTIMIZER, name, full, candidates=len(rules))
     proof.without = Config(onnx_graph.ExportOptions(rules_off=(name,))) if name else Config(plain)
-    proof.without_pass = measure(proof.without, "the named rule left out" if name else "optimize=False")
+    proof.without_pass = measure(proof.without)
     proof.trials = measure.trials
     return proof
 
