@@ -36,7 +36,6 @@ class GpuRun:
     facts: dict
     table: pd.DataFrame  # in the shape `precision.summarize` reads
     probe: pd.DataFrame
-    dac_chain: pd.DataFrame
 
 
 def read(path: str) -> GpuRun:
@@ -48,10 +47,9 @@ def read(path: str) -> GpuRun:
                                          pd.read_parquet(folder / "noise_law.parquet"),
                                          pd.read_parquet(folder / "smallest_gaps.parquet"))
         probe = pd.read_csv(folder / "tf32_probe.csv")
-        dac = pd.read_csv(folder / "dac_chain.csv") if (folder / "dac_chain.csv").is_file() else pd.DataFrame()
     except (OSError, ValueError, KeyError) as error:
         raise GpuFolderError(f"{folder}: a table could not be read ({type(error).__name__}: {error})") from None
     missing = [c for c in precision.PAIR_COLUMNS if c not in table]
     if missing:
         raise GpuFolderError(f"{folder / 'pairs.parquet'} lacks the columns {', '.join(missing)}")
-    return GpuRun(folder, facts, table, probe, dac)
+    return GpuRun(folder, facts, table, probe)
