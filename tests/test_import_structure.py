@@ -202,7 +202,7 @@ def _computation(name: str) -> bool:
 def words_read_by_computations(sources: dict[str, str]) -> list[str]:
     """`module: what` for each computation module (`_computation`) that imports a word module (a study's, the
     engine's, or the workbook's `wording` and `presentation`), imports a function named as words from anywhere, or
-    calls one through any module (`gpu_folder.machine_words(...)`)."""
+    reaches an attribute so named through any name (`gpu_folder.machine_words(...)`, `self.tie_words`)."""
     word_modules = {*WORD_MODULES, *ENGINE_WORD_MODULES, *WORKBOOK_WORD_MODULES}
     found = []
     for name, source in sources.items():

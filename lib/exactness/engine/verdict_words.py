@@ -241,8 +241,9 @@ def refutation_of(v: ClassVerdict) -> str:
 
 
 def patch_reason(verdicts: list[ClassVerdict]) -> str:
-    """A class's proof as the export-test patch's comment, one line: each shape mode's where they differ."""
+    """A class's proof as the export-test patch's comment, one line: each shape mode's where they differ (set apart
+    by " | ": a proof has semicolons of its own)."""
     proofs = {v.shape_mode: proof_of(v) for v in verdicts}
     if len(set(proofs.values())) == 1:
         return next(iter(proofs.values()))
-    return "; ".join(f"{mode}: {proof}" for mode, proof in proofs.items())
+    return " | ".join(f"{mode}: {proof}" for mode, proof in proofs.items())

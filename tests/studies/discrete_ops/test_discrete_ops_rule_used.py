@@ -173,7 +173,7 @@ def test_shape_modes_asking_the_same_edit_change_the_class_whatever_their_proofs
     assert proof_of(static) != proof_of(dynamic)
     (change,) = export_test_change.changes([static, dynamic], CHECKOUT)
     assert change.edit is Edit.REMOVE_SKIP and change.outputs == ()
-    assert change.reason == f"static: {proof_of(static)}; dynamic: {proof_of(dynamic)}"
+    assert change.reason == f"static: {proof_of(static)} | dynamic: {proof_of(dynamic)}"
     (same,) = export_test_change.changes([static, clean("dynamic", 0.5)], CHECKOUT)
     assert same.reason == proof_of(static)
     tie = ClassVerdict("BertForSequenceClassification", "dynamic", Cause.EXACT_TIE, exclude=["logits"],

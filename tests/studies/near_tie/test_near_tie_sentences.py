@@ -107,3 +107,14 @@ def test_caption_counts_come_from_the_tables_they_caption():
     assert report.flip_curve_caption(curve) == "1 of 3 checked seeds flipped, 0.85 predicted."
     calibration = pd.DataFrame({"inside_at_run": [True, False, True]})
     assert report.calibration_caption(calibration) == "2 of 3 classes measured inside."
+
+
+def test_the_rates_table_refuses_a_row_without_its_estimate():
+    """A table worded already, set beside #50575's row, would show that row without a rate: refused, not blank."""
+    from exactness.compare.rates import estimate
+
+    counted = pd.DataFrame({"model": [SEED_MODEL], "screened": [2000], "estimate": [estimate(1, 4, 4, 2000)]})
+    worded = sentences.rates_table(counted)
+    with pytest.raises(ValueError, match="a row without one"):
+        sentences.rates_table(near_tie_rate.beside_investigation(worded))
+    assert sentences.rates_table(pd.DataFrame()).empty

@@ -519,6 +519,8 @@ def candidate_rule(threshold: float, threshold_ulps: float = 0.0) -> str:
 def rates_table(counted: pd.DataFrame) -> pd.DataFrame:
     """The rates table people read (`rate.buckets`, alone or beside #50575's: `rate.beside_investigation`): each
     estimate worded in the one rate shape, the answer table's (`rate`, in the estimate's place)."""
-    if "estimate" not in counted:
+    if not len(counted):
         return counted
+    if "estimate" not in counted or counted.estimate.isna().any():
+        raise ValueError("rates_table words the estimates `rate.buckets` keeps; this table has a row without one")
     return counted.assign(estimate=[rate_words(e) for e in counted.estimate]).rename(columns={"estimate": "rate"})
