@@ -605,13 +605,9 @@ def _as_stated(found: verdicts_of.ClassVerdict, tables: verdicts_of.ClassTables,
 def summary_values(result: Result, n_seeds: int) -> dict:
     """summary.json's discrete-ops entries beside the answers: the classes, seeds asked, each class's cause and the
     seeds it screened and checked (a class that stopped early, or a pair-only one, ran fewer than asked)."""
-    def reproduces(spot: Localization) -> bool | None:
-        ran = spot.proof.reproduction if spot.proof is not None else None
-        return ran.reproduces if ran else None
-
     defects = {s.model: {"seed": int(s.seed), "stage": s.stage, "pass": s.pass_name,
                          "error_with": float(s.error_with), "error_without": float(s.error_without),
-                         "reproduces": reproduces(s)} for s in result.localizations}
+                         "reproduces": s.remedy.reproduces if s.remedy else None} for s in result.localizations}
     modes = {x.shape_mode for x in result.verdicts}
 
     def key(x) -> str:  # a class by name, or by name and shape mode where a run has both
