@@ -72,7 +72,7 @@ def test_an_edited_forward_in_your_own_file_is_another_key_and_a_packages_class_
 
 
 @pytest.mark.slow
-def test_a_damaged_entry_is_exported_again_never_used(tmp_path):
+def test_a_damaged_entry_is_exported_again_never_used(tmp_path, capsys):
     cache = ExportCache(tmp_path)
     model, inputs = _model(0)
     cache.export(model, inputs, dynamic=False)
@@ -80,7 +80,9 @@ def test_a_damaged_entry_is_exported_again_never_used(tmp_path):
     graph_file.write_bytes(graph_file.read_bytes()[:-10] + b"0123456789")
     found = cache.export(model, inputs, dynamic=False)
     assert not found.cached and "damaged" in found.rebuilt
+    assert capsys.readouterr().err == f"export cache: {found.rebuilt}\n"  # said once, where the run's log shows it
     assert cache.export(model, inputs, dynamic=False).cached  # and the rebuilt entry is whole again
+    assert capsys.readouterr().err == ""
     assert not list(tmp_path.glob(".*"))  # no temporary file left behind
 
 

@@ -107,10 +107,10 @@ def test_each_study_gets_a_card_with_its_newest_passed_runs_findings_and_verdict
     assert "rate 1 in 2,000" not in runs and runs.count("<tr class=") == 3  # one line per run, no finding again
 
 
-def _answer(subject, cause, rate="1 in 2,700"):
+def _answer(subject, cause, rate="1 in 2,700", seeds=None):
     from exactness.workbook.answers import Answer
 
-    return Answer(subject, cause, f"what to do for {subject}", rate, f"proof for {subject}").to_dict()
+    return Answer(subject, cause, f"what to do for {subject}", rate, f"proof for {subject}", seeds=seeds).to_dict()
 
 
 def test_a_card_opens_with_the_answer_table_its_findings_folded_and_the_words_explained_once(tmp_path):
@@ -227,6 +227,29 @@ def test_the_index_opens_with_every_class_sorted_by_cause_defects_first_each_lin
     assert "(its seeds too few; discrete_ops decides)" in table
     assert "alone against padded" not in table and "1 with a defect" in page
     assert index.render(project) == index.render(project)  # a stable order
+
+
+def test_one_cause_from_two_studies_is_answered_by_the_line_on_more_seeds_and_a_defect_is_never_settled(tmp_path):
+    project = Project.at(tmp_path, tmp_path / "outputs")
+    _fake_run(project.outputs, "discrete_ops", "r1", "2026-11-30T01:00:00",
+              summary={"answers": [_answer("UniSpeech", "near-tie", seeds=2000), _answer("Tapas", "defect", seeds=8),
+                                   _answer("Sat", "nothing reaches", seeds=8), _answer("Bert", "never flips", seeds=9)],
+                       "answers_columns": {"subject": "class"}})
+    _fake_run(project.outputs, "near_tie", "r2", "2026-11-30T02:00:00",
+              summary={"answers": [_answer("UniSpeech", "near-tie", seeds=40000),
+                                   _answer("Tapas", "near-tie", seeds=40000), _answer("Sat", "nothing reaches"),
+                                   {**_answer("Bert", "never flips"), "seeds": "9000"}],
+                       "answers_columns": {"subject": "class"}})
+    lines = index.class_lines(index.collect(project), project.outputs)
+    got = {(x.answer.subject, x.study): x.settled_by for x in lines}
+    assert got == {("UniSpeech", "near_tie"): "", ("UniSpeech", "discrete_ops"): "near_tie",
+                   ("Tapas", "discrete_ops"): "", ("Tapas", "near_tie"): "",  # two causes: both stand
+                   ("Sat", "discrete_ops"): "", ("Sat", "near_tie"): "discrete_ops",
+                   ("Bert", "discrete_ops"): "", ("Bert", "near_tie"): "discrete_ops"}  # a damaged count counts none
+    assert [(x.answer.subject, x.study) for x in lines][:2] == [("Tapas", "discrete_ops"), ("Tapas", "near_tie")]
+    assert [x.study for x in lines if x.answer.subject == "UniSpeech"] == ["near_tie", "discrete_ops"]
+    page = index.write(project).read_text()
+    assert "(2,000 seeds; near_tie decides on 40,000)" in page and "(no seed counted; discrete_ops decides on 8)" in page
 
 
 def test_answers_sort_by_cause_defects_first_then_by_name():

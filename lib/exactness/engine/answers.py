@@ -93,10 +93,12 @@ def answer(verdict: v.ClassVerdict, subject: str) -> Answer:
         if part)
     # no op can flip, but no seed's values were checked either: float noise alone could still fail the test
     rate = NOT_CHECKED if verdict.evidence.never_called else rate_words(failures)
+    measured = failures is not None and failures.seeds > 0 and not verdict.evidence.never_called
     return Answer(subject, verdict.cause.value, words.action_of(verdict), rate, proof, verdict.compare,
                   verdict.exclude, where, failures.per if failures else None,
                   failures.low if failures else None, failures.high if failures else None,
-                  verdict.verification.holds if verdict.verification.seeds else None, flip_rate(verdict))
+                  verdict.verification.holds if verdict.verification.seeds else None, flip_rate(verdict),
+                  failures.seeds if measured else None)
 
 
 _TURN_OFF = {
@@ -158,4 +160,4 @@ def pair_answer(e: PairEvidence, fp32_rate: str = "", tie_aware: bool = False) -
         proof = f"{flips}; {noise} (noise){inputs}"
     per, low, high = e.per_scale(e.failed)
     return Answer(subject, what.value, action, wording.rate(e.failed, e.seeds), proof, failures_per_40000=per,
-                  failures_low=low, failures_high=high, flips=wording.rate(e.flipped, e.seeds))
+                  failures_low=low, failures_high=high, flips=wording.rate(e.flipped, e.seeds), seeds=e.seeds)

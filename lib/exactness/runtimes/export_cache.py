@@ -24,6 +24,7 @@ import hmac
 import json
 import marshal
 import os
+import sys
 import tempfile
 from dataclasses import dataclass
 from importlib import metadata
@@ -225,6 +226,8 @@ class ExportCache:
         graph, rebuilt = self.read(key, set(inputs))
         if graph is not None:
             return Lookup(graph, True)
+        if rebuilt:  # the run's numbers stay right (exported again); the reader learns the cache was damaged
+            print(f"export cache: {rebuilt}", file=sys.stderr, flush=True)
         graph = onnx_graph.export(model, inputs, dynamic=dynamic, options=options)
         try:
             self.store(key, graph)

@@ -55,6 +55,7 @@ class Answer:
     failures_high: float | None = None
     verified: bool | None = None  # the recommended test change, run on this run's seeds
     flips: str = ""  # how often a discrete choice flips, apart from failures ("" where a study counts no flips)
+    seeds: int | None = None  # the seeds the rate is over, where a study counts them
 
     def to_dict(self) -> dict[str, Any]:
         return {"class": self.subject, **asdict(self)}  # "class": the name machine readers of a model study use
@@ -65,6 +66,8 @@ class Answer:
                                                                                         "action", "rate")):
             return None
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        if not isinstance(known.get("seeds"), int) or isinstance(known.get("seeds"), bool) or known["seeds"] < 0:
+            known.pop("seeds", None)  # a damaged count is no count: the line stays, unranked by its seeds
         try:
             return cls(**known)
         except TypeError:

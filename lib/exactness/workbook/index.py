@@ -16,7 +16,7 @@ from exactness.workbook import answers, findings
 from exactness.workbook.manifest import MANIFEST, Manifest, ManifestError, read_json, write_atomically
 from exactness.workbook.presentation import inline_markdown
 from exactness.workbook.project import Project
-from exactness.workbook.wording import plural
+from exactness.workbook.wording import count, plural
 
 HEADLINES_SHOWN = 8
 _STYLE = """
@@ -262,7 +262,8 @@ class ClassLine:
     study: str
     report: str  # the report's path relative to outputs/
     answer: answers.Answer
-    settled_by: str = ""  # an undecided line another study's decided answer settles: that study
+    settled_by: str = ""  # a line another study's answer settles (`_settles`): that study
+    settled_on: int | None = None  # the seeds that study's answer rests on
 
 
 UNDECIDED = "undecided"
@@ -271,6 +272,16 @@ UNDECIDED = "undecided"
 def in_class_table(entry: RunEntry, answer: answers.Answer) -> bool:
     """A model study's line for one class (a class under another pair of sides stays on its study's card)."""
     return answers.Columns.from_summary(entry.summary).subject == "class" and answer in answers.class_lines([answer])
+
+
+def _settles(decided: answers.Answer, other: answers.Answer) -> bool:
+    """`decided` is the class's answer over `other`: `other` could not decide, or says the same cause on fewer
+    seeds (a rate's interval narrows with its seeds; the cause and what to do are the same question)."""
+    if decided.cause == UNDECIDED or decided is other:
+        return False
+    if other.cause == UNDECIDED:
+        return True
+    return decided.cause == other.cause and (decided.seeds or 0) > (other.seeds or 0)
 
 
 def class_lines(cards: list[RunEntry], outputs: Path) -> list[ClassLine]:
@@ -282,14 +293,18 @@ def class_lines(cards: list[RunEntry], outputs: Path) -> list[ClassLine]:
         report = f"{os.path.relpath(entry.folder, outputs)}/report.html"
         found += [ClassLine(entry.manifest.study, report, a) for a in answers.from_summary(entry.summary)
                   if in_class_table(entry, a)]
-    # one answer per class: where one study could not decide (too few seeds) and another did, the decided line is
-    # the class's answer and ranks it; the undecided one stays, below it, said to be settled by the other study
-    decided = {}
+    # one answer per class: where one study could not decide (too few seeds) and another did, or two gave the same
+    # cause and one rests on more seeds, that line is the class's answer and ranks it; the other stays, below it,
+    # said to be settled by it. Different decided causes both stand: a defect holds on one seed.
+    decider = {}
     for line in found:
-        if line.answer.cause != UNDECIDED:
-            decided.setdefault(line.answer.subject, line.study)
-    found = [dataclasses.replace(line, settled_by=decided[line.answer.subject])
-             if line.answer.cause == UNDECIDED and line.answer.subject in decided else line for line in found]
+        held = decider.get(line.answer.subject)
+        if line.answer.cause != UNDECIDED and (held is None or _settles(line.answer, held.answer)):
+            decider[line.answer.subject] = line
+    found = [dataclasses.replace(line, settled_by=decider[line.answer.subject].study,
+                                 settled_on=decider[line.answer.subject].answer.seeds)
+             if line.answer.subject in decider and _settles(decider[line.answer.subject].answer, line.answer)
+             else line for line in found]
     urgent = {}
     for line in found:
         if not line.settled_by:
@@ -297,6 +312,14 @@ def class_lines(cards: list[RunEntry], outputs: Path) -> list[ClassLine]:
                                               cause_rank(line.answer.cause))
     return sorted(found, key=lambda x: (urgent[x.answer.subject], x.answer.subject, bool(x.settled_by),
                                         cause_rank(x.answer.cause), x.study))
+
+
+def _settled_words(line: ClassLine) -> str:
+    by = html.escape(line.settled_by)
+    if line.answer.cause == UNDECIDED:
+        return f"its seeds too few; {by} decides"
+    on = f"{count(line.answer.seeds)} seeds" if line.answer.seeds else "no seed counted"
+    return f"{on}; {by} decides on {count(line.settled_on)}"
 
 
 def _classes_table(lines: list[ClassLine]) -> str:
@@ -314,14 +337,15 @@ def _classes_table(lines: list[ClassLine]) -> str:
                     f"<td>{inline_markdown(a.action)}</td><td>{html.escape(a.rate)}</td>"
                     f"<td>{html.escape(a.flips)}</td><td><a href=\"{html.escape(line.report)}\">"
                     f"{html.escape(line.study)}</a>"
-                    + (f" (its seeds too few; {html.escape(line.settled_by)} decides)" if line.settled_by else "")
+                    + (f" ({_settled_words(line)})" if line.settled_by else "")
                     + "</td></tr>")
     defects = len({x.answer.subject for x in lines if x.answer.cause == "defect"})
     classes = len({x.answer.subject for x in lines})
     return (f"<h2 id=\"classes\">Every class judged</h2><p class=\"intro\">{plural(classes, 'class', 'classes')}"
             f", {defects} with a defect; sorted by cause, defects first; a class judged "
-            "by two studies has a line from each, together, the decided one first where the other's seeds were too "
-            "few to decide. The class links to its answer and proof in the report."
+            "by two studies has a line from each, together; where one could not decide, or both give one cause, the "
+            "line on more seeds comes first and is the class's answer. The class links to its answer and proof in "
+            "the report."
             "</p><table class=\"classes\"><thead><tr><th>class</th><th>cause</th><th>what to do</th>"
             "<th>export test fails</th><th>a discrete choice flips</th><th>study</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")

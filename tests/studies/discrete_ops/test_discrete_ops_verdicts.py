@@ -450,6 +450,10 @@ def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
     nothing = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, evidence=clean)
     assert proof_of(nothing).startswith("no discrete op that can flip reaches an output")
     assert engine_answers.flip_words(nothing) == ""  # its proof opens with it: said once
+    # the seeds the failure rate is over travel with the line, so the index can set one study's beside another's
+    rated = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, evidence=clean,
+                                  failures=verdicts.estimate(0, 8, 8, 8))
+    assert engine_answers.answer(rated, "M").seeds == 8 and engine_answers.answer(nothing, "M").seeds is None
 
 
 def _planted_counts(ort: torch.Tensor, eager: torch.Tensor) -> OutputRow:
