@@ -64,7 +64,7 @@ def catch_words(verification: v.Verification) -> str:
         return ""
     counts = "; ".join(f"{plant.words} on {count(verification.caught.get(plant.column, 0))} of {count(n)}"
                        for plant in PLANTS)
-    smallest = (f"the smallest few-element defect caught on every pair: {verification.smallest}"
+    smallest = (f"the smallest few-element defect caught on every pair: {words.smallest_words(verification)}"
                 if verification.smallest else "no few-element defect is caught on every pair")
     return (f"Planted in one compared output at a time ({plural(n, 'seed-output pair')}), the export test's rule "
             f"catches {counts}; {smallest}.")

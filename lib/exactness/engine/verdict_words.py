@@ -19,7 +19,7 @@ from exactness.engine.evidence import (
     ValueState,
 )
 from exactness.engine.outputs import NOISE_FACTOR, PLANTS
-from exactness.engine.verdicts import ClassVerdict
+from exactness.engine.verdicts import ClassVerdict, Verification
 from exactness.workbook.wording import one_in, plural
 
 
@@ -203,6 +203,11 @@ def refutation(refuted: Refuted | None, claim, cause: Cause, ops: int, pass_name
     return f"the skip claims {claim}; measured: {cause.value}{made}"
 
 
+def smallest_words(verification: Verification, none: str = "") -> str:
+    """The smallest few-element planted defect a comparison catches on every pair, or `none`."""
+    return verification.smallest.words if verification.smallest else none
+
+
 def table(verdicts: list[ClassVerdict]) -> pd.DataFrame:
     """The verdicts table for people and for parquet: one row per class."""
     def num(e: Estimate | None, attr: str) -> float:
@@ -219,8 +224,8 @@ def table(verdicts: list[ClassVerdict]) -> pd.DataFrame:
         "verified": v.verification.holds, "verified_passes": v.verification.passes,
         "verified_seeds": v.verification.seeds, "planted": v.verification.planted,
         **{f"caught_{plant.column.removeprefix('planted_')}": v.verification.caught.get(plant.column, 0)
-           for plant in PLANTS}, "smallest_caught": v.verification.smallest, "skip_reason": v.skip_reason,
-        "claim": v.claim,
+           for plant in PLANTS}, "smallest_caught": smallest_words(v.verification),
+        "skip_reason": v.skip_reason, "claim": v.claim,
         "reason_holds": v.reason_holds, "refutation": refutation_of(v), "stage": v.stage, "pass_name": v.pass_name,
         "seeds_needed": v.seeds_needed} for v in verdicts])
 

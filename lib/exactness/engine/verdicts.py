@@ -37,7 +37,7 @@ from exactness.engine.evidence import (
     Values,
     ValueState,
 )
-from exactness.engine.outputs import PLANTS, rule_count
+from exactness.engine.outputs import PLANTS, Plant, rule_count
 from exactness.engine.places import Localization
 from exactness.models import class_registry
 
@@ -73,12 +73,12 @@ class Verification:
         return self.seeds > 0 and self.passes == self.seeds
 
     @property
-    def smallest(self) -> str:
-        """The smallest few-element defect caught on every pair ("" when none is)."""
+    def smallest(self) -> Plant | None:
+        """The smallest few-element defect caught on every pair (None when none is)."""
         for plant in PLANTS:
             if plant.factor and self.planted and self.caught.get(plant.column, 0) == self.planted:
-                return plant.words
-        return ""
+                return plant
+        return None
 
 
 @dataclass

@@ -480,7 +480,7 @@ def test_graded_planted_defects_are_measured_against_the_tests_own_rule():
     edge = int(small.planted_few_1x.iloc[0])
     assert verdicts.planted_defect_caught(small, "y", "planted_few_1x") == (edge / 20 >= 0.05)
     found = verdicts.verify(pd.concat([rows, small.assign(output="z")]), ["y", "z"])
-    assert found.planted == 2 and found.caught["planted_few_100x"] == 1 and found.smallest == ""
+    assert found.planted == 2 and found.caught["planted_few_100x"] == 1 and found.smallest is None
     assert "3 elements off by 100x the tolerance on 1 of 2" in engine_answers.catch_words(found)
 
 

@@ -78,8 +78,8 @@ def verification(result: Result) -> Finding | None:
     total = v.Verification(planted=sum(x.verification.planted for x in changed),
                            caught={p.column: sum(x.verification.caught.get(p.column, 0) for x in changed)
                                    for p in PLANTS})
-    smallest = "; ".join(f"{x.model}: {x.verification.smallest or 'none on every pair'}" for x in changed
-                         if x.verification.planted)
+    smallest = "; ".join(f"{x.model}: {verdict_words.smallest_words(x.verification, 'none on every pair')}"
+                         for x in changed if x.verification.planted)
     drawn = any(x.cause is v.Cause.RANDOM_DRAW for x in changed)
     moves, kind = ("no flip or random draw moves", "tie or random-draw class") if drawn else ("no flip moves",
                                                                                                 "tie class")
