@@ -224,7 +224,7 @@ def test_the_index_opens_with_every_class_sorted_by_cause_defects_first_each_lin
     lines = index.class_lines(index.collect(project), project.outputs)
     unispeech = [(x.study, x.answer.cause, x.settled_by) for x in lines if x.answer.subject == "UniSpeech"]
     assert unispeech == [("discrete_ops", "near-tie", ""), ("near_tie", "undecided", "discrete_ops")]
-    assert "(its seeds too few; discrete_ops decides)" in table
+    assert "(undecided; discrete_ops decides)" in table
     assert "alone against padded" not in table and "1 with a defect" in page
     assert index.render(project) == index.render(project)  # a stable order
 
@@ -233,24 +233,50 @@ def test_one_cause_from_two_studies_is_answered_by_the_line_on_more_seeds_and_a_
     project = Project.at(tmp_path, tmp_path / "outputs")
     _fake_run(project.outputs, "discrete_ops", "r1", "2026-11-30T01:00:00",
               summary={"answers": [_answer("UniSpeech", "near-tie", seeds=2000), _answer("Tapas", "defect", seeds=8),
-                                   _answer("Sat", "nothing reaches", seeds=8), _answer("Bert", "never flips", seeds=9)],
+                                   _answer("Sat", "nothing reaches", seeds=8), _answer("Bert", "never flips", seeds=9),
+                                   _answer("Old", "near-tie", seeds=2000), _answer("Clap", "not run", seeds=0),
+                                   _answer("Wav", "undecided", seeds=2000)],
                        "answers_columns": {"subject": "class"}})
     _fake_run(project.outputs, "near_tie", "r2", "2026-11-30T02:00:00",
               summary={"answers": [_answer("UniSpeech", "near-tie", seeds=40000),
-                                   _answer("Tapas", "near-tie", seeds=40000), _answer("Sat", "nothing reaches"),
-                                   {**_answer("Bert", "never flips"), "seeds": "9000"}],
+                                   _answer("Tapas", "near-tie", seeds=40000),
+                                   _answer("Sat", "nothing reaches", seeds=0),
+                                   {**_answer("Bert", "never flips"), "seeds": "9000"},
+                                   _answer("Old", "near-tie"),  # a run written before answers kept their seeds
+                                   _answer("Clap", "undecided", seeds=40000), _answer("Wav", "near-tie", seeds=40000)],
                        "answers_columns": {"subject": "class"}})
     lines = index.class_lines(index.collect(project), project.outputs)
     got = {(x.answer.subject, x.study): x.settled_by for x in lines}
     assert got == {("UniSpeech", "near_tie"): "", ("UniSpeech", "discrete_ops"): "near_tie",
                    ("Tapas", "discrete_ops"): "", ("Tapas", "near_tie"): "",  # two causes: both stand
                    ("Sat", "discrete_ops"): "", ("Sat", "near_tie"): "discrete_ops",
-                   ("Bert", "discrete_ops"): "", ("Bert", "near_tie"): "discrete_ops"}  # a damaged count counts none
+                   ("Bert", "discrete_ops"): "", ("Bert", "near_tie"): "",  # a damaged count is no count
+                   ("Old", "discrete_ops"): "", ("Old", "near_tie"): "",  # nor is a missing one
+                   ("Clap", "discrete_ops"): "", ("Clap", "near_tie"): "",  # a class that did not run decides nothing
+                   ("Wav", "near_tie"): "", ("Wav", "discrete_ops"): "near_tie"}
     assert [(x.answer.subject, x.study) for x in lines][:2] == [("Tapas", "discrete_ops"), ("Tapas", "near_tie")]
     assert [x.study for x in lines if x.answer.subject == "UniSpeech"] == ["near_tie", "discrete_ops"]
     page = index.write(project).read_text()
     assert "(2,000 seeds; near_tie decides on 40,000)" in page
     assert "(no seed counted; discrete_ops decides on 8)" in page
+    assert "(undecided on 2,000 seeds; near_tie decides on 40,000)" in page
+
+
+def test_which_line_settles_another_does_not_depend_on_the_order_of_the_studies(tmp_path):
+    import itertools
+
+    lines = {"a": _answer("M", "defect", seeds=8), "b": _answer("M", "near-tie", seeds=2000),
+             "c": _answer("M", "near-tie", seeds=40000), "d": _answer("M", "undecided", seeds=100)}
+    seen = set()
+    for number, order in enumerate(itertools.permutations(lines)):
+        project = Project.at(tmp_path / str(number), tmp_path / str(number) / "outputs")
+        for hour, study in enumerate(order):
+            _fake_run(project.outputs, study, "r", f"2026-11-30T0{hour}:00:00",
+                      summary={"answers": [lines[study]], "answers_columns": {"subject": "class"}})
+        found = index.class_lines(index.collect(project), project.outputs)
+        seen.add(tuple((x.study, x.settled_by) for x in found))
+    # the defect ranks the class; the near-tie on 40,000 settles the one on 2,000; the undecided defers to the defect
+    assert seen == {(("a", ""), ("c", ""), ("d", "a"), ("b", "c"))}, seen
 
 
 def test_answers_sort_by_cause_defects_first_then_by_name():

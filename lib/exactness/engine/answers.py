@@ -98,7 +98,7 @@ def answer(verdict: v.ClassVerdict, subject: str) -> Answer:
                   verdict.exclude, where, failures.per if failures else None,
                   failures.low if failures else None, failures.high if failures else None,
                   verdict.verification.holds if verdict.verification.seeds else None, flip_rate(verdict),
-                  failures.seeds if measured else None)
+                  failures.seeds if measured else 0)
 
 
 _TURN_OFF = {

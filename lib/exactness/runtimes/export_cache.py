@@ -226,7 +226,8 @@ class ExportCache:
         graph, rebuilt = self.read(key, set(inputs))
         if graph is not None:
             return Lookup(graph, True)
-        if rebuilt:  # the run's numbers stay right (exported again); the reader learns the cache was damaged
+        if rebuilt:  # the numbers stay right (exported again); stderr says the cache was damaged: the terminal
+            # of a script or test, the executed notebook of a run (its report leaves stderr out)
             print(f"export cache: {rebuilt}", file=sys.stderr, flush=True)
         graph = onnx_graph.export(model, inputs, dynamic=dynamic, options=options)
         try:

@@ -55,7 +55,7 @@ class Answer:
     failures_high: float | None = None
     verified: bool | None = None  # the recommended test change, run on this run's seeds
     flips: str = ""  # how often a discrete choice flips, apart from failures ("" where a study counts no flips)
-    seeds: int | None = None  # the seeds the rate is over, where a study counts them
+    seeds: int | None = None  # the seeds the rate is over (0: none measured); None where a study keeps no count
 
     def to_dict(self) -> dict[str, Any]:
         return {"class": self.subject, **asdict(self)}  # "class": the name machine readers of a model study use

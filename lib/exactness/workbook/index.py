@@ -275,13 +275,15 @@ def in_class_table(entry: RunEntry, answer: answers.Answer) -> bool:
 
 
 def _settles(decided: answers.Answer, other: answers.Answer) -> bool:
-    """`decided` is the class's answer over `other`: `other` could not decide, or says the same cause on fewer
-    seeds (a rate's interval narrows with its seeds; the cause and what to do are the same question)."""
-    if decided.cause == UNDECIDED or decided is other:
+    """`decided` is the class's answer over `other`: `other` did not decide, or gives the same cause on fewer seeds
+    (the same measurement, made on more). Only counted seeds compare: a line from a run that kept no count (written
+    before answers carried one) is settled by nothing but a decided line over its undecided one."""
+    if decided.cause in (UNDECIDED, answers.NOT_RUN) or decided is other:
         return False
     if other.cause == UNDECIDED:
         return True
-    return decided.cause == other.cause and (decided.seeds or 0) > (other.seeds or 0)
+    return (decided.cause == other.cause and decided.seeds is not None and other.seeds is not None
+            and decided.seeds > other.seeds)
 
 
 def class_lines(cards: list[RunEntry], outputs: Path) -> list[ClassLine]:
@@ -293,18 +295,21 @@ def class_lines(cards: list[RunEntry], outputs: Path) -> list[ClassLine]:
         report = f"{os.path.relpath(entry.folder, outputs)}/report.html"
         found += [ClassLine(entry.manifest.study, report, a) for a in answers.from_summary(entry.summary)
                   if in_class_table(entry, a)]
-    # one answer per class: where one study could not decide (too few seeds) and another did, or two gave the same
-    # cause and one rests on more seeds, that line is the class's answer and ranks it; the other stays, below it,
-    # said to be settled by it. Different decided causes both stand: a defect holds on one seed.
-    decider = {}
+    # one answer per class: a line that another settles (`_settles`) stays, below the class's answer, said to be
+    # settled by the most urgent, then most seeded, of the lines that settle it; the rest rank the class. Settling
+    # is a strict order, so every class keeps a line that ranks it, and no line depends on the cards' order.
+    by_class: dict[str, list[ClassLine]] = {}
     for line in found:
-        held = decider.get(line.answer.subject)
-        if line.answer.cause != UNDECIDED and (held is None or _settles(line.answer, held.answer)):
-            decider[line.answer.subject] = line
-    found = [dataclasses.replace(line, settled_by=decider[line.answer.subject].study,
-                                 settled_on=decider[line.answer.subject].answer.seeds)
-             if line.answer.subject in decider and _settles(decider[line.answer.subject].answer, line.answer)
-             else line for line in found]
+        by_class.setdefault(line.answer.subject, []).append(line)
+
+    def settled(line: ClassLine) -> ClassLine:
+        settlers = [other for other in by_class[line.answer.subject] if _settles(other.answer, line.answer)]
+        if not settlers:
+            return line
+        best = min(settlers, key=lambda x: (cause_rank(x.answer.cause), -(x.answer.seeds or 0), x.study))
+        return dataclasses.replace(line, settled_by=best.study, settled_on=best.answer.seeds)
+
+    found = [settled(line) for line in found]
     urgent = {}
     for line in found:
         if not line.settled_by:
@@ -315,11 +320,11 @@ def class_lines(cards: list[RunEntry], outputs: Path) -> list[ClassLine]:
 
 
 def _settled_words(line: ClassLine) -> str:
-    by = html.escape(line.settled_by)
+    by, seeds = html.escape(line.settled_by), line.answer.seeds
+    on = f" on {count(line.settled_on)}" if line.settled_on else ""
     if line.answer.cause == UNDECIDED:
-        return f"its seeds too few; {by} decides"
-    on = f"{count(line.answer.seeds)} seeds" if line.answer.seeds else "no seed counted"
-    return f"{on}; {by} decides on {count(line.settled_on)}"
+        return f"undecided{f' on {count(seeds)} seeds' if seeds else ''}; {by} decides{on}"
+    return f"{f'{count(seeds)} seeds' if seeds else 'no seed counted'}; {by} decides{on}"
 
 
 def _classes_table(lines: list[ClassLine]) -> str:
@@ -343,9 +348,9 @@ def _classes_table(lines: list[ClassLine]) -> str:
     classes = len({x.answer.subject for x in lines})
     return (f"<h2 id=\"classes\">Every class judged</h2><p class=\"intro\">{plural(classes, 'class', 'classes')}"
             f", {defects} with a defect; sorted by cause, defects first; a class judged "
-            "by two studies has a line from each, together; where one could not decide, or both give one cause, the "
-            "line on more seeds comes first and is the class's answer. The class links to its answer and proof in "
-            "the report."
+            "by two studies has a line from each, together, the class's answer first: a decided line over an "
+            "undecided one, and of two giving one cause, the one on more seeds. The class links to its answer and "
+            "proof in the report."
             "</p><table class=\"classes\"><thead><tr><th>class</th><th>cause</th><th>what to do</th>"
             "<th>export test fails</th><th>a discrete choice flips</th><th>study</th></tr></thead><tbody>"
             + "".join(rows) + "</tbody></table>")

@@ -453,7 +453,7 @@ def test_each_answer_states_the_flip_rate_and_the_seeds_it_comes_from():
     # the seeds the failure rate is over travel with the line, so the index can set one study's beside another's
     rated = verdicts.ClassVerdict("M", "static", verdicts.Cause.NOTHING_REACHES, evidence=clean,
                                   failures=verdicts.estimate(0, 8, 8, 8))
-    assert engine_answers.answer(rated, "M").seeds == 8 and engine_answers.answer(nothing, "M").seeds is None
+    assert engine_answers.answer(rated, "M").seeds == 8 and engine_answers.answer(nothing, "M").seeds == 0
 
 
 def _planted_counts(ort: torch.Tensor, eager: torch.Tensor) -> OutputRow:
