@@ -44,7 +44,8 @@ table.classes th, table.classes td { border-bottom: 1px solid #ddd; padding: 3px
   vertical-align: top; }
 table.classes th { background: #f5f5f5; position: sticky; top: 0; }
 table.classes td.class-name { font-weight: bold; white-space: nowrap; }
-table.classes tr.same-class td { border-top: none; } table.classes tr.same-class td.class-name { color: #999; }
+table.classes tr.same-class td { border-top: none; }
+table.classes tr.same-class td.class-name, table.classes tr.same-class td.class-name a { color: #999; }
 code { font-size: 0.9em; }
 """
 
