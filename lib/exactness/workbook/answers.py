@@ -3,17 +3,23 @@ often it fails, each with the proof that names the cause.
 
 A study builds its `Answer`s from its own result; `show` fills the block `placeholder` reserved at the top of
 the notebook (so the report opens with the answer although it is computed last) and writes the records to
-summary.json under `answers`, where the index and `exactness show` read the same records.
+summary.json under `answers`, where the index and `exactness show` read the same records. Where two studies
+judged one class, one line is its answer (`settles`); a report shows, above a line of its own, the answer of an
+earlier run of its batch that settles it (`settled_in_batch`).
 """
 
 from __future__ import annotations
 
 import html
+import os
 import re
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
+from exactness.workbook.manifest import MANIFEST, Manifest, ManifestError, read_json
 from exactness.workbook.presentation import inline_markdown
+from exactness.workbook.wording import count
 
 DISPLAY_ID = "exactness-answers"
 SUMMARY_KEY = "answers"
@@ -83,6 +89,9 @@ STYLE = """
 .exactness-answers td.answer-proof { color: #555; font-size: 0.85em; min-width: 22em; max-width: 36em; }
 .exactness-answers td.answer-proof summary { cursor: pointer; }
 .exactness-answers td.answer-subject { font-weight: bold; }
+.exactness-answers .answer-note { font-weight: normal; color: #555; font-size: 0.85em; }
+.exactness-answers tr.answer-settled td, .exactness-answers tr.answer-settled .cause { color: #888; }
+.exactness-answers tr.answer-settled .cause { background: #eeeeee; }
 .exactness-answers .legend { color: #555; font-size: 0.85em; margin: 4px 0; }
 .cause { display: inline-block; font-size: 0.85em; font-weight: bold; padding: 1px 6px; border-radius: 3px;
   background: #e0e0e0; white-space: nowrap; }
@@ -191,23 +200,49 @@ def proof_html(proof: str) -> str:
             "</details>")
 
 
-def table_html(answers: list[Answer], columns: Columns | None = None, anchors: bool = True) -> str:
-    """The answer table alone: one row per answer, the columns every answer leaves empty left out."""
-    columns = columns or Columns()
+@dataclass(frozen=True)
+class Beside:
+    """Another study's answer that settles a line of this table (`settles`), shown above it as the class's answer."""
+
+    answer: Answer
+    source: str  # the settling line's study and seeds, with a link to its report (HTML)
+    note: str  # why this table's line is not the class's answer (`settled_words`)
+
+
+def table_html(answers: list[Answer], columns: Columns | None = None, anchors: bool = True,
+               beside: dict[str, Beside] | None = None) -> str:
+    """The answer table alone: one row per answer, the columns every answer leaves empty left out. A line another
+    study settles (`beside`) comes under that study's answer, greyed, saying so."""
+    columns, beside = columns or Columns(), beside or {}
     cells = {"subject": lambda a: html.escape(a.subject), "cause": lambda a: cause_badge(a.cause),
              "action": lambda a: inline_markdown(a.action), "rate": lambda a: html.escape(a.rate),
              "flips": lambda a: html.escape(a.flips), "proof": lambda a: proof_html(a.proof)}
-    shown = [name for name in cells if name in ("subject", "cause") or any(getattr(a, name) for a in answers)]
+    every = answers + [b.answer for b in beside.values()]
+    shown = [name for name in cells if name in ("subject", "cause") or any(getattr(a, name) for a in every)]
     head = "".join(f"<th>{html.escape(getattr(columns, name))}</th>" for name in shown)
-    rows = "".join((f'<tr id="{anchor(a.subject)}">' if anchors else "<tr>")
-                   + "".join(f"<td class=\"answer-{name}\">{cells[name](a)}</td>" for name in shown)
-                   + "</tr>" for a in answers)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+
+    def row(a: Answer, css: str, note: str, anchored: bool) -> str:
+        opening = (f' id="{anchor(a.subject)}"' if anchors and anchored else "") + (f' class="{css}"' if css else "")
+        subject_note = f'<div class="answer-note">{note}</div>' if note else ""
+        return (f"<tr{opening}>" + "".join(f'<td class="answer-{name}">{cells[name](a)}'
+                                           + (subject_note if name == "subject" else "") + "</td>" for name in shown)
+                + "</tr>")
+
+    rows = []
+    for a in answers:
+        other = beside.get(a.subject)
+        if other is None:
+            rows.append(row(a, "", "", True))
+        else:
+            rows += [row(other.answer, "", other.source, True),
+                     row(a, "answer-settled", html.escape(other.note), False)]
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
 
 
-def to_html(answers: list[Answer], title: str = "Answers", columns: Columns | None = None) -> str:
-    words = legend(a.cause for a in answers)
-    body = (table_html(answers, columns) if answers else
+def to_html(answers: list[Answer], title: str = "Answers", columns: Columns | None = None,
+            beside: dict[str, Beside] | None = None) -> str:
+    words = legend([a.cause for a in answers] + [b.answer.cause for b in (beside or {}).values()])
+    body = (table_html(answers, columns, beside=beside) if answers else
             "<p>Nothing answered: the run had no class or configuration to report.</p>")
     return (f"<style>{STYLE}</style><section class=\"exactness-answers\"><h2>{html.escape(title)}</h2>{body}"
             + (f"<p class=\"legend\">{words}</p>" if words else "") + "</section>")
@@ -226,13 +261,18 @@ def placeholder() -> None:
 
 
 def show(answers: list[Answer], artifacts=None, columns: Columns | None = None) -> None:
-    """Fill in the block `placeholder` reserved, and keep the records (and the headers) in summary.json."""
+    """Fill in the block `placeholder` reserved, and keep the records (and the headers) in summary.json: this study's
+    own lines only; a line an earlier run of the batch settles is shown under that run's answer
+    (`settled_in_batch`)."""
     from IPython.display import HTML, update_display
 
+    beside = {}
     if artifacts is not None:
         artifacts.summary(**{SUMMARY_KEY: [a.to_dict() for a in answers],
                              COLUMNS_KEY: asdict(columns or Columns())})
-    update_display(HTML(to_html(answers, columns=columns)), display_id=DISPLAY_ID)
+        if (columns or Columns()).subject == "class":
+            beside = settled_in_batch(answers, artifacts.folder)
+    update_display(HTML(to_html(answers, columns=columns, beside=beside)), display_id=DISPLAY_ID)
 
 
 NOT_RUN = "not run"  # a class that did not build or export: a line of its own, never part of a "passed" alone
@@ -255,3 +295,98 @@ def from_summary(summary: Any) -> list[Answer]:
     records = summary.get(SUMMARY_KEY, []) if isinstance(summary, dict) else []
     parsed = [Answer.from_dict(r) for r in (records if isinstance(records, list) else [])]
     return [a for a in parsed if a is not None]
+
+
+# One answer per class where two studies judged it: the rule (`settles`) that the index and every report apply.
+# A batch runs a study whose answers settle another's first (`study_rules.Registration.runs_before`: near_tie's
+# 40,000 seeds a class before discrete_ops' 2,000), so the later report shows the class's answer too; a report
+# cannot show what runs after it, and the index, written when the batch ends, reads every run.
+UNDECIDED = "undecided"
+
+
+@dataclass(frozen=True)
+class Line:
+    """A study's answer for one class, and where its report is (relative to outputs/)."""
+
+    study: str
+    report: str
+    answer: Answer
+
+
+def class_answers(summary) -> list[Answer]:
+    """A model study's lines for one class each (a class under another pair of sides stays in its own report)."""
+    if Columns.from_summary(summary).subject != "class":
+        return []
+    return class_lines(from_summary(summary))
+
+
+def settles(decided: Answer, other: Answer) -> bool:
+    """`decided` is the class's answer over `other`: `other` did not decide, or gives the same cause on fewer seeds
+    (the same measurement, made on more). Only counted seeds compare: a line from a run that kept no count (written
+    before answers carried one) is settled by nothing but a decided line over its undecided one."""
+    if decided.cause in (UNDECIDED, NOT_RUN) or decided is other or decided.subject != other.subject:
+        return False
+    if other.cause == UNDECIDED:
+        return True
+    return (decided.cause == other.cause and decided.seeds is not None and other.seeds is not None
+            and decided.seeds > other.seeds)
+
+
+def settler(answer: Answer, lines: list[Line]) -> Line | None:
+    """Of the lines that settle `answer`, the most urgent, then the most seeded, then by study: settling is a strict
+    order, so the choice never depends on the order the lines come in."""
+    found = [line for line in lines if settles(line.answer, answer)]
+    if not found:
+        return None
+    return min(found, key=lambda x: (cause_rank(x.answer.cause), -(x.answer.seeds or 0), x.study))
+
+
+def settled_words(answer: Answer, by: str, on: int | None) -> str:
+    """'2,000 seeds; near_tie decides on 40,000': why a line is not its class's answer."""
+    on_words = f" on {count(on)}" if on else ""
+    if answer.cause == UNDECIDED:
+        return f"undecided{f' on {count(answer.seeds)} seeds' if answer.seeds else ''}; {by} decides{on_words}"
+    return f"{f'{count(answer.seeds)} seeds' if answer.seeds else 'no seed counted'}; {by} decides{on_words}"
+
+
+def earlier_in_batch(folder: Path) -> list[Line]:
+    """The class lines of the runs that passed in `folder`'s batch, `folder` aside; none for a folder without a
+    readable manifest (an interactive session's scratch folder). A sibling that cannot be read adds nothing: its
+    own report says what went wrong."""
+    folder = Path(folder).resolve()
+    try:
+        batch = Manifest.read(folder).batch
+    except (ManifestError, OSError):
+        return []
+    outputs = folder.parent.parent
+    found = []
+    for path in sorted(outputs.glob(f"*/*/{MANIFEST}")):
+        sibling = path.parent.resolve()
+        try:
+            manifest = Manifest.read(sibling)
+            summary = read_json(sibling / "summary.json")
+        except (ManifestError, OSError, ValueError):
+            continue
+        if sibling == folder or manifest.batch != batch or manifest.status != "passed":
+            continue
+        report = os.path.relpath(sibling / "report.html", outputs)
+        found += [Line(manifest.study, report, a) for a in class_answers(summary if isinstance(summary, dict) else {})]
+    return found
+
+
+def settled_in_batch(found: list[Answer], folder: Path) -> dict[str, Beside]:
+    """For each of a report's class lines that an earlier run of its batch settles, that run's answer, to show above
+    it; `folder` is the report's run folder."""
+    folder = Path(folder).resolve()
+    earlier = earlier_in_batch(folder)
+    shown = {}
+    for answer in class_lines(found):
+        best = settler(answer, earlier)
+        if best is None:
+            continue
+        link = html.escape(os.path.relpath(folder.parent.parent / best.report, folder), quote=True)
+        seeds = f", {count(best.answer.seeds)} seeds" if best.answer.seeds else ""
+        shown[answer.subject] = Beside(
+            best.answer, f'from <a href="{link}#{anchor(answer.subject)}">{html.escape(best.study)}</a>{seeds}',
+            settled_words(answer, best.study, best.answer.seeds))
+    return shown

@@ -28,6 +28,10 @@ class Study:
         return study_rules.registration(self.name).runs_first
 
     @property
+    def runs_before(self) -> tuple[str, ...]:
+        return tuple(study_rules.registration(self.name).runs_before)
+
+    @property
     def param_sets(self) -> list[str]:
         return sorted(p.stem for p in self.params_dir.glob("*.yaml"))
 
@@ -52,8 +56,15 @@ def discover(project: Project) -> dict[str, Study]:
     studies = {
         nb.stem: Study(nb.stem, nb, project.params / nb.stem) for nb in sorted(project.notebooks.glob("*.ipynb"))
     }
-    # The studies that run first (the environment), then the rest alphabetically: the order of `exactness run all`.
-    return dict(sorted(studies.items(), key=lambda item: (not item[1].runs_first, item[0])))
+    # The studies that run first (the environment), then the rest alphabetically, except that a study runs before
+    # those it names in `runs_before` (its answers settle theirs): the order of `exactness run all`.
+    order = sorted(studies, key=lambda name: (not studies[name].runs_first, name))
+    for name in list(order):
+        later = [order.index(n) for n in studies[name].runs_before if n in studies]
+        if later and min(later) < order.index(name):
+            order.remove(name)
+            order.insert(min(later), name)
+    return {name: studies[name] for name in order}
 
 
 def first_studies(available: dict[str, Study]) -> list[str]:

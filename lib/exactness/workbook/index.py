@@ -16,7 +16,7 @@ from exactness.workbook import answers, findings
 from exactness.workbook.manifest import MANIFEST, Manifest, ManifestError, read_json, write_atomically
 from exactness.workbook.presentation import inline_markdown
 from exactness.workbook.project import Project
-from exactness.workbook.wording import count, plural
+from exactness.workbook.wording import plural
 
 HEADLINES_SHOWN = 8
 _STYLE = """
@@ -263,28 +263,13 @@ class ClassLine:
     study: str
     report: str  # the report's path relative to outputs/
     answer: answers.Answer
-    settled_by: str = ""  # a line another study's answer settles (`_settles`): that study
+    settled_by: str = ""  # a line another study's answer settles (`answers.settles`): that study
     settled_on: int | None = None  # the seeds that study's answer rests on
-
-
-UNDECIDED = "undecided"
 
 
 def in_class_table(entry: RunEntry, answer: answers.Answer) -> bool:
     """A model study's line for one class (a class under another pair of sides stays on its study's card)."""
-    return answers.Columns.from_summary(entry.summary).subject == "class" and answer in answers.class_lines([answer])
-
-
-def _settles(decided: answers.Answer, other: answers.Answer) -> bool:
-    """`decided` is the class's answer over `other`: `other` did not decide, or gives the same cause on fewer seeds
-    (the same measurement, made on more). Only counted seeds compare: a line from a run that kept no count (written
-    before answers carried one) is settled by nothing but a decided line over its undecided one."""
-    if decided.cause in (UNDECIDED, answers.NOT_RUN) or decided is other:
-        return False
-    if other.cause == UNDECIDED:
-        return True
-    return (decided.cause == other.cause and decided.seeds is not None and other.seeds is not None
-            and decided.seeds > other.seeds)
+    return answer in answers.class_answers(entry.summary)
 
 
 def class_lines(cards: list[RunEntry], outputs: Path) -> list[ClassLine]:
@@ -296,18 +281,14 @@ def class_lines(cards: list[RunEntry], outputs: Path) -> list[ClassLine]:
         report = f"{os.path.relpath(entry.folder, outputs)}/report.html"
         found += [ClassLine(entry.manifest.study, report, a) for a in answers.from_summary(entry.summary)
                   if in_class_table(entry, a)]
-    # one answer per class: a line that another settles (`_settles`) stays, below the class's answer, said to be
-    # settled by the most urgent, then most seeded, of the lines that settle it; the rest rank the class. Settling
-    # is a strict order, so every class keeps a line that ranks it, and no line depends on the cards' order.
-    by_class: dict[str, list[ClassLine]] = {}
-    for line in found:
-        by_class.setdefault(line.answer.subject, []).append(line)
+    # one answer per class: a line that another settles (`answers.settler`) stays, below the class's answer; the
+    # rest rank the class. Settling is a strict order, so every class keeps a line that ranks it.
+    every = [answers.Line(x.study, x.report, x.answer) for x in found]
 
     def settled(line: ClassLine) -> ClassLine:
-        settlers = [other for other in by_class[line.answer.subject] if _settles(other.answer, line.answer)]
-        if not settlers:
+        best = answers.settler(line.answer, every)
+        if best is None:
             return line
-        best = min(settlers, key=lambda x: (cause_rank(x.answer.cause), -(x.answer.seeds or 0), x.study))
         return dataclasses.replace(line, settled_by=best.study, settled_on=best.answer.seeds)
 
     found = [settled(line) for line in found]
@@ -318,14 +299,6 @@ def class_lines(cards: list[RunEntry], outputs: Path) -> list[ClassLine]:
                                               cause_rank(line.answer.cause))
     return sorted(found, key=lambda x: (urgent[x.answer.subject], x.answer.subject, bool(x.settled_by),
                                         cause_rank(x.answer.cause), x.study))
-
-
-def _settled_words(line: ClassLine) -> str:
-    by, seeds = html.escape(line.settled_by), line.answer.seeds
-    on = f" on {count(line.settled_on)}" if line.settled_on else ""
-    if line.answer.cause == UNDECIDED:
-        return f"undecided{f' on {count(seeds)} seeds' if seeds else ''}; {by} decides{on}"
-    return f"{f'{count(seeds)} seeds' if seeds else 'no seed counted'}; {by} decides{on}"
 
 
 def _classes_table(lines: list[ClassLine]) -> str:
@@ -343,7 +316,8 @@ def _classes_table(lines: list[ClassLine]) -> str:
                     f"<td>{inline_markdown(a.action)}</td><td>{html.escape(a.rate)}</td>"
                     f"<td>{html.escape(a.flips)}</td><td><a href=\"{html.escape(line.report)}\">"
                     f"{html.escape(line.study)}</a>"
-                    + (f" ({_settled_words(line)})" if line.settled_by else "")
+                    + (f" ({html.escape(answers.settled_words(line.answer, line.settled_by, line.settled_on))})"
+                       if line.settled_by else "")
                     + "</td></tr>")
     defects = len({x.answer.subject for x in lines if x.answer.cause == "defect"})
     classes = len({x.answer.subject for x in lines})

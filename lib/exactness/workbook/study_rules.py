@@ -30,6 +30,8 @@ class Registration:
     kernel_environment: Mapping[str, str] = field(default_factory=dict)
     # runs before every other study of a batch (the environment study: every report links it)
     runs_first: bool = False
+    # studies a batch runs after this one: its answers settle theirs, and a report shows only what ran before it
+    runs_before: tuple[str, ...] = ()
     # problems that need several parameters at once (a class name and the checkout it must be in), one line each
     across: Callable[[Mapping[str, Any]], list[str]] | None = None
 

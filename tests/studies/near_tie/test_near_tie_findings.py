@@ -258,3 +258,17 @@ def test_the_noise_medians_are_over_every_checked_seed_not_the_midpoint_of_passi
     table = noise_in_context(tensors, checks)
     assert table["all"].tolist() == [1e-5] and table.failing.tolist() == [9e-5]
     assert "logits 1.0e-05" in noise_finding(table).claim  # the midpoint would say 5.0e-05
+
+
+def test_a_run_whose_every_checked_seed_failed_has_no_passing_median_and_says_so():
+    from exactness.studies.near_tie.sentences import noise_sentence
+    from exactness.studies.near_tie.study import noise_in_context
+
+    tensors = pd.DataFrame({"model": "UniSpeechForPreTraining", "seed": [3, 7], "shape_mode": "dynamic",
+                            "label": "logits", "max_abs_diff": [2.0, 4.0]})
+    checks = pd.DataFrame({"model": "UniSpeechForPreTraining", "seed": [3, 7], "shape_mode": "dynamic",
+                           "test_rule_passed": [False, False]})
+    table = noise_in_context(tensors, checks)
+    assert list(table.columns[:5]) == ["model", "label", "all", "failing", "passing"]
+    assert table.failing.tolist() == [3.0] and table.passing.isna().all()
+    assert "UniSpeechForPreTraining none (no checked seed passed)" in noise_sentence(table)

@@ -39,4 +39,7 @@ STUDY = Registration({
     "fast_paths": Switch("every speed-up off: plain builds, a fresh export and session per seed, plain lookups"),
     "pairs": EagerPairs(), "pair_calibration_seeds": AtLeast(10, maximum=100_000, whole=True),
     "gpu_run": GpuFolder(GPU_RUN_FILES),
-}, across=kernel_sets_here)
+}, across=kernel_sets_here,
+    # its answers on the wav2vec2 family (40,000 seeds a class) settle discrete_ops' (2,000): it runs first, so that
+    # discrete_ops' report shows them
+    runs_before=("discrete_ops",))

@@ -85,7 +85,7 @@ def noise_sentence(noise: pd.DataFrame) -> str:
     seed_model = published.NEAR_TIE_CLASS
     logits = noise[noise.label == "logits"]
     return "Median max abs difference of the quantizer logits over passing seeds: " + "; ".join(
-        f"{r.model} {findings.significant(r.passing)}"
+        f"{r.model} {findings.significant(r.passing) if pd.notna(r.passing) else 'none (no checked seed passed)'}"
         + (f" (the investigation's median {findings.significant(r.seed_000_median)})" if r.model == seed_model else "")
         for r in logits.itertuples()) + "."
 

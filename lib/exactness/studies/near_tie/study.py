@@ -306,6 +306,7 @@ def noise_in_context(tensors: pd.DataFrame, checks: pd.DataFrame) -> pd.DataFram
     named = tensors[tensors.label != ""].join(verdict, on=["model", "seed", "shape_mode"])
     named["seeds"] = np.where(named.test_rule_passed, "passing", "failing")
     table = named.pivot_table(index=["model", "label"], columns="seeds", values="max_abs_diff", aggfunc="median")
+    table = table.reindex(columns=["failing", "passing"])  # both, where every checked seed failed (or passed)
     table.insert(0, "all", named.groupby(["model", "label"]).max_abs_diff.median())
     seed_key = {"conv_features": "noise_conv_features", "extract_features": "noise_extract_features",
                 "logits": "noise_logits"}

@@ -1,0 +1,86 @@
+"""A report shows its class's answer where an earlier run of its batch settles its own line; the index and the
+reports apply one rule; a batch runs the settling study first."""
+
+import json
+import re
+from pathlib import Path
+
+from exactness.workbook import answers, catalog
+from exactness.workbook.answers import Answer
+from exactness.workbook.manifest import Manifest
+from exactness.workbook.project import Project
+
+
+def _run(outputs, study, run_id, batch="b", status="passed", found=(), subject="class"):
+    folder = outputs / study / run_id
+    folder.mkdir(parents=True)
+    Manifest(study=study, run_id=run_id, param_set="default", params={}, batch=batch, status=status,
+             started="2026-12-07T01:00:00").write(folder)
+    (folder / "summary.json").write_text(json.dumps({"answers": [a.to_dict() for a in found],
+                                                    "answers_columns": {"subject": subject}}))
+    return folder
+
+
+def _line(subject, cause, seeds):
+    return Answer(subject, cause, f"do for {subject} ({cause})", f"rate of {subject} on {seeds}",
+                  f"proof of {subject} ({cause})", seeds=seeds)
+
+
+def test_a_report_shows_the_answer_of_an_earlier_run_of_its_batch_that_settles_its_line(tmp_path):
+    outputs = tmp_path / "outputs"
+    _run(outputs, "near_tie", "n1", found=[_line("UniSpeech", "near-tie", 40000), _line("Wav", "never flips", 40000),
+                                           _line("Conformer", "undecided", 40000)])
+    _run(outputs, "near_tie", "n0", batch="other", found=[_line("Bert", "near-tie", 90000)])  # another batch
+    _run(outputs, "ulp_noise", "u1", status="failed", found=[_line("Bert", "near-tie", 90000)])  # did not pass
+    _run(outputs, "dac_batching", "d1", found=[_line("Bert", "padding", 90000)], subject="the clip")  # no class
+    mine = [_line("UniSpeech", "near-tie", 2000), _line("Wav", "undecided", 2000), _line("Conformer", "defect", 8),
+            _line("Bert", "undecided", 2000)]
+    folder = _run(outputs, "discrete_ops", "o1", status="running", found=mine)
+
+    beside = answers.settled_in_batch(mine, folder)
+    # same cause on more seeds settles; a decided line settles an undecided one; a defect is never settled by an
+    # undecided line; nothing from another batch, a failed run or a study that answers for no class
+    assert sorted(beside) == ["UniSpeech", "Wav"]
+    assert beside["UniSpeech"].answer == _line("UniSpeech", "near-tie", 40000)
+    assert beside["UniSpeech"].note == "2,000 seeds; near_tie decides on 40,000"
+    assert beside["Wav"].note == "undecided on 2,000 seeds; near_tie decides on 40,000"
+    assert 'href="../../near_tie/n1/report.html#answer-UniSpeech"' in beside["UniSpeech"].source
+
+    page = answers.to_html(mine, beside=beside)
+    rows = re.findall(r"<tr[^>]*>.*?</tr>", page[page.index("<tbody>"):])
+    # the class's answer first, anchored (the index links there), this study's line under it, greyed
+    assert rows[0].startswith('<tr id="answer-UniSpeech">') and "proof of UniSpeech (near-tie)" in rows[0]
+    assert "rate of UniSpeech on 40000" in rows[0] and "40,000 seeds" in rows[0]
+    assert rows[1].startswith('<tr class="answer-settled">') and "rate of UniSpeech on 2000" in rows[1]
+    assert rows[2].startswith('<tr id="answer-Wav">') and "never flips" in rows[2]
+    assert rows[4].startswith('<tr id="answer-Conformer">') and len(rows) == 6
+    assert "<b>never flips</b>" in page  # the settling line's cause is explained in the legend too
+
+
+def test_a_report_without_a_readable_manifest_or_settling_sibling_shows_its_own_lines(tmp_path):
+    mine = [_line("UniSpeech", "near-tie", 2000)]
+    assert answers.settled_in_batch(mine, tmp_path / "outputs" / "scratch" / "discrete_ops") == {}
+    outputs = tmp_path / "outputs"
+    folder = _run(outputs, "discrete_ops", "o1", status="running", found=mine)
+    damaged = _run(outputs, "near_tie", "n1", found=[_line("UniSpeech", "near-tie", 40000)])
+    (damaged / "summary.json").write_text("{not json")
+    assert answers.settled_in_batch(mine, folder) == {}
+    assert answers.to_html(mine) == answers.to_html(mine, beside={})
+
+
+def test_the_index_and_a_report_settle_by_one_rule():
+    decided, fewer = _line("M", "near-tie", 40000), _line("M", "near-tie", 2000)
+    assert answers.settles(decided, fewer) and not answers.settles(fewer, decided)
+    assert not answers.settles(_line("N", "near-tie", 40000), fewer)  # another class settles nothing
+    assert not answers.settles(_line("M", "undecided", 9), _line("M", "undecided", 1))
+    assert answers.settles(_line("M", "defect", 8), _line("M", "undecided", 40000))
+    lines = [answers.Line("b", "", decided), answers.Line("a", "", _line("M", "defect", 8))]
+    assert answers.settler(_line("M", "undecided", 10), lines).study == "a"  # the most urgent
+    assert answers.settler(_line("M", "undecided", 10), lines[::-1]).study == "a"
+
+
+def test_a_batch_runs_a_study_before_those_its_answers_settle():
+    order = list(catalog.discover(Project.at(Path(__file__).resolve().parents[2])))
+    # near_tie's answers (40,000 seeds a class) settle discrete_ops' (2,000): alphabetically it would run after
+    assert order.index("near_tie") < order.index("discrete_ops") and order[0] == "environment"
+    assert order == ["environment", "dac_batching", "dac_propagation", "near_tie", "discrete_ops", "ulp_noise"]
