@@ -11,11 +11,11 @@ from exactness.workbook.manifest import Manifest
 from exactness.workbook.project import Project
 
 
-def _run(outputs, study, run_id, batch="b", status="passed", found=(), subject="class"):
+def _run(outputs, study, run_id, batch="b", status="passed", found=(), subject="class", hour=1):
     folder = outputs / study / run_id
     folder.mkdir(parents=True)
     Manifest(study=study, run_id=run_id, param_set="default", params={}, batch=batch, status=status,
-             started="2026-12-07T01:00:00").write(folder)
+             started=f"2026-12-07T{hour:02d}:00:00+00:00").write(folder)
     (folder / "summary.json").write_text(json.dumps({"answers": [a.to_dict() for a in found],
                                                     "answers_columns": {"subject": subject}}))
     return folder
@@ -35,7 +35,8 @@ def test_a_report_shows_the_answer_of_an_earlier_run_of_its_batch_that_settles_i
     _run(outputs, "dac_batching", "d1", found=[_line("Bert", "padding", 90000)], subject="the clip")  # no class
     mine = [_line("UniSpeech", "near-tie", 2000), _line("Wav", "undecided", 2000), _line("Conformer", "defect", 8),
             _line("Bert", "undecided", 2000)]
-    folder = _run(outputs, "discrete_ops", "o1", status="running", found=mine)
+    folder = _run(outputs, "discrete_ops", "o1", status="running", found=mine, hour=2)
+    _run(outputs, "ulp_noise", "u2", found=[_line("Bert", "near-tie", 90000)], hour=3)  # ran after: not shown
 
     beside = answers.settled_in_batch(mine, folder)
     # same cause on more seeds settles; a decided line settles an undecided one; a defect is never settled by an
@@ -44,7 +45,9 @@ def test_a_report_shows_the_answer_of_an_earlier_run_of_its_batch_that_settles_i
     assert beside["UniSpeech"].answer == _line("UniSpeech", "near-tie", 40000)
     assert beside["UniSpeech"].note == "2,000 seeds; near_tie decides on 40,000"
     assert beside["Wav"].note == "undecided on 2,000 seeds; near_tie decides on 40,000"
-    assert 'href="../../near_tie/n1/report.html#answer-UniSpeech"' in beside["UniSpeech"].source
+    assert beside["UniSpeech"].link == "../../near_tie/n1/report.html#answer-UniSpeech"
+    assert 'from <a href="../../near_tie/n1/report.html#answer-UniSpeech">near_tie</a>, 40,000 seeds' == \
+        beside["UniSpeech"].source
 
     page = answers.to_html(mine, beside=beside)
     rows = re.findall(r"<tr[^>]*>.*?</tr>", page[page.index("<tbody>"):])
@@ -61,7 +64,7 @@ def test_a_report_without_a_readable_manifest_or_settling_sibling_shows_its_own_
     mine = [_line("UniSpeech", "near-tie", 2000)]
     assert answers.settled_in_batch(mine, tmp_path / "outputs" / "scratch" / "discrete_ops") == {}
     outputs = tmp_path / "outputs"
-    folder = _run(outputs, "discrete_ops", "o1", status="running", found=mine)
+    folder = _run(outputs, "discrete_ops", "o1", status="running", found=mine, hour=2)
     damaged = _run(outputs, "near_tie", "n1", found=[_line("UniSpeech", "near-tie", 40000)])
     (damaged / "summary.json").write_text("{not json")
     assert answers.settled_in_batch(mine, folder) == {}
@@ -84,3 +87,22 @@ def test_a_batch_runs_a_study_before_those_its_answers_settle():
     # near_tie's answers (40,000 seeds a class) settle discrete_ops' (2,000): alphabetically it would run after
     assert order.index("near_tie") < order.index("discrete_ops") and order[0] == "environment"
     assert order == ["environment", "dac_batching", "dac_propagation", "near_tie", "discrete_ops", "ulp_noise"]
+
+
+def test_show_prints_a_settled_line_under_the_answer_that_settles_it_as_the_report_does(tmp_path, capsys):
+    from exactness.workbook import cli
+
+    outputs = tmp_path / "outputs"
+    _run(outputs, "near_tie", "n1", found=[_line("UniSpeech", "near-tie", 40000), _line("Conformer", "undecided", 9)])
+    folder = _run(outputs, "discrete_ops", "o1", found=[_line("UniSpeech", "near-tie", 2000),
+                                                        _line("Conformer", "defect", 8)], hour=2)
+    assert cli.main(["show", str(folder), "--out", str(outputs)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].startswith("  UniSpeech: near-tie; do for UniSpeech") and "on 40000" in lines[1]
+    assert lines[1].endswith(" [near_tie's answer]")
+    assert "on 2000" in lines[2] and lines[2].endswith(" [this run: 2,000 seeds; near_tie decides on 40,000]")
+    # the earlier run's own report is not settled by what ran after it, here as there
+    assert lines[3].startswith("  Conformer: defect;") and "[" not in lines[3]
+    assert cli.main(["show", str(outputs / "near_tie" / "n1"), "--out", str(outputs)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].startswith("  Conformer: undecided;") and "[" not in "".join(lines[1:3])

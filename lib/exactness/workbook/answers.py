@@ -205,8 +205,14 @@ class Beside:
     """Another study's answer that settles a line of this table (`settles`), shown above it as the class's answer."""
 
     answer: Answer
-    source: str  # the settling line's study and seeds, with a link to its report (HTML)
+    study: str  # the study whose line it is
+    link: str  # its row in that study's report, relative to this report's folder
     note: str  # why this table's line is not the class's answer (`settled_words`)
+
+    @property
+    def source(self) -> str:
+        seeds = f", {count(self.answer.seeds)} seeds" if self.answer.seeds else ""
+        return f'from <a href="{html.escape(self.link, quote=True)}">{html.escape(self.study)}</a>{seeds}'
 
 
 def table_html(answers: list[Answer], columns: Columns | None = None, anchors: bool = True,
@@ -350,13 +356,14 @@ def settled_words(answer: Answer, by: str, on: int | None) -> str:
 
 
 def earlier_in_batch(folder: Path) -> list[Line]:
-    """The class lines of the runs that passed in `folder`'s batch, `folder` aside; none for a folder without a
-    readable manifest (an interactive session's scratch folder). A sibling that cannot be read adds nothing: its
+    """The class lines of the runs of `folder`'s batch that started before it and passed; none for a folder without
+    a readable manifest (an interactive session's scratch folder). A sibling that cannot be read adds nothing: its
     own report says what went wrong."""
     folder = Path(folder).resolve()
     try:
-        batch = Manifest.read(folder).batch
-    except (ManifestError, OSError):
+        own = Manifest.read(folder)
+        started = own.started_at()
+    except (ManifestError, OSError, ValueError):
         return []
     outputs = folder.parent.parent
     found = []
@@ -364,10 +371,11 @@ def earlier_in_batch(folder: Path) -> list[Line]:
         sibling = path.parent.resolve()
         try:
             manifest = Manifest.read(sibling)
+            if (sibling == folder or manifest.batch != own.batch or manifest.status != "passed"
+                    or not manifest.started_at() < started):
+                continue
             summary = read_json(sibling / "summary.json")
         except (ManifestError, OSError, ValueError):
-            continue
-        if sibling == folder or manifest.batch != batch or manifest.status != "passed":
             continue
         report = os.path.relpath(sibling / "report.html", outputs)
         found += [Line(manifest.study, report, a) for a in class_answers(summary if isinstance(summary, dict) else {})]
@@ -384,9 +392,7 @@ def settled_in_batch(found: list[Answer], folder: Path) -> dict[str, Beside]:
         best = settler(answer, earlier)
         if best is None:
             continue
-        link = html.escape(os.path.relpath(folder.parent.parent / best.report, folder), quote=True)
-        seeds = f", {count(best.answer.seeds)} seeds" if best.answer.seeds else ""
-        shown[answer.subject] = Beside(
-            best.answer, f'from <a href="{link}#{anchor(answer.subject)}">{html.escape(best.study)}</a>{seeds}',
-            settled_words(answer, best.study, best.answer.seeds))
+        link = f"{os.path.relpath(folder.parent.parent / best.report, folder)}#{anchor(answer.subject)}"
+        shown[answer.subject] = Beside(best.answer, best.study, link,
+                                       settled_words(answer, best.study, best.answer.seeds))
     return shown

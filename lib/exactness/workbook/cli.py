@@ -363,10 +363,16 @@ def cmd_show(project: Project, reference: str) -> int:
         cell = f" in cell [{manifest.failed_cell}]" if manifest.failed_cell is not None else ""
         say.append(f"  error{cell}: {manifest.error}")
     summary = index.read_summary(folder)
-    for answer in answers.from_summary(summary):  # the answer table first, one line per class or configuration
-        say.append(f"  {answer.subject}: {answer.cause}; {answer.action}"
-                   + (f"; fails {answer.rate}" if answer.rate else "")
-                   + (f"; flips {answer.flips}" if answer.flips else ""))
+    found = answers.from_summary(summary)
+    # the answer table first, one line per class or configuration; a line an earlier run of the batch settles
+    # under that run's answer, as the report shows it
+    by_class = answers.Columns.from_summary(summary).subject == "class"
+    beside = answers.settled_in_batch(found, folder) if by_class else {}
+    for answer in found:
+        other = beside.get(answer.subject)
+        if other is not None:
+            say.append(_answer_line(other.answer) + f" [{other.study}'s answer]")
+        say.append(_answer_line(answer) + (f" [this run: {other.note}]" if other is not None else ""))
     found = findings.from_summary(summary)
     say += [f"  {finding.text()}" for finding in found]
     if not found:  # a study without findings (or a run that stopped before them): its headline figures
@@ -374,6 +380,11 @@ def cmd_show(project: Project, reference: str) -> int:
     for line in say:
         print(terminal_text.safe(line))
     return 0
+
+
+def _answer_line(answer: answers.Answer) -> str:
+    return (f"  {answer.subject}: {answer.cause}; {answer.action}" + (f"; fails {answer.rate}" if answer.rate else "")
+            + (f"; flips {answer.flips}" if answer.flips else ""))
 
 
 def main(argv: list[str] | None = None) -> int:
