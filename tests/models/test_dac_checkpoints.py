@@ -40,10 +40,14 @@ def _original_key(name: str, n_blocks: int) -> str:
     return f"decoder.model.{block}.block.{0 if parts[3] == 'snake1' else 1}." + ".".join(parts[4:])
 
 
-def write_original(path, plain):
+def write_original(path, plain, trained=False):
+    """`plain` as an original checkpoint: (g, v) = (||W||, W), or with `trained` each v scaled per output channel
+    (a trained checkpoint's ||v|| is not its g; the weights W = g v / ||v|| stay the same)."""
     normed = dac.build_variant(plain, "weight_norm")
     state = {}
     for name, value in normed.state_dict().items():
+        if trained and name.endswith("original1"):
+            value = value * torch.linspace(0.3, 7.9, value.shape[0]).reshape(-1, *[1] * (value.dim() - 1))
         name = name.replace("parametrizations.weight.original0", "weight_g").replace(
             "parametrizations.weight.original1", "weight_v")
         state[_original_key(name, len(plain.config.downsampling_ratios))] = value
@@ -324,3 +328,41 @@ def test_a_weights_file_that_is_a_folder_is_named(tmp_path, plain):
     (tmp_path / "model" / "model.safetensors").mkdir()
     with pytest.raises(dac_checkpoints.CheckpointError, match=r"model.safetensors is a folder, not a file"):
         dac_checkpoints.load_transformers_dir(tmp_path / "model")
+
+
+def test_a_trained_checkpoint_runs_its_own_g_and_v_in_every_run(tmp_path, plain):
+    write_original(tmp_path / "trained.pth", plain, trained=True)
+    loaded = dac_checkpoints.load(tmp_path / "trained.pth", "tiny")
+    assert getattr(loaded.encoder.conv1, dac.GAIN) is not None and not hasattr(loaded.encoder.conv1, "parametrizations")
+    signal = dac.audio("tiny", 0.25, 0)
+    as_normed = dac_checkpoints.load_original(tmp_path / "trained.pth", fold=False)
+    as_folded = dac_checkpoints.load_original(tmp_path / "trained.pth", fold=True)
+    with torch.no_grad():
+        for shared in (False, True):
+            runs = {v: dac.build_variant(loaded, v, shared=shared) for v in dac.VARIANTS}
+            # the original's recomputation and the float32 fold of the same (g, v), bit for bit
+            assert torch.equal(runs["weight_norm"](signal).audio_values, as_normed(signal).audio_values)
+            assert torch.equal(runs["folded_fp32"].encoder.conv1.weight, as_folded.encoder.conv1.weight)
+            for variant, model in runs.items():  # one copy of the weights or one each: the same numbers
+                x = signal.double() if variant == "float64" else signal
+                alone = dac.build_variant(loaded, variant, shared=not shared)(x).audio_values
+                assert torch.equal(model(x).audio_values, alone), (variant, shared)
+        # ||v|| != g: the float64 fold of the checkpoint's (g, v) is not the fold of (||W||, W) a template would run
+        w = dac.build_variant(loaded, "folded_fp64").encoder.conv1.weight
+        assert not torch.equal(w, dac.build_variant(plain, "folded_fp64").encoder.conv1.weight)
+        assert torch.allclose(w, plain.encoder.conv1.weight, rtol=1e-5, atol=1e-7)  # the same weights W, rounded
+
+
+def test_load_refuses_a_checkpoint_of_another_configuration_and_keeps_a_folded_directory_as_it_is(tmp_path, plain):
+    write_original(tmp_path / "tiny.pth", plain)
+    with pytest.raises(dac_checkpoints.CheckpointError, match=r"is the tiny configuration, not variant '44khz': "
+                                                              r"run it with -p variant tiny"):
+        dac_checkpoints.load(tmp_path / "tiny.pth", "44khz")
+    plain.save_pretrained(tmp_path / "model")
+    folded = dac_checkpoints.load(tmp_path / "model", "tiny")
+    assert not hasattr(folded.encoder.conv1, dac.GAIN)  # weight norm recomputes g = ||W|| from folded weights
+    pairs = zip(plain.state_dict().values(), folded.state_dict().values(), strict=True)
+    assert all(torch.equal(a, b) for a, b in pairs)
+    other = dac.config("tiny")
+    other.n_codebooks = 3
+    assert dac.variant_of(other) is None and dac.variant_of(dac.config("16khz")) == "16khz"

@@ -32,3 +32,34 @@ def test_dac_propagation_smoke_run(smoke_batch):
     html = (folder / "report.html").read_text()
     assert html.index("Findings") < html.index("The runs.") and "Not computed yet" not in html
     assert "PosixPath" not in html and "<Axes" not in html
+
+
+def test_a_checkpoint_of_your_own_runs_in_the_inits_place_through_the_real_cli(tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import REPO, cli_env
+
+    sys.path.insert(0, str(REPO / "tests" / "models"))
+    from test_dac_checkpoints import write_original
+
+    from exactness.models import dac
+
+    write_original(tmp_path / "trained.pth", dac.template("tiny", 3), trained=True)
+    outputs = tmp_path / "outputs"
+    result = subprocess.run([sys.executable, "-m", "exactness", "--out", str(outputs), "run", "dac_propagation", "-f",
+                             "smoke", "-p", "checkpoint", str(tmp_path / "trained.pth"), "-p", "other_variants", "[]",
+                             "-p", "precisions", "[]"], capture_output=True, text=True,
+                            env=cli_env(REPO, tmp_path / "home"), timeout=900)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (folder,) = (outputs / "dac_propagation").iterdir()
+    weights = pd.read_parquet(folder / "tables" / "weights.parquet")
+    assert set(weights.init) == {"trained.pth"}
+    # the float32 fold is the recomputation's own call on the checkpoint's (g, v); float64 folds them otherwise
+    assert weights[weights.variant == "folded_fp32"].max_abs_diff.max() == 0
+    assert weights[weights.variant == "folded_fp64"].max_abs_diff.max() > 0
+    summary = json.loads((folder / "summary.json").read_text())
+    assert [a["subject"] for a in summary["answers"]] == ["trained.pth, folded in float32",
+                                                         "trained.pth, folded in float64"]
+    html = (folder / "report.html").read_text()
+    assert "random weights make the codec error large" not in html and "trained.pth" in html

@@ -28,6 +28,9 @@ VARIANT_CONFIGS = {
              "decoder_hidden_size": 32, "codebook_size": 64},
 }
 VARIANTS = ("weight_norm", "folded_fp32", "folded_fp64", "float64")
+# A plain model's weight-normed layer may carry its checkpoint's own g under this attribute, its weight holding v:
+# a trained (g, v) has ||v|| != g, which a random template's (g = ||W||, v = W) never shows (`dac_checkpoints.load`)
+GAIN = "exactness_gain"
 
 
 class DacConfigError(ValueError):
@@ -109,6 +112,18 @@ def template(variant: str, seed: int, init: str = "default") -> DacModel:
     return model
 
 
+def variant_of(found: DacConfig) -> str | None:
+    """The published configuration (`VARIANT_CONFIGS`) `found` is, or None: compared on what shapes the model."""
+    fields = ("encoder_hidden_size", "downsampling_ratios", "decoder_hidden_size", "n_codebooks", "codebook_size",
+              "codebook_dim", "sampling_rate", "hidden_size")
+    for name in VARIANT_CONFIGS:
+        known = config(name)
+        if all(list(getattr(found, f)) == list(getattr(known, f)) if isinstance(getattr(known, f), list)
+               else getattr(found, f) == getattr(known, f) for f in fields):
+            return name
+    return None
+
+
 def skeleton(variant: str) -> DacModel:
     """A configuration's architecture without weights (on PyTorch's meta device: built in under a second, where
     a template takes seconds to initialise 76 million weights at 44.1 kHz), for what depends on the layers'
@@ -151,6 +166,7 @@ def _materialized(plain: DacModel, variant: str) -> DacModel:
         model = model.double()
     for layer in weight_normed_layers(model):
         torch.nn.utils.parametrizations.weight_norm(layer)  # g = ||W||, v = W, in the model's dtype
+        _keep_gain(layer)
     if variant in ("folded_fp32", "folded_fp64"):
         for layer in weight_normed_layers(model):
             if variant == "folded_fp64":
@@ -181,14 +197,27 @@ def _shared(plain: DacModel, variant: str) -> DacModel:
             v = layer.weight
             if variant == "weight_norm":
                 torch.nn.utils.parametrizations.weight_norm(layer)  # the original: recomputed at every forward
+                _keep_gain(layer)
                 continue
-            # g as the materialized run computes it: the norm of W in the run's dtype (float32 for the folds)
-            g = torch.norm_except_dim(v.double() if variant == "float64" else v, 2, 0)
+            # g as the materialized run computes it: the norm of W in the run's dtype (float32 for the folds), or
+            # the checkpoint's own, cast to it
+            g = getattr(layer, GAIN, None)
+            if g is None:
+                g = torch.norm_except_dim(v.double() if variant == "float64" else v, 2, 0)
+            g = g.double() if variant == "float64" else g
             fold_dtype = torch.float32 if variant == "folded_fp32" else torch.float64
             dtype = torch.float64 if variant == "float64" else torch.float32
             parametrize.register_parametrization(layer, "weight", _Fold(g.to(fold_dtype), fold_dtype, dtype),
                                                  unsafe=True)
     return model.eval()
+
+
+def _keep_gain(layer: torch.nn.Module) -> None:
+    """A weight-normed layer's g set to its checkpoint's own (`GAIN`), in the layer's dtype; else left ||v||."""
+    gain = getattr(layer, GAIN, None)
+    if gain is not None:
+        with torch.no_grad():
+            layer.parametrizations.weight.original0.copy_(gain)
 
 
 def build_variant(plain: DacModel, variant: str, shared: bool = False) -> DacModel:

@@ -21,7 +21,7 @@ from torch.nn.utils import parametrize
 from transformers import DacConfig, DacModel
 
 from exactness import compat
-from exactness.models.dac import check_config, weight_normed_layers
+from exactness.models.dac import GAIN, VARIANT_CONFIGS, check_config, variant_of, weight_normed_layers
 
 REQUIRED_KWARGS = ("encoder_dim", "encoder_rates", "latent_dim", "decoder_dim", "decoder_rates", "n_codebooks",
                    "codebook_size", "codebook_dim", "sample_rate")
@@ -123,6 +123,33 @@ def load_original(path: str | Path, fold: bool = True) -> DacModel:
         mapped = _folded(mapped)
     model.load_state_dict(mapped, strict=True)
     return model
+
+
+def load(path: str | Path, variant: str | None = None) -> DacModel:
+    """A user's DAC as the propagation study runs it (`dac.build_variant`): a plain model. From an original
+    checkpoint each weight-normed layer holds v as its weight and carries the checkpoint's own g (`dac.GAIN`), so
+    that every run folds or recomputes the trained (g, v); a transformers directory holds folded weights, from which
+    weight norm recomputes g = ||W||. `variant`: the published configuration it must be (a run's clip and figures
+    are that configuration's)."""
+    path = Path(path)
+    if path.is_dir():
+        model = load_transformers_dir(path)
+    else:
+        model = load_original(path, fold=False)
+        for layer in weight_normed_layers(model):
+            g = layer.parametrizations.weight.original0.detach().clone()
+            v = layer.parametrizations.weight.original1.detach().clone()
+            parametrize.remove_parametrizations(layer, "weight", leave_parametrized=True)
+            with torch.no_grad():
+                layer.weight.copy_(v)
+            setattr(layer, GAIN, g)
+    found = variant_of(model.config)
+    if variant is not None and found != variant:
+        raise CheckpointError(f"{path} is {f'the {found} configuration' if found else 'no published configuration'}"
+                              f", not variant {variant!r}: "
+                              + (f"run it with -p variant {found}" if found else "the study runs "
+                                 f"{', '.join(VARIANT_CONFIGS)} only (their clips and the investigation's figures)"))
+    return model.eval()
 
 
 def load_transformers_dir(path: str | Path) -> DacModel:

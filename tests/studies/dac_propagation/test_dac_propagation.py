@@ -3,6 +3,7 @@ import os
 import pickle
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -278,6 +279,12 @@ def test_growth_and_amplifier_findings_reproduce_the_seeds_chain_and_not_a_flat_
     assert flat_top.verdict == "not comparable" and "Block0 x1,899" not in flat_top.claim
     assert "Block0 x1897" in amplifier.source  # the investigation's column as it printed it
     assert found.amplifier_finding(seed_like, "tiny").verdict == "not comparable"
+    # a trained checkpoint of the investigation's model can disagree with it; on another model it is not comparable
+    trained = found.growth_finding(propagation.encoder_growth(flat), "44khz", checkpoint="/data/dac_44khz.pth")
+    assert trained.verdict == "differs" and "dac_44khz.pth" in trained.why and "random" not in trained.why
+    assert found.amplifier_finding(flat, "44khz", checkpoint="mine.pth").verdict == "differs"
+    assert found.growth_finding(growth, "44khz", checkpoint="mine.pth").verdict == "reproduced"
+    assert found.amplifier_finding(seed_like, "tiny", checkpoint="mine.pth").verdict == "not comparable"
 
 
 def test_block_table_sets_the_seed_beside_ours_by_layer_name_only_on_44khz():
@@ -353,3 +360,26 @@ def test_other_configurations_get_a_finding_that_names_a_flip():
     assert flipped.ours == "4 runs of 16khz, 24khz at 10 s; code frames changed: up to 0.13%"
     kept = found.other_codes_finding(others.assign(codes_differing_pct=0.0))
     assert kept.claim == "On the other configurations no float32 run changes a code either."
+
+
+def test_a_checkpoint_parameter_is_checked_before_a_run_and_runs_in_the_inits_place(tmp_path):
+    import sys as _sys
+
+    rule = registration("dac_propagation").rules["checkpoint"]
+    assert rule.problem("") is None
+    assert "does not exist" in rule.problem(str(tmp_path / "missing.pth"))
+    (tmp_path / "empty.pth").write_bytes(b"")
+    assert "an empty file" in rule.problem(str(tmp_path / "empty.pth"))
+    (tmp_path / "folder").mkdir()
+    assert "no config.json" in rule.problem(str(tmp_path / "folder"))
+    _sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
+    from test_dac_checkpoints import write_original
+
+    write_original(tmp_path / "mine.pth", dac.template("tiny", 1), trained=True)
+    assert rule.problem(str(tmp_path / "mine.pth")) is None
+    runs = propagation.templates("tiny", 0, ["default", "variance_preserving"], str(tmp_path / "mine.pth"))
+    assert list(runs) == ["mine.pth"] and hasattr(runs["mine.pth"]().encoder.conv1, dac.GAIN)
+    with pytest.raises(ValueError, match="not variant '16khz'"):  # refused before any run
+        propagation.templates("16khz", 0, ["default"], str(tmp_path / "mine.pth"))
+    assert list(propagation.templates("tiny", 0, ["default", "variance_preserving"])) == ["default",
+                                                                                         "variance_preserving"]

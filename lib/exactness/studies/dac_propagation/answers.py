@@ -78,6 +78,7 @@ def precision_answers(chain: pd.DataFrame, variant: str = INVESTIGATION_VARIANT)
         else:
             found.append(Answer(f"{init}, the investigation's growth", "not reproduced",
                                 "with this init no precision here grows the difference as the investigation saw; "
-                                "judge by an init (or a real checkpoint) whose activations carry it", rate,
+                                "judge by an init (or a real checkpoint: -p checkpoint) whose activations carry it",
+                                rate,
                                 f"{ref}; {numbers}"))
     return found

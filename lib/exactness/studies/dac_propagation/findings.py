@@ -11,6 +11,7 @@ only; for the other variants they are "not comparable".
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import PurePath
 
 import pandas as pd
 
@@ -104,7 +105,7 @@ def rounding_finding(weights: pd.DataFrame, variant: str) -> Finding:
                    evidence="tables/weights.parquet")
 
 
-def growth_finding(growth: pd.DataFrame, variant: str) -> Finding:
+def growth_finding(growth: pd.DataFrame, variant: str, checkpoint: str = "") -> Finding:
     """Raw growth from Conv1 to the encoder output = activation growth x relative-error growth, per init."""
     parts = [f"{init}: {significant(g.conv1_error)} -> {significant(g.encoder_error)}, {times(g.amplification)} = "
              f"activations {times(g.activation_growth)} x relative error {times(g.relative_error_growth)}"
@@ -123,12 +124,24 @@ def growth_finding(growth: pd.DataFrame, variant: str) -> Finding:
     if close:
         return Finding(claim=claim, ours=ours, verdict="reproduced", source=seed, evidence="tables/propagation.parquet")
     most = growth.activation_growth.idxmax()
+    grown = (f"activations grow at most {times(growth.activation_growth.max())} here ({most}), the relative error at "
+             f"most {times(growth.relative_error_growth.max())}")
+    if checkpoint:
+        return Finding(claim=claim, ours=ours, verdict="differs", source=seed,
+                       why=f"trained weights of the investigation's model ({_named(checkpoint)}): {grown}, no total "
+                       f"within {SAME_SIZE_FACTOR:g}x of its x{count(seed_total)}",
+                       evidence="tables/propagation.parquet")
     return Finding(claim=claim, ours=ours, verdict="not comparable", source=seed,
-                   why=f"random weights, not the trained checkpoint the investigation ran: activations grow at most "
-                   f"{times(growth.activation_growth.max())} here ({most}), the relative error at most "
-                   f"{times(growth.relative_error_growth.max())}; its total needs far larger growth, which trained "
-                   "weights may have (they cannot be downloaded here, so the two cannot contradict each other)",
+                   why=f"random weights, not the trained checkpoint the investigation ran: {grown}; its total needs "
+                   "far larger growth, which trained weights may have (they cannot be downloaded here, so the two "
+                   "cannot contradict each other; -p checkpoint runs yours)",
                    evidence="tables/propagation.parquet")
+
+
+def _named(checkpoint: str) -> str:
+    """A checkpoint as a finding names it: its file; the investigation ran descript's published 44.1 kHz model,
+    another training of the same configuration is other weights."""
+    return f"{PurePath(checkpoint).name}; the investigation's were descript's published 44.1 kHz weights"
 
 
 def block_table(propagated: pd.DataFrame, variant: str) -> pd.DataFrame:
@@ -142,7 +155,7 @@ def block_table(propagated: pd.DataFrame, variant: str) -> pd.DataFrame:
     return table.reset_index()
 
 
-def amplifier_finding(propagated: pd.DataFrame, variant: str) -> Finding:
+def amplifier_finding(propagated: pd.DataFrame, variant: str, checkpoint: str = "") -> Finding:
     """The largest amplifier among the encoder blocks, per init, beside the investigation's (Block0, x1897)."""
     table = block_table(propagated, variant).set_index("layer")
     inits = [c for c in table.columns if c != "seed_002"]
@@ -161,10 +174,15 @@ def amplifier_finding(propagated: pd.DataFrame, variant: str) -> Finding:
     if same:
         return Finding(claim=claim, ours=parts, verdict="reproduced", source=seed,
                        evidence="block growth table, tables/propagation.parquet")
+    largest = f"no block here multiplies the error by more than {times(table[inits].max().max())}, its Block0 by " \
+              f"{times(seed_growth)}"
+    if checkpoint:
+        return Finding(claim=claim, ours=parts, verdict="differs", source=seed,
+                       why=f"trained weights of the investigation's model ({_named(checkpoint)}): {largest}",
+                       evidence="block growth table, tables/propagation.parquet")
     return Finding(claim=claim, ours=parts, verdict="not comparable", source=seed,
-                   why=f"random weights, not the trained checkpoint the investigation ran (no block here multiplies "
-                   f"the error by more than {times(table[inits].max().max())}, its Block0 by {times(seed_growth)}; "
-                   "trained weights cannot be downloaded here, so the two cannot contradict each other)",
+                   why=f"random weights, not the trained checkpoint the investigation ran ({largest}; trained weights "
+                   "cannot be downloaded here, so the two cannot contradict each other; -p checkpoint runs yours)",
                    evidence="block growth table, tables/propagation.parquet")
 
 
@@ -196,7 +214,7 @@ def codes_finding(codes: pd.DataFrame, margins: pd.DataFrame, propagated: pd.Dat
                    evidence="tables/codes.parquet")
 
 
-def codec_finding(codec: pd.DataFrame) -> Finding:
+def codec_finding(codec: pd.DataFrame, checkpoint: str = "") -> Finding:
     """Is the codec error the same for every run (the investigation: 'very similar')?"""
     ratios = codec_run_ratios(codec)
     worst = ratios.idxmax()
@@ -207,7 +225,7 @@ def codec_finding(codec: pd.DataFrame) -> Finding:
     if ratios.max() < CODEC_SAME:
         return Finding(claim=f"For the codec every run is the same: under every init, the largest difference "
                        f"between runs is at most {significant(ratios.max())} of that init's largest codec error "
-                       f"({worst}; random weights: the codec error is large).", ours=ours,
+                       f"({worst}{'' if checkpoint else '; random weights: the codec error is large'}).", ours=ours,
                        verdict="reproduced", source=seed, evidence="tables/codec.parquet")
     return Finding(claim=f"Under {worst} the runs differ by {significant(ratios.max())} of that init's largest codec "
                    "error: not negligible.", ours=ours, verdict="differs", source=seed,
@@ -256,9 +274,11 @@ def other_codes_finding(others: pd.DataFrame) -> Finding:
 
 def findings(propagated: pd.DataFrame, weights: pd.DataFrame, growth: pd.DataFrame, codes: pd.DataFrame,
              margins: pd.DataFrame, codec: pd.DataFrame, configs: pd.DataFrame, variant: str,
-             others: pd.DataFrame | None = None) -> list[Finding]:
-    return [fold_finding(propagated, weights), rounding_finding(weights, variant), growth_finding(growth, variant),
-            amplifier_finding(propagated, variant),
+             others: pd.DataFrame | None = None, checkpoint: str = "") -> list[Finding]:
+    """Every finding; `checkpoint`: the user's own weights ran in the inits' place (then a trained model of the
+    investigation's configuration can disagree with it, where random weights are not comparable)."""
+    return [fold_finding(propagated, weights), rounding_finding(weights, variant),
+            growth_finding(growth, variant, checkpoint), amplifier_finding(propagated, variant, checkpoint),
             _on_seed_variant(codes_finding(codes, margins, propagated), variant),
-            _on_seed_variant(codec_finding(codec), variant), config_finding(configs)] + (
+            _on_seed_variant(codec_finding(codec, checkpoint), variant), config_finding(configs)] + (
         [other_codes_finding(others)] if others is not None and len(others) else [])

@@ -12,7 +12,10 @@ context covers every kept value's receptive field (see `dac_chunks`).
 
 from __future__ import annotations
 
+import functools
 import math
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -28,6 +31,27 @@ REFERENCES = ("weight_norm", "float64")
 # (`dac_chunks.encoder_steps` labels them so).
 SEED_RUN, SEED_REFERENCE = "folded_fp64", "weight_norm"
 FIRST_LAYER, ENCODER_OUTPUT = "encoder.Conv1", "encoder.Conv2"
+
+
+def checkpoint_path(checkpoint: str) -> Path:
+    """A `checkpoint` parameter as a path: absolute, or relative to the project's root (as `exactness run` checks
+    it), never to the notebook's run folder."""
+    from exactness.workbook.project import find_root
+
+    return Path(checkpoint) if Path(checkpoint).is_absolute() else find_root() / checkpoint
+
+
+def templates(variant: str, seed: int, inits: list[str], checkpoint: str = "") -> dict[str, Callable[[], object]]:
+    """The plain models the study runs, by name, each built when it runs (one in memory at a time): each init's
+    random weights, or in their place a checkpoint of the user's own, named by its file. A checkpoint is read once
+    here, so that one that is not `variant`'s configuration is refused before any run."""
+    if not checkpoint:
+        return {init: functools.partial(dac.template, variant, seed, init) for init in inits}
+    from exactness.models import dac_checkpoints
+
+    path = checkpoint_path(checkpoint)
+    dac_checkpoints.load(path, variant)
+    return {path.name: functools.partial(dac_checkpoints.load, path, variant)}
 
 
 def layers(model) -> list[tuple[str, str, str]]:
