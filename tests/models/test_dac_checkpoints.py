@@ -8,57 +8,8 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
+from dac_files import write_original
 from exactness.models import dac, dac_checkpoints
-
-
-def _original_key(name: str, n_blocks: int) -> str:
-    """The inverse of map_key, for writing test checkpoints in the original layout."""
-    units = {"snake1": 0, "conv1": 1, "snake2": 2, "conv2": 3}
-    parts = name.split(".")
-    if name.startswith("quantizer."):
-        return name
-    if parts[0] == "encoder":
-        if parts[1] == "conv1":
-            return "encoder.block.0." + ".".join(parts[2:])
-        if parts[1] == "conv2":
-            return f"encoder.block.{n_blocks + 2}." + ".".join(parts[2:])
-        if parts[1] == "snake1":
-            return f"encoder.block.{n_blocks + 1}.alpha"
-        block = int(parts[2]) + 1
-        if parts[3].startswith("res_unit"):
-            return f"encoder.block.{block}.block.{int(parts[3][-1]) - 1}.block.{units[parts[4]]}." + ".".join(parts[5:])
-        return f"encoder.block.{block}.block.{3 if parts[3] == 'snake1' else 4}." + ".".join(parts[4:])
-    if parts[1] == "conv1":
-        return "decoder.model.0." + ".".join(parts[2:])
-    if parts[1] == "conv2":
-        return f"decoder.model.{n_blocks + 2}." + ".".join(parts[2:])
-    if parts[1] == "snake1":
-        return f"decoder.model.{n_blocks + 1}.alpha"
-    block = int(parts[2]) + 1
-    if parts[3].startswith("res_unit"):
-        return f"decoder.model.{block}.block.{int(parts[3][-1]) + 1}.block.{units[parts[4]]}." + ".".join(parts[5:])
-    return f"decoder.model.{block}.block.{0 if parts[3] == 'snake1' else 1}." + ".".join(parts[4:])
-
-
-def write_original(path, plain, trained=False):
-    """`plain` as an original checkpoint: (g, v) = (||W||, W), or with `trained` each v scaled per output channel
-    (a trained checkpoint's ||v|| is not its g; the weights W = g v / ||v|| stay the same)."""
-    normed = dac.build_variant(plain, "weight_norm")
-    state = {}
-    for name, value in normed.state_dict().items():
-        if trained and name.endswith("original1"):
-            value = value * torch.linspace(0.3, 7.9, value.shape[0]).reshape(-1, *[1] * (value.dim() - 1))
-        name = name.replace("parametrizations.weight.original0", "weight_g").replace(
-            "parametrizations.weight.original1", "weight_v")
-        state[_original_key(name, len(plain.config.downsampling_ratios))] = value
-    c = plain.config
-    kwargs = {"encoder_dim": c.encoder_hidden_size, "encoder_rates": list(c.downsampling_ratios),
-              "latent_dim": c.hidden_size, "decoder_dim": c.decoder_hidden_size,
-              "decoder_rates": list(c.upsampling_ratios), "n_codebooks": c.n_codebooks,
-              "codebook_size": c.codebook_size, "codebook_dim": c.codebook_dim, "quantizer_dropout": 0.0,
-              "sample_rate": c.sampling_rate}
-    torch.save({"state_dict": state, "metadata": {"kwargs": kwargs}}, path)
-    return state
 
 
 @pytest.fixture
@@ -343,6 +294,9 @@ def test_a_trained_checkpoint_runs_its_own_g_and_v_in_every_run(tmp_path, plain)
             # the original's recomputation and the float32 fold of the same (g, v), bit for bit
             assert torch.equal(runs["weight_norm"](signal).audio_values, as_normed(signal).audio_values)
             assert torch.equal(runs["folded_fp32"].encoder.conv1.weight, as_folded.encoder.conv1.weight)
+            # the float64 run computes the same model (g, not ||v||, scales each channel): within rounding of it
+            double = runs["float64"](signal.double()).audio_values
+            assert torch.allclose(double.float(), as_normed(signal).audio_values, atol=1e-5)
             for variant, model in runs.items():  # one copy of the weights or one each: the same numbers
                 x = signal.double() if variant == "float64" else signal
                 alone = dac.build_variant(loaded, variant, shared=not shared)(x).audio_values
@@ -363,6 +317,8 @@ def test_load_refuses_a_checkpoint_of_another_configuration_and_keeps_a_folded_d
     assert not hasattr(folded.encoder.conv1, dac.GAIN)  # weight norm recomputes g = ||W|| from folded weights
     pairs = zip(plain.state_dict().values(), folded.state_dict().values(), strict=True)
     assert all(torch.equal(a, b) for a, b in pairs)
+    plain.to(torch.float64).save_pretrained(tmp_path / "double")  # saved in float64: run from float32 all the same
+    assert next(dac_checkpoints.load(tmp_path / "double", "tiny").parameters()).dtype == torch.float32
     other = dac.config("tiny")
     other.n_codebooks = 3
     assert dac.variant_of(other) is None and dac.variant_of(dac.config("16khz")) == "16khz"

@@ -39,10 +39,7 @@ def test_a_checkpoint_of_your_own_runs_in_the_inits_place_through_the_real_cli(t
     import sys
 
     from conftest import REPO, cli_env
-
-    sys.path.insert(0, str(REPO / "tests" / "models"))
-    from test_dac_checkpoints import write_original
-
+    from dac_files import write_original
     from exactness.models import dac
 
     write_original(tmp_path / "trained.pth", dac.template("tiny", 3), trained=True)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 from pathlib import Path
 
 import nbformat
@@ -119,3 +120,15 @@ def test_a_notebook_below_the_study_notebooks_gets_no_runs_answers(project):
     _run(project.outputs, "near_tie", "r", "default", "passed", "2026-12-01T00:00:00+00:00", "SomeClass")
     served = lab_notebooks.served(_notebook(), "copies/near_tie.ipynb", project)
     assert lab_notebooks._placeholder_cell(served)["outputs"] == []
+
+
+def test_a_line_an_earlier_run_of_its_batch_settles_opens_under_that_answer_as_in_its_report(project):
+    for study, started, seeds, rate in (("near_tie", "2026-12-01T01:00:00+00:00", 40000, "1 in 2,700"),
+                                        ("discrete_ops", "2026-12-01T02:00:00+00:00", 2000, "1 in 2,000")):
+        folder = _run(project.outputs, study, "r", "default", "passed", started, "UniSpeech")
+        answer = Answer("UniSpeech", "near-tie", "compare tie-aware", rate, seeds=seeds).to_dict()
+        (folder / "summary.json").write_text(json.dumps({"answers": [answer]}))
+    shown = _shown(lab_notebooks.served(_notebook("discrete_ops.ipynb"), "discrete_ops.ipynb", project))
+    assert shown.index("1 in 2,700") < shown.index("1 in 2,000") and "2,000 seeds; near_tie decides on 40,000" in shown
+    link = os.path.relpath(project.outputs / "near_tie" / "r" / "report.html", REPO / "notebooks") + "#answer-UniSpeech"
+    assert f'from <a href="{link}">near_tie</a>, 40,000 seeds' in shown  # from the notebooks' folder

@@ -106,3 +106,20 @@ def test_show_prints_a_settled_line_under_the_answer_that_settles_it_as_the_repo
     assert cli.main(["show", str(outputs / "near_tie" / "n1"), "--out", str(outputs)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[2].startswith("  Conformer: undecided;") and "[" not in "".join(lines[1:3])
+
+
+def test_a_damaged_or_undated_sibling_settles_nothing_and_breaks_no_table(tmp_path):
+    outputs = tmp_path / "outputs"
+    damaged = _run(outputs, "near_tie", "n1", found=[_line("UniSpeech", "near-tie", 40000)])
+    record = json.loads((damaged / "summary.json").read_text())
+    record["answers"][0]["proof"] = 7  # a record another run left: a number where a sentence belongs
+    (damaged / "summary.json").write_text(json.dumps(record))
+    undated = _run(outputs, "ulp_noise", "u1", found=[_line("UniSpeech", "near-tie", 90000)], hour=0)
+    manifest = json.loads((undated / "manifest.json").read_text())
+    manifest["started"] = ""  # when it ran is unknown: never taken as before
+    (undated / "manifest.json").write_text(json.dumps(manifest))
+    mine = [_line("UniSpeech", "near-tie", 2000)]
+    folder = _run(outputs, "discrete_ops", "o1", status="running", found=mine, hour=2)
+    assert answers.Answer.from_dict(record["answers"][0]) is None
+    assert answers.settled_in_batch(mine, folder) == {}
+    assert "UniSpeech" in answers.to_html(mine, beside=answers.settled_in_batch(mine, folder))

@@ -129,11 +129,11 @@ def load(path: str | Path, variant: str | None = None) -> DacModel:
     """A user's DAC as the propagation study runs it (`dac.build_variant`): a plain model. From an original
     checkpoint each weight-normed layer holds v as its weight and carries the checkpoint's own g (`dac.GAIN`), so
     that every run folds or recomputes the trained (g, v); a transformers directory holds folded weights, from which
-    weight norm recomputes g = ||W||. `variant`: the published configuration it must be (a run's clip and figures
-    are that configuration's)."""
+    weight norm recomputes g = ||W||. Either comes in float32, the precision the study's runs start from. `variant`:
+    the published configuration it must be (a run's clip and figures are that configuration's)."""
     path = Path(path)
     if path.is_dir():
-        model = load_transformers_dir(path)
+        model = load_transformers_dir(path).float()  # the runs are float32 and float64 by design, whatever it saved
     else:
         model = load_original(path, fold=False)
         for layer in weight_normed_layers(model):

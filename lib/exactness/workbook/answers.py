@@ -13,8 +13,9 @@ from __future__ import annotations
 import html
 import os
 import re
+import urllib.parse
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from exactness.workbook.manifest import MANIFEST, Manifest, ManifestError, read_json
@@ -72,6 +73,11 @@ class Answer:
                                                                                         "action", "rate")):
             return None
         known = {k: data[k] for k in cls.__dataclass_fields__ if k in data}
+        texts, lists = ("proof", "where", "flips"), ("compare", "exclude")
+        if (any(not isinstance(known.get(k, ""), str) for k in texts)
+                or any(not isinstance(known.get(k, []), list) or not all(isinstance(x, str) for x in known.get(k, []))
+                       for k in lists)):
+            return None  # another run's damaged record: shown nowhere rather than breaking a table
         if not isinstance(known.get("seeds"), int) or isinstance(known.get("seeds"), bool) or known["seeds"] < 0:
             known.pop("seeds", None)  # a damaged count is no count: the line stays, unranked by its seeds
         try:
@@ -362,8 +368,10 @@ def earlier_in_batch(folder: Path) -> list[Line]:
     folder = Path(folder).resolve()
     try:
         own = Manifest.read(folder)
-        started = own.started_at()
     except (ManifestError, OSError, ValueError):
+        return []
+    started = own.started_at()
+    if started.year == 1:  # no readable start (`manifest.instant`): which ran before it is unknown
         return []
     outputs = folder.parent.parent
     found = []
@@ -372,7 +380,7 @@ def earlier_in_batch(folder: Path) -> list[Line]:
         try:
             manifest = Manifest.read(sibling)
             if (sibling == folder or manifest.batch != own.batch or manifest.status != "passed"
-                    or not manifest.started_at() < started):
+                    or manifest.started_at().year == 1 or not manifest.started_at() < started):
                 continue
             summary = read_json(sibling / "summary.json")
         except (ManifestError, OSError, ValueError):
@@ -382,17 +390,20 @@ def earlier_in_batch(folder: Path) -> list[Line]:
     return found
 
 
-def settled_in_batch(found: list[Answer], folder: Path) -> dict[str, Beside]:
+def settled_in_batch(found: list[Answer], folder: Path, links_from: Path | None = None) -> dict[str, Beside]:
     """For each of a report's class lines that an earlier run of its batch settles, that run's answer, to show above
-    it; `folder` is the report's run folder."""
+    it; `folder` is the report's run folder, `links_from` where the answers are shown (the run folder unless
+    said)."""
     folder = Path(folder).resolve()
+    links_from = Path(links_from).resolve() if links_from is not None else folder
     earlier = earlier_in_batch(folder)
     shown = {}
     for answer in class_lines(found):
         best = settler(answer, earlier)
         if best is None:
             continue
-        link = f"{os.path.relpath(folder.parent.parent / best.report, folder)}#{anchor(answer.subject)}"
+        relative = PurePosixPath(*Path(os.path.relpath(folder.parent.parent / best.report, links_from)).parts)
+        link = f"{urllib.parse.quote(str(relative))}#{anchor(answer.subject)}"
         shown[answer.subject] = Beside(best.answer, best.study, link,
                                        settled_words(answer, best.study, best.answer.seeds))
     return shown

@@ -58,12 +58,19 @@ def discover(project: Project) -> dict[str, Study]:
     }
     # The studies that run first (the environment), then the rest alphabetically, except that a study runs before
     # those it names in `runs_before` (its answers settle theirs): the order of `exactness run all`.
-    order = sorted(studies, key=lambda name: (not studies[name].runs_first, name))
-    for name in list(order):
-        later = [order.index(n) for n in studies[name].runs_before if n in studies]
-        if later and min(later) < order.index(name):
-            order.remove(name)
-            order.insert(min(later), name)
+    first = sorted(name for name in studies if studies[name].runs_first)
+    before = {name: set() for name in studies}  # name: the studies that must run before it
+    for name in studies:
+        for later in studies[name].runs_before:
+            if later in studies and later not in first:
+                before[later].add(name)
+    order = list(first)
+    while len(order) < len(studies):
+        ready = sorted(n for n in studies if n not in order and before[n] <= set(order))
+        if not ready:
+            raise ValueError("the studies' runs_before form a circle: "
+                             + ", ".join(sorted(n for n in studies if n not in order)))
+        order.append(ready[0])
     return {name: studies[name] for name in order}
 
 

@@ -64,7 +64,10 @@ def answers_html(project: Project, study: str) -> str:
     note = (f"<p class=\"legend\">Run {html.escape(m.run_id)}, started {html.escape(m.started)}; its report: "
             f"<code>{html.escape(str(report))}</code>. This is that run's output, shown on opening; \"Run All\" "
             "replaces it with this notebook's own run (smoke-sized).</p>")
-    return answers.to_html(found, title=title, columns=answers.Columns.from_summary(entry.summary)) + note
+    columns = answers.Columns.from_summary(entry.summary)
+    beside = (answers.settled_in_batch(found, entry.folder, links_from=project.notebooks) if columns.subject == "class"
+              else {})  # as its report shows them
+    return answers.to_html(found, title=title, columns=columns, beside=beside) + note
 
 
 def _placeholder_cell(notebook: dict) -> dict | None:

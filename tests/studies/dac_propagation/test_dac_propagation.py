@@ -3,7 +3,6 @@ import os
 import pickle
 import subprocess
 import sys
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -279,10 +278,12 @@ def test_growth_and_amplifier_findings_reproduce_the_seeds_chain_and_not_a_flat_
     assert flat_top.verdict == "not comparable" and "Block0 x1,899" not in flat_top.claim
     assert "Block0 x1897" in amplifier.source  # the investigation's column as it printed it
     assert found.amplifier_finding(seed_like, "tiny").verdict == "not comparable"
-    # a trained checkpoint of the investigation's model can disagree with it; on another model it is not comparable
+    # a checkpoint of the investigation's model is named, its numbers beside the investigation's; nothing here can
+    # tell its weights from another training's, so it is not called a disagreement
     trained = found.growth_finding(propagation.encoder_growth(flat), "44khz", checkpoint="/data/dac_44khz.pth")
-    assert trained.verdict == "differs" and "dac_44khz.pth" in trained.why and "random" not in trained.why
-    assert found.amplifier_finding(flat, "44khz", checkpoint="mine.pth").verdict == "differs"
+    assert trained.verdict == "not comparable" and "from dac_44khz.pth" in trained.why
+    assert "random" not in trained.why and "if this is that file, the two disagree" in trained.why
+    assert found.amplifier_finding(flat, "44khz", checkpoint="mine.pth").verdict == "not comparable"
     assert found.growth_finding(growth, "44khz", checkpoint="mine.pth").verdict == "reproduced"
     assert found.amplifier_finding(seed_like, "tiny", checkpoint="mine.pth").verdict == "not comparable"
 
@@ -363,8 +364,6 @@ def test_other_configurations_get_a_finding_that_names_a_flip():
 
 
 def test_a_checkpoint_parameter_is_checked_before_a_run_and_runs_in_the_inits_place(tmp_path):
-    import sys as _sys
-
     rule = registration("dac_propagation").rules["checkpoint"]
     assert rule.problem("") is None
     assert "does not exist" in rule.problem(str(tmp_path / "missing.pth"))
@@ -372,8 +371,7 @@ def test_a_checkpoint_parameter_is_checked_before_a_run_and_runs_in_the_inits_pl
     assert "an empty file" in rule.problem(str(tmp_path / "empty.pth"))
     (tmp_path / "folder").mkdir()
     assert "no config.json" in rule.problem(str(tmp_path / "folder"))
-    _sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "models"))
-    from test_dac_checkpoints import write_original
+    from dac_files import write_original
 
     write_original(tmp_path / "mine.pth", dac.template("tiny", 1), trained=True)
     assert rule.problem(str(tmp_path / "mine.pth")) is None
@@ -381,5 +379,9 @@ def test_a_checkpoint_parameter_is_checked_before_a_run_and_runs_in_the_inits_pl
     assert list(runs) == ["mine.pth"] and hasattr(runs["mine.pth"]().encoder.conv1, dac.GAIN)
     with pytest.raises(ValueError, match="not variant '16khz'"):  # refused before any run
         propagation.templates("16khz", 0, ["default"], str(tmp_path / "mine.pth"))
+    from exactness.workbook.study_rules import StudyParameterError, check
+
+    with pytest.raises(StudyParameterError, match="checkpoint and gpu_run: a GPU run's chain is of the random inits"):
+        check("dac_propagation", {"checkpoint": str(tmp_path / "mine.pth"), "gpu_run": "etc/gpu_runs/h200-2026-12-04"})
     assert list(propagation.templates("tiny", 0, ["default", "variance_preserving"])) == ["default",
                                                                                          "variance_preserving"]

@@ -127,10 +127,9 @@ def growth_finding(growth: pd.DataFrame, variant: str, checkpoint: str = "") -> 
     grown = (f"activations grow at most {times(growth.activation_growth.max())} here ({most}), the relative error at "
              f"most {times(growth.relative_error_growth.max())}")
     if checkpoint:
-        return Finding(claim=claim, ours=ours, verdict="differs", source=seed,
-                       why=f"trained weights of the investigation's model ({_named(checkpoint)}): {grown}, no total "
-                       f"within {SAME_SIZE_FACTOR:g}x of its x{count(seed_total)}",
-                       evidence="tables/propagation.parquet")
+        return Finding(claim=claim, ours=ours, verdict="not comparable", source=seed,
+                       why=f"{_named(checkpoint)}: {grown}, no total within {SAME_SIZE_FACTOR:g}x of its "
+                       f"x{count(seed_total)}", evidence="tables/propagation.parquet")
     return Finding(claim=claim, ours=ours, verdict="not comparable", source=seed,
                    why=f"random weights, not the trained checkpoint the investigation ran: {grown}; its total needs "
                    "far larger growth, which trained weights may have (they cannot be downloaded here, so the two "
@@ -139,9 +138,12 @@ def growth_finding(growth: pd.DataFrame, variant: str, checkpoint: str = "") -> 
 
 
 def _named(checkpoint: str) -> str:
-    """A checkpoint as a finding names it: its file; the investigation ran descript's published 44.1 kHz model,
-    another training of the same configuration is other weights."""
-    return f"{PurePath(checkpoint).name}; the investigation's were descript's published 44.1 kHz weights"
+    """Why a checkpoint of the investigation's configuration is still not its subject: nothing here can tell its
+    weights from another training's (or from random ones saved), and only descript's published weights are the
+    investigation's."""
+    return (f"weights of the investigation's configuration from {PurePath(checkpoint).name}, which this run cannot "
+            "tell from other weights: the investigation ran descript's published 44.1 kHz checkpoint; if this is "
+            "that file, the two disagree")
 
 
 def block_table(propagated: pd.DataFrame, variant: str) -> pd.DataFrame:
@@ -177,8 +179,8 @@ def amplifier_finding(propagated: pd.DataFrame, variant: str, checkpoint: str = 
     largest = f"no block here multiplies the error by more than {times(table[inits].max().max())}, its Block0 by " \
               f"{times(seed_growth)}"
     if checkpoint:
-        return Finding(claim=claim, ours=parts, verdict="differs", source=seed,
-                       why=f"trained weights of the investigation's model ({_named(checkpoint)}): {largest}",
+        return Finding(claim=claim, ours=parts, verdict="not comparable", source=seed,
+                       why=f"{_named(checkpoint)}: {largest}",
                        evidence="block growth table, tables/propagation.parquet")
     return Finding(claim=claim, ours=parts, verdict="not comparable", source=seed,
                    why=f"random weights, not the trained checkpoint the investigation ran ({largest}; trained weights "

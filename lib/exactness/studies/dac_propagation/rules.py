@@ -6,10 +6,6 @@ from exactness.workbook.study_rules import SEED, GpuFolder, Registration
 
 CLIP_SECONDS = AtLeast(names.DAC_MIN_SECONDS, "shorter clips do not fill the encoder's strides")
 
-# The study frees and allocates layer outputs of tens of MB thousands of times; with glibc handing large blocks
-# back at once (`dac_chunks.hand_back_large_blocks`, which keeps memory flat in the clip's length) every new
-# 4 KiB page faults in. PyTorch's THP_MEM_ALLOC_ENABLE backs blocks of 2 MB and more with transparent huge pages.
-# Where memory lives never changes the arithmetic (a test finds the table equal in a process started with it).
 class Checkpoint:
     """"" or a DAC checkpoint of the user's own (absolute, or relative to the project's root): the original
     codebase's `.pth` file or a transformers model directory. Read with `torch.load(weights_only=True)` or as
@@ -35,6 +31,17 @@ class Checkpoint:
         return None
 
 
+def _checkpoint_alone(values) -> list[str]:
+    if values.get("checkpoint") and values.get("gpu_run"):
+        return ["checkpoint and gpu_run: a GPU run's chain is of the random inits, not your weights; run one or the "
+                "other"]
+    return []
+
+
+# The study frees and allocates layer outputs of tens of MB thousands of times; with glibc handing large blocks
+# back at once (`dac_chunks.hand_back_large_blocks`, which keeps memory flat in the clip's length) every new
+# 4 KiB page faults in. PyTorch's THP_MEM_ALLOC_ENABLE backs blocks of 2 MB and more with transparent huge pages.
+# Where memory lives never changes the arithmetic (a test finds the table equal in a process started with it).
 STUDY = Registration({
     "variant": OneOf(names.DAC_VARIANTS, "DAC variant"), "seconds": CLIP_SECONDS, "seed": SEED, "audio_seed": SEED,
     "inits": EachOf(OneOf(names.DAC_INITS, "init")),
@@ -43,4 +50,4 @@ STUDY = Registration({
     "precisions": EachOf(OneOf(("tf32-conv", "tf32", "bf16", "fp16"), "precision"), allow_empty=True),
     "gpu_run": GpuFolder(("dac_chain.csv",)),
     "checkpoint": Checkpoint(),
-}, kernel_environment={"THP_MEM_ALLOC_ENABLE": "1"})
+}, kernel_environment={"THP_MEM_ALLOC_ENABLE": "1"}, across=_checkpoint_alone)
