@@ -269,7 +269,7 @@ class ClassLine:
 
 def in_class_table(entry: RunEntry, answer: answers.Answer) -> bool:
     """A model study's line for one class (a class under another pair of sides stays on its study's card)."""
-    return answer in answers.class_answers(entry.summary)
+    return answers.Columns.from_summary(entry.summary).subject == "class" and answer in answers.class_lines([answer])
 
 
 def class_lines(cards: list[RunEntry], outputs: Path) -> list[ClassLine]:

@@ -20,6 +20,13 @@ from exactness.workbook.presentation import say, table
 from exactness.workbook.wording import machine_words
 
 
+def other_rates_caption(seconds: float, checkpoint: str = "") -> str:
+    """The other configurations' caption: random inits always, said so where a checkpoint ran above."""
+    return (f"Per configuration and init{' (random weights, not your checkpoint)' if checkpoint else ''}, "
+            f"{seconds:g} s of audio: the float64 fold against weight norm recomputed, as above (the growth's two "
+            "factors: in the full table).")
+
+
 def other_rates_sentence(others: pd.DataFrame) -> str:
     """One computed sentence over `other_rates`' rows."""
     if others.empty:
