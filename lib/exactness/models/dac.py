@@ -114,14 +114,11 @@ def template(variant: str, seed: int, init: str = "default") -> DacModel:
 
 def variant_of(found: DacConfig) -> str | None:
     """The published configuration (`VARIANT_CONFIGS`) `found` is, or None: compared on what shapes the model."""
-    fields = ("encoder_hidden_size", "downsampling_ratios", "decoder_hidden_size", "n_codebooks", "codebook_size",
-              "codebook_dim", "sampling_rate", "hidden_size")
-    for name in VARIANT_CONFIGS:
-        known = config(name)
-        if all(list(getattr(found, f)) == list(getattr(known, f)) if isinstance(getattr(known, f), list)
-               else getattr(found, f) == getattr(known, f) for f in fields):
-            return name
-    return None
+    def shape(c: DacConfig) -> tuple:
+        return (c.encoder_hidden_size, list(c.downsampling_ratios), c.decoder_hidden_size, c.n_codebooks,
+                c.codebook_size, c.codebook_dim, c.sampling_rate, c.hidden_size)
+
+    return next((name for name in VARIANT_CONFIGS if shape(found) == shape(config(name))), None)
 
 
 def skeleton(variant: str) -> DacModel:

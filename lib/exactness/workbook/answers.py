@@ -282,8 +282,7 @@ def show(answers: list[Answer], artifacts=None, columns: Columns | None = None) 
     if artifacts is not None:
         artifacts.summary(**{SUMMARY_KEY: [a.to_dict() for a in answers],
                              COLUMNS_KEY: asdict(columns or Columns())})
-        if (columns or Columns()).subject == "class":
-            beside = settled_in_batch(answers, artifacts.folder)
+        beside = settled_in_batch(answers, artifacts.folder, columns)
     update_display(HTML(to_html(answers, columns=columns, beside=beside)), display_id=DISPLAY_ID)
 
 
@@ -390,10 +389,13 @@ def earlier_in_batch(folder: Path) -> list[Line]:
     return found
 
 
-def settled_in_batch(found: list[Answer], folder: Path, links_from: Path | None = None) -> dict[str, Beside]:
+def settled_in_batch(found: list[Answer], folder: Path, columns: Columns | None = None,
+                     links_from: Path | None = None) -> dict[str, Beside]:
     """For each of a report's class lines that an earlier run of its batch settles, that run's answer, to show above
-    it; `folder` is the report's run folder, `links_from` where the answers are shown (the run folder unless
-    said)."""
+    it; none where the report answers for something else than classes (`columns`). `folder` is the report's run
+    folder, `links_from` where the answers are shown (the run folder unless said)."""
+    if (columns or Columns()).subject != "class":
+        return {}
     folder = Path(folder).resolve()
     links_from = Path(links_from).resolve() if links_from is not None else folder
     earlier = earlier_in_batch(folder)

@@ -366,8 +366,7 @@ def cmd_show(project: Project, reference: str) -> int:
     found = answers.from_summary(summary)
     # the answer table first, one line per class or configuration; a line an earlier run of the batch settles
     # under that run's answer, as the report shows it
-    by_class = answers.Columns.from_summary(summary).subject == "class"
-    beside = answers.settled_in_batch(found, folder) if by_class else {}
+    beside = answers.settled_in_batch(found, folder, answers.Columns.from_summary(summary))
     for answer in found:
         other = beside.get(answer.subject)
         if other is not None:

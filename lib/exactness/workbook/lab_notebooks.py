@@ -65,8 +65,7 @@ def answers_html(project: Project, study: str) -> str:
             f"<code>{html.escape(str(report))}</code>. This is that run's output, shown on opening; \"Run All\" "
             "replaces it with this notebook's own run (smoke-sized).</p>")
     columns = answers.Columns.from_summary(entry.summary)
-    beside = (answers.settled_in_batch(found, entry.folder, links_from=project.notebooks) if columns.subject == "class"
-              else {})  # as its report shows them
+    beside = answers.settled_in_batch(found, entry.folder, columns, links_from=project.notebooks)  # as its report
     return answers.to_html(found, title=title, columns=columns, beside=beside) + note
 
 

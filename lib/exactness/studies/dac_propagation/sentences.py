@@ -119,14 +119,14 @@ def codes_sentence(codes: pd.DataFrame, margins: pd.DataFrame, propagated: pd.Da
             "(a near-tie again).")
 
 
-def codec_sentence(codec: pd.DataFrame, random_weights: bool = True) -> str:
+def codec_sentence(codec: pd.DataFrame, checkpoint: str = "") -> str:
     ratios = codec_run_ratios(codec)
     return ("The codec error (" + "; ".join(
         f"{init}: {span(g.codec_rms_err.min(), g.codec_rms_err.max())} RMS and "
         f"{span(g.codec_max_abs_err.min(), g.codec_max_abs_err.max())} at most, runs at most "
         f"{significant(g.decoded_vs_float64.max())} from float64 ({significant(ratios[init])} of the largest error)"
         for init, g in codec.groupby("init", sort=False))
-            + ("; random weights make the codec error large)." if random_weights else ")."))
+            + (")." if checkpoint else "; random weights make the codec error large)."))
 
 
 def times(factor: float) -> str:

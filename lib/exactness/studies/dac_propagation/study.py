@@ -44,14 +44,15 @@ def checkpoint_path(checkpoint: str) -> Path:
 def templates(variant: str, seed: int, inits: list[str], checkpoint: str = "") -> dict[str, Callable[[], object]]:
     """The plain models the study runs, by name, each built when it runs (one in memory at a time): each init's
     random weights, or in their place a checkpoint of the user's own, named by its file. A checkpoint is read once
-    here, so that one that is not `variant`'s configuration is refused before any run."""
+    here, so that one that is not `variant`'s configuration is refused before any run; the first build is that
+    read."""
     if not checkpoint:
         return {init: functools.partial(dac.template, variant, seed, init) for init in inits}
     from exactness.models import dac_checkpoints
 
     path = checkpoint_path(checkpoint)
-    dac_checkpoints.load(path, variant)
-    return {path.name: functools.partial(dac_checkpoints.load, path, variant)}
+    first = [dac_checkpoints.load(path, variant)]
+    return {path.name: lambda: first.pop() if first else dac_checkpoints.load(path, variant)}
 
 
 def layers(model) -> list[tuple[str, str, str]]:
