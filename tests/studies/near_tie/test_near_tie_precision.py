@@ -173,3 +173,32 @@ def test_a_classs_line_against_ort_keeps_its_name_beside_its_pair_lines_so_the_i
     assert [a.subject for a in found] == [MODEL, f"{MODEL} · {Pair.parse(summary.pair).label}"]
     entry = index.RunEntry(REPO, None, {})
     assert [index.in_class_table(entry, a) for a in found] == [True, False]
+
+
+@pytest.mark.slow
+def test_a_gpu_runs_section_shows_and_keeps_what_its_tables_hold(tmp_path, monkeypatch):
+    """The section a `gpu_run` adds (the tf32 set's): its tables kept in the run folder, and its sentences read the
+    rates, the probe and the prototype's figures from the run, not from anything fixed."""
+    from exactness.workbook.artifacts import RunArtifacts
+
+    said, shown = [], []
+    monkeypatch.setattr(near_tie_sentences, "say", said.append)
+    monkeypatch.setattr(near_tie_sentences, "table", lambda frame, **kw: shown.append(frame))
+    gpu = gpu_run.read(str(GPU_RUN))
+    tables = precision.gpu_tables(gpu, pd.DataFrame())
+    artifacts = RunArtifacts(tmp_path / "run")
+    near_tie_sentences.show_gpu_run(gpu, tables, pd.DataFrame(), artifacts)
+    kept = pd.read_parquet(tmp_path / "run" / "tables" / "gpu_pair_rates.parquet")
+    assert kept.failures.tolist() == tables.rates.failures.tolist() and len(shown) == 2  # rates, then agreement
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text())
+    assert "NVIDIA H200" in summary["gpu_run"]["machine"] and len(summary["gpu_run"]["pairs"]) == len(kept)
+    text = " ".join(said)
+    assert f"{gpu.facts['seeds']:,} conformer seeds per pair" in text
+    probe = gpu.probe
+    agree = int((probe.cuda_tf32_changes.astype(bool) == probe.emulated_changes.astype(bool)).sum())
+    assert f"the same layers on {agree} of {len(probe)} kinds" in text
+    tf32 = tables.rates[tables.rates.pair == "eager:cpu:fp32 vs eager:cuda:tf32-conv"].iloc[0]
+    assert f"eager CUDA TF32 convolutions: {int(tf32.failures):,} failures in {int(tf32.seeds):,} seeds" in text
+    # a flipped probe is read, not assumed: the sentence follows the table
+    gpu.probe.loc[0, "cuda_tf32_changes"] = not gpu.probe.loc[0, "emulated_changes"]
+    assert f"on {agree - 1} of {len(probe)} kinds" in near_tie_sentences.probe_sentence(gpu.probe)
