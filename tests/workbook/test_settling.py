@@ -49,15 +49,27 @@ def test_a_report_shows_the_answer_of_an_earlier_run_of_its_batch_that_settles_i
     assert 'from <a href="../../near_tie/n1/report.html#answer-UniSpeech">near_tie</a>, 40,000 seeds' == \
         beside["UniSpeech"].source
 
-    page = answers.to_html(mine, beside=beside)
+    page = answers.to_html(answers.by_cause(mine), beside=beside)
     rows = re.findall(r"<tr[^>]*>.*?</tr>", page[page.index("<tbody>"):])
-    # the class's answer first, anchored (the index links there), this study's line under it, greyed
-    assert rows[0].startswith('<tr id="answer-UniSpeech">') and "proof of UniSpeech (near-tie)" in rows[0]
-    assert "rate of UniSpeech on 40000" in rows[0] and "40,000 seeds" in rows[0]
-    assert rows[1].startswith('<tr class="answer-settled">') and "rate of UniSpeech on 2000" in rows[1]
-    assert rows[2].startswith('<tr id="answer-Wav">') and "never flips" in rows[2]
-    assert rows[4].startswith('<tr id="answer-Conformer">') and len(rows) == 6
+    # by cause: the defect, the undecided line no earlier run settles, then each settled class at its answer's
+    # cause: the class's answer anchored (the index links there), this study's line under it, greyed
+    assert [re.search(r"rate of (\w+) on (\d+)", r).groups() for r in rows] == [
+        ("Conformer", "8"), ("Bert", "2000"), ("UniSpeech", "40000"), ("UniSpeech", "2000"), ("Wav", "40000"),
+        ("Wav", "2000")]
+    assert rows[2].startswith('<tr id="answer-UniSpeech">') and "proof of UniSpeech (near-tie)" in rows[2]
+    assert "40,000 seeds" in rows[2] and rows[3].startswith('<tr class="answer-settled">')
+    assert rows[4].startswith('<tr id="answer-Wav">') and "never flips" in rows[4]
     assert "<b>never flips</b>" in page  # the settling line's cause is explained in the legend too
+
+
+def test_a_settled_line_moves_to_its_answers_cause_and_the_other_pairs_stay_last():
+    mine = [_line("A", "defect", 8), _line("Wav", "undecided", 2000), _line("Z", "undecided", 2000),
+            _line("B", "near-tie", 9), _line("C", "never flips", 9), _line("C · eager vs tf32", "near-tie", 9)]
+    beside = {"Wav": answers.Beside(_line("Wav", "near-tie", 40000), "near_tie", "x", "note")}
+    assert [a.subject for a in answers.placed(mine, beside)] == ["A", "Z", "B", "Wav", "C", "C · eager vs tf32"]
+    late = {"Wav": answers.Beside(_line("Wav", "nothing reaches", 40000), "near_tie", "x", "note")}
+    assert [a.subject for a in answers.placed(mine, late)] == ["A", "Z", "B", "C", "Wav", "C · eager vs tf32"]
+    assert answers.placed(mine, {}) == mine
 
 
 def test_a_report_without_a_readable_manifest_or_settling_sibling_shows_its_own_lines(tmp_path):
@@ -94,15 +106,15 @@ def test_show_prints_a_settled_line_under_the_answer_that_settles_it_as_the_repo
 
     outputs = tmp_path / "outputs"
     _run(outputs, "near_tie", "n1", found=[_line("UniSpeech", "near-tie", 40000), _line("Conformer", "undecided", 9)])
-    folder = _run(outputs, "discrete_ops", "o1", found=[_line("UniSpeech", "near-tie", 2000),
-                                                        _line("Conformer", "defect", 8)], hour=2)
+    folder = _run(outputs, "discrete_ops", "o1", found=[_line("Conformer", "defect", 8),
+                                                        _line("UniSpeech", "near-tie", 2000)], hour=2)
     assert cli.main(["show", str(folder), "--out", str(outputs)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[1].startswith("  UniSpeech: near-tie; do for UniSpeech") and "on 40000" in lines[1]
-    assert lines[1].endswith(" [near_tie's answer]")
-    assert "on 2000" in lines[2] and lines[2].endswith(" [this run: 2,000 seeds; near_tie decides on 40,000]")
+    assert lines[2].startswith("  UniSpeech: near-tie; do for UniSpeech") and "on 40000" in lines[2]
+    assert lines[2].endswith(" [near_tie's answer]")
+    assert "on 2000" in lines[3] and lines[3].endswith(" [this run: 2,000 seeds; near_tie decides on 40,000]")
     # the earlier run's own report is not settled by what ran after it, here as there
-    assert lines[3].startswith("  Conformer: defect;") and "[" not in lines[3]
+    assert lines[1].startswith("  Conformer: defect;") and "[" not in lines[1]
     assert cli.main(["show", str(outputs / "near_tie" / "n1"), "--out", str(outputs)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert lines[2].startswith("  Conformer: undecided;") and "[" not in "".join(lines[1:3])

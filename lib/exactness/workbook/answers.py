@@ -241,7 +241,7 @@ def table_html(answers: list[Answer], columns: Columns | None = None, anchors: b
                 + "</tr>")
 
     rows = []
-    for a in answers:
+    for a in placed(answers, beside):
         other = beside.get(a.subject)
         if other is None:
             rows.append(row(a, "", "", True))
@@ -387,6 +387,20 @@ def earlier_in_batch(folder: Path) -> list[Line]:
         report = os.path.relpath(sibling / "report.html", outputs)
         found += [Line(manifest.study, report, a) for a in class_answers(summary if isinstance(summary, dict) else {})]
     return found
+
+
+def placed(found: list[Answer], beside: dict[str, Beside]) -> list[Answer]:
+    """`found` with each line another run settles (`beside`) moved among the class lines to where the answer that
+    settles it ranks (by cause, then subject): a reader finds the class at its answer's cause, not at the settled
+    line's. The other lines keep their order; the lines for another pair of sides stay after the class lines."""
+    def key(a: Answer) -> tuple[int, str]:
+        return cause_rank((beside[a.subject].answer if a.subject in beside else a).cause), a.subject
+
+    rest = [a for a in found if a.subject not in beside]
+    for a in (a for a in found if a.subject in beside):
+        at = next((i for i, b in enumerate(rest) if PAIR_SEPARATOR in b.subject or key(b) > key(a)), len(rest))
+        rest.insert(at, a)
+    return rest
 
 
 def settled_in_batch(found: list[Answer], folder: Path, columns: Columns | None = None,

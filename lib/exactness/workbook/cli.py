@@ -367,7 +367,7 @@ def cmd_show(project: Project, reference: str) -> int:
     # the answer table first, one line per class or configuration; a line an earlier run of the batch settles
     # under that run's answer, as the report shows it
     beside = answers.settled_in_batch(found, folder, answers.Columns.from_summary(summary))
-    for answer in found:
+    for answer in answers.placed(found, beside):
         other = beside.get(answer.subject)
         if other is not None:
             say.append(_answer_line(other.answer) + f" [{other.study}'s answer]")
