@@ -312,6 +312,10 @@ def test_load_refuses_a_checkpoint_of_another_configuration_and_keeps_a_folded_d
     with pytest.raises(dac_checkpoints.CheckpointError, match=r"is the tiny configuration, not variant '44khz': "
                                                               r"run it with -p variant tiny"):
         dac_checkpoints.load(tmp_path / "tiny.pth", "44khz")
+    # said from the configuration alone, before the weights are built or checked (here they are missing)
+    torch.save({"state_dict": {}, "metadata": torch.load(tmp_path / "tiny.pth")["metadata"]}, tmp_path / "bare.pth")
+    with pytest.raises(dac_checkpoints.CheckpointError, match=r"is the tiny configuration, not variant '44khz'"):
+        dac_checkpoints.load(tmp_path / "bare.pth", "44khz")
     plain.save_pretrained(tmp_path / "model")
     folded = dac_checkpoints.load(tmp_path / "model", "tiny")
     assert not hasattr(folded.encoder.conv1, dac.GAIN)  # weight norm recomputes g = ||W|| from folded weights
@@ -319,6 +323,9 @@ def test_load_refuses_a_checkpoint_of_another_configuration_and_keeps_a_folded_d
     assert all(torch.equal(a, b) for a, b in pairs)
     plain.to(torch.float64).save_pretrained(tmp_path / "double")  # saved in float64: run from float32 all the same
     assert next(dac_checkpoints.load(tmp_path / "double", "tiny").parameters()).dtype == torch.float32
+    (tmp_path / "double" / "model.safetensors").unlink()  # a directory's configuration is refused before its weights
+    with pytest.raises(dac_checkpoints.CheckpointError, match=r"is the tiny configuration, not variant '16khz'"):
+        dac_checkpoints.load(tmp_path / "double", "16khz")
     other = dac.config("tiny")
     other.n_codebooks = 3
     assert dac.variant_of(other) is None and dac.variant_of(dac.config("16khz")) == "16khz"

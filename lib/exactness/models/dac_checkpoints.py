@@ -98,7 +98,7 @@ def map_key(key: str, n_blocks: int) -> str | None:
     return None
 
 
-def load_original(path: str | Path, fold: bool = True) -> DacModel:
+def load_original(path: str | Path, fold: bool = True, variant: str | None = None) -> DacModel:
     path = Path(path)
     if not path.exists():
         raise CheckpointError(f"no checkpoint at {path}")
@@ -112,6 +112,7 @@ def load_original(path: str | Path, fold: bool = True) -> DacModel:
         raise CheckpointError(f"{path} lacks 'state_dict' or 'metadata.kwargs': not an original DAC checkpoint; "
                               f"it holds {_outline(checkpoint)}, expected {ORIGINAL}")
     config = config_from_kwargs(metadata["kwargs"])
+    _check_variant(path, config, variant)
     model = DacModel(config).eval()
     # checked in the checkpoint's own layout, (g, v) per layer, whether or not it is folded afterwards
     model.apply_weight_norm()
@@ -133,9 +134,9 @@ def load(path: str | Path, variant: str | None = None) -> DacModel:
     the published configuration it must be (a run's clip and figures are that configuration's)."""
     path = Path(path)
     if path.is_dir():
-        model = load_transformers_dir(path).float()  # the runs are float32 and float64 by design, whatever it saved
+        model = load_transformers_dir(path, variant).float()  # the runs are float32 and float64 by design
     else:
-        model = load_original(path, fold=False)
+        model = load_original(path, fold=False, variant=variant)
         for layer in weight_normed_layers(model):
             g = layer.parametrizations.weight.original0.detach().clone()
             v = layer.parametrizations.weight.original1.detach().clone()
@@ -143,16 +144,20 @@ def load(path: str | Path, variant: str | None = None) -> DacModel:
             with torch.no_grad():
                 layer.weight.copy_(v)
             setattr(layer, GAIN, g)
-    found = variant_of(model.config)
+    return model.eval()
+
+
+def _check_variant(path: Path, config: DacConfig, variant: str | None) -> None:
+    """Refused as soon as the configuration is read, before any weight is built or checked."""
+    found = variant_of(config)
     if variant is not None and found != variant:
         raise CheckpointError(f"{path} is {f'the {found} configuration' if found else 'no published configuration'}"
                               f", not variant {variant!r}: "
                               + (f"run it with -p variant {found}" if found else "the study runs "
                                  f"{', '.join(VARIANT_CONFIGS)} only (their clips and the investigation's figures)"))
-    return model.eval()
 
 
-def load_transformers_dir(path: str | Path) -> DacModel:
+def load_transformers_dir(path: str | Path, variant: str | None = None) -> DacModel:
     path = Path(path)
     if not (path / "config.json").exists():
         raise CheckpointError(f"{path} is not a transformers model directory (no config.json)")
@@ -162,6 +167,7 @@ def load_transformers_dir(path: str | Path) -> DacModel:
         raise CheckpointError(_unreadable(path / "config.json", "a readable config", "a DacConfig as JSON",
                                           error)) from error
     check_config(config)
+    _check_variant(path, config, variant)
     model = DacModel(config).eval()
     if isinstance(config.dtype, torch.dtype) and config.dtype.is_floating_point:
         model = model.to(config.dtype)  # as from_pretrained does: a float64 save loads as float64
