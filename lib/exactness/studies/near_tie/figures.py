@@ -42,13 +42,13 @@ def gap_label(what: str) -> str:
 def _thresholds_in_ulps(screen: pd.DataFrame, threshold: float, threshold_ulps: float) -> dict[str, float]:
     """Where the candidate threshold sits on the ulp axis: `threshold_ulps` itself where the run set it, else
     `threshold` (logit units) in ulps of each class's median top logit."""
-    from exactness.studies.near_tie.scale import float32_ulp
+    from exactness.compare.scale import float32_ulp
 
     if threshold_ulps > 0:
         return {"": threshold_ulps}
     if "top_logit" not in screen:
         return {}
-    return {model: threshold / float32_ulp(float(group.top_logit.abs().median()))
+    return {model: threshold / float(float32_ulp(group.top_logit.abs().median()))
             for model, group in screen.groupby("model", sort=True)}
 
 

@@ -247,21 +247,17 @@ def summary_table(summaries: Sequence[PairSummary]) -> pd.DataFrame:
     """The summaries as a table for people and for summary.json (rates per `compare.rates.PER` seeds)."""
     rows = []
     for s in summaries:
-        flips, fails = s.evidence.per_scale(s.flips.events), s.evidence.per_scale(s.failures.events)
-        rows.append({"model": s.model, "pair": s.pair, "seeds": s.flips.seeds,
-                     "flips": s.flips.events, "flips_per_scale": flips[0], "flips_low": flips[1],
-                     "flips_high": flips[2], "failures": s.failures.events, "failures_per_scale": fails[0],
-                     "failures_low": fails[1], "failures_high": fails[2],
-                     "failures_without_flip": s.failures_without_flip,
-                     "reference_error_units": s.reference_error_units, "other_error_units": s.other_error_units,
-                     "noise_median": s.noise_median,
-                     "noise_max": s.noise_max, "held_out": s.held_out, "held_out_failures": s.held_out_failures,
-                     "predicted_smallest_row": s.smallest_row_law.expected,
-                     "predicted_smallest_row_low": s.smallest_row_law.low,
-                     "predicted_smallest_row_high": s.smallest_row_law.high,
-                     "predicted_every_row": s.every_row_law.expected, "predicted_every_row_low": s.every_row_law.low,
-                     "predicted_every_row_high": s.every_row_law.high, "fail_given_flip": s.fail_given_flip,
-                     "reach_covered": s.reach_covered})
+        row = {"model": s.model, "pair": s.pair, "seeds": s.flips.seeds}
+        for name, rate in (("flips", s.flips), ("failures", s.failures)):
+            per, low, high = s.evidence.per_scale(rate.events)
+            row |= {name: rate.events, f"{name}_per_scale": per, f"{name}_low": low, f"{name}_high": high}
+        row |= {"failures_without_flip": s.failures_without_flip, "reference_error_units": s.reference_error_units,
+                "other_error_units": s.other_error_units, "noise_median": s.noise_median, "noise_max": s.noise_max,
+                "held_out": s.held_out, "held_out_failures": s.held_out_failures}
+        for name, law in (("smallest_row", s.smallest_row_law), ("every_row", s.every_row_law)):
+            row |= {f"predicted_{name}": law.expected, f"predicted_{name}_low": law.low,
+                    f"predicted_{name}_high": law.high}
+        rows.append(row | {"fail_given_flip": s.fail_given_flip, "reach_covered": s.reach_covered})
     return pd.DataFrame(rows)
 
 

@@ -10,10 +10,10 @@ every class, rows and scale explain the difference in candidates.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from exactness.compare.rates import wilson_interval
+from exactness.compare.scale import float32_ulp
 
 # Per-row densities within this factor of each other (or inside each other's 95% intervals) count as the same:
 # the rows and the scale then explain the candidates.
@@ -30,10 +30,6 @@ def is_candidate(screen: pd.DataFrame, threshold: float, threshold_ulps: float =
     return screen.min_gap < threshold
 
 
-def float32_ulp(value: float) -> float:
-    return float(np.spacing(np.float32(abs(value))))
-
-
 def per_row_rate(seed_rate: float, rows: int) -> float:
     """The chance that one row's gap is below the threshold, from the chance that a seed's smallest is:
     1 - (1 - P)^(1/rows), rows taken as independent."""
@@ -48,12 +44,13 @@ def explanation(screen: pd.DataFrame, threshold: float, rows_per_seed: dict[str,
     for model, group in screen.groupby("model", sort=True):
         n, r = len(group), int(rows_per_seed[model])
         top = float(group.top_logit.abs().median())
-        threshold_in_ulps = threshold / float32_ulp(top)
+        ulp_at_top = float(float32_ulp(top))
+        threshold_in_ulps = threshold / ulp_at_top
         k = int((group.min_gap < threshold).sum())
         low, high = wilson_interval(k, n)  # the seed rate's 95% interval
         density = [per_row_rate(rate, r) / threshold_in_ulps * 1e6 for rate in (k / n, low, high)]
         rows.append({"model": model, "seeds": n, "rows_per_seed": r, "top_logit_median": top,
-                     "ulp_at_top": float32_ulp(top), "threshold_ulps": threshold_in_ulps, "candidates": k,
+                     "ulp_at_top": ulp_at_top, "threshold_ulps": threshold_in_ulps, "candidates": k,
                      "candidate_rate": k / n, "per_row_per_ulp_e6": density[0], "per_row_per_ulp_e6_low": density[1],
                      "per_row_per_ulp_e6_high": density[2]})
     return pd.DataFrame(rows)
