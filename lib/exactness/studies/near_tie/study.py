@@ -5,7 +5,8 @@ Every function returns pandas tables; the notebook only calls these and draws.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import functools
+from dataclasses import dataclass, field, fields
 
 import numpy as np
 import pandas as pd
@@ -66,15 +67,11 @@ class _Batch:
 
 
 def _select(batch: _Batch, keep: list[int]) -> _Batch:
-    return _Batch(*([items[i] for i in keep] if items else [] for items in (batch.rows, batch.outputs, batch.tensors,
-                                                                              batch.deltas, batch.deltas_ulps,
-                                                                              batch.margins)))
+    return _Batch(*([items[i] for i in keep] if items else [] for items in vars(batch).values()))
 
 
 def _merge(batches: list[_Batch]) -> _Batch:
-    return _Batch(*([item for b in batches for item in getattr(b, name)] for name in ("rows", "outputs", "tensors",
-                                                                                        "deltas", "deltas_ulps",
-                                                                                        "margins")))
+    return _Batch(*([item for b in batches for item in getattr(b, f.name)] for f in fields(_Batch)))
 
 
 @dataclass(frozen=True)
@@ -232,12 +229,11 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
         candidates_here = set(seeds)  # a replay seed is a check only if it is a candidate
         warm_batch = _select(warm_batch, [i for i, seed in enumerate(first) if seed in candidates_here])
         local = pool.plan is None  # without a swap every seed exports: keep it in this process
-        rest = [seed for seed in seeds if seed not in first]
-        later = sweep.map_chunks(chunk, rest, 1 if local else workers, chunk_size, f"check {model} {mode}",
-                                 progress_every, "" if local else scheduler, shards, combine=_merge)
-        batch = _merge([warm_batch, later])
-        run = dict(workers=1 if local else workers, chunk_size=chunk_size, label=f"check {model} {mode} (within reach)",
-                   progress_every=progress_every, scheduler="" if local else scheduler, shards=shards)
+        checked = functools.partial(sweep.map_chunks, chunk, workers=1 if local else workers, chunk_size=chunk_size,
+                                    progress_every=progress_every, scheduler="" if local else scheduler, shards=shards,
+                                    combine=_merge)
+        batch = _merge([warm_batch, checked([s for s in seeds if s not in first], label=f"check {model} {mode}")])
+        within = f"check {model} {mode} (within reach)"
         if model not in beyond:
             # the first shape mode decides which seeds lie beyond the threshold but within the engine's reach; each
             # check may measure more noise, so the reach is taken again until no unchecked seed lies within it
@@ -249,9 +245,9 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
                 if not more:
                     break
                 beyond[model] += more
-                batch = _merge([batch, _check_seeds(chunk, more, **run)])
+                batch = _merge([batch, checked(sorted(more), label=within)])
         elif beyond[model]:
-            batch = _merge([batch, _check_seeds(chunk, beyond[model], **run)])
+            batch = _merge([batch, checked(sorted(beyond[model]), label=within)])
         batches.append(batch)
         if chunk.keep_deltas:
             deltas[model] = np.concatenate(batch.deltas)
@@ -259,12 +255,6 @@ def run_checks(screen: pd.DataFrame, threshold: float, shape_modes, *, max_check
     joined = _merge(batches)
     return Checks(check_table(joined.rows), _concat(joined.outputs), _concat(joined.tensors), deltas, deltas_ulps,
                   frame(joined.margins, MarginRow), pools, pd.DataFrame(replayed, columns=list(_REPLAY_COLUMNS)))
-
-
-def _check_seeds(chunk: _CheckChunk, seeds: list[int], *, workers: int, chunk_size: int, label: str,
-                 progress_every: float, scheduler: str, shards) -> _Batch:
-    return sweep.map_chunks(chunk, sorted(seeds), workers, chunk_size, label, progress_every, scheduler, shards,
-                            combine=_merge)
 
 
 MAX_REACH_ROUNDS = 4  # the reach grows with the noise each round measures; a few rounds settle it (else: said)
