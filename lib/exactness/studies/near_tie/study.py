@@ -67,7 +67,8 @@ class _Batch:
 
 
 def _select(batch: _Batch, keep: list[int]) -> _Batch:
-    return _Batch(*([items[i] for i in keep] if items else [] for items in vars(batch).values()))
+    each = (getattr(batch, f.name) for f in fields(_Batch))
+    return _Batch(*([items[i] for i in keep] if items else [] for items in each))
 
 
 def _merge(batches: list[_Batch]) -> _Batch:
