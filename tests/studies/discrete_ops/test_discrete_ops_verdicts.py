@@ -642,3 +642,34 @@ def test_a_localizations_remedy_is_typed_and_worded_in_one_place():
     assert 'disabled_optimizers=["Pad_Fusion"]' in worded and "(it reproduces here)" in worded
     assert place_words.remedy(Remedy(Stage.MODEL)).startswith("the model's, not the export's")
     assert place_words.remedy(Remedy(Stage.NOT_SHOWN)) == place_words.remedy(None) == ""
+
+
+def test_the_investigations_class_counts_its_quantizer_flips_beside_the_investigations_count():
+    """The default run's finding for #50575's class: seeds whose quantizer argmax flipped, over the seeds screened,
+    beside the investigation's count, and 'not comparable' while seeds within reach went unchecked."""
+    import dataclasses
+
+    from exactness import published
+
+    seed_model = findings.SEED_MODEL
+    decided = verdicts.verdict(_tables([_output(0, output="idx")], [_seed(0)], [_margin(0)], screened=2000),
+                               verdicts.RatePolicy(), 16.0)
+    mine = dataclasses.replace(decided, model=seed_model, screened=40_000, candidates=3, checked_candidates=3)
+    ops = pd.DataFrame([{**OPS.iloc[0].to_dict(), "model": seed_model, "node": "q", "op_type": "ArgMax",
+                         "category": "argmax", "scope": "wav2vec2.quantizer"}])
+    margins = frame([_margin(s, flipped=f, model=seed_model, node="q", op_type="ArgMax", category="argmax")
+                     for s, f in ((1, 1.0), (2, 0.0), (3, 2.0), (3, 1.0))], MarginRow)
+
+    def found(verdict, ops=ops, margins=margins):
+        result = Result(frame([], GraphRow), ops, frame([], ScreenRow), margins, frame([], OutputRow),
+                        frame([], SeedRow), [], [verdict])
+        return findings.seed_class_rate(result)
+
+    counted = found(mine)
+    assert counted.ours == "2 in 40000"  # seeds 1 and 3 flipped (3 twice: one seed)
+    expected = findings.rate_verdict(2, 40_000, int(published.value("flips")), int(published.value("seeds_screened")))
+    assert counted.verdict == expected[0] and counted.why == expected[1]
+    unchecked = found(dataclasses.replace(mine, checked_candidates=2))
+    assert unchecked.verdict == "not comparable" and "only 2 of 3 seeds within reach" in unchecked.why
+    assert found(mine, ops=ops.iloc[:0]).verdict == "not comparable"  # the argmax not matched: no count
+    assert found(dataclasses.replace(mine, model="Other")) is None
