@@ -243,12 +243,14 @@ def _slow_run(project, busy_cell: str, ignore_sighup: bool = False) -> tuple[sub
     (project / "params" / "slow" / "default.yaml").write_text("{}\n")
     import signal
 
-    # A job started with `&` by a shell without job control inherits SIGINT ignored, and Python keeps it
-    # ignored: reset it, as a terminal's foreground process has it.
+    # A job started with `&` by a shell without job control inherits SIGINT ignored, and one started under nohup
+    # SIGHUP ignored (an ignored signal stays ignored across exec): reset both, as a terminal's foreground process
+    # has them, so that the test does not depend on how its own runner was started.
     process = subprocess.Popen([sys.executable, "-m", "exactness", "run", "slow"], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=cli_env(project), start_new_session=True,
                                preexec_fn=lambda: (signal.signal(signal.SIGINT, signal.SIG_DFL),
-                                                   ignore_sighup and signal.signal(signal.SIGHUP, signal.SIG_IGN)))
+                                                   signal.signal(signal.SIGHUP, signal.SIG_IGN if ignore_sighup
+                                                                 else signal.SIG_DFL)))
     deadline = time.monotonic() + 120
     while not (pids := list((project / "outputs").glob("slow/*/kernel.pid"))) and time.monotonic() < deadline:
         time.sleep(0.2)
