@@ -269,7 +269,8 @@ class ClassLine:
 
 def in_class_table(entry: RunEntry, answer: answers.Answer) -> bool:
     """A model study's line for one class (a class under another pair of sides stays on its study's card)."""
-    return answers.Columns.from_summary(entry.summary).subject == "class" and answer in answers.class_lines([answer])
+    by_class = answers.Columns.from_summary(entry.summary).subject == "class"
+    return by_class and answers.PAIR_SEPARATOR not in answer.subject
 
 
 def class_lines(cards: list[RunEntry], outputs: Path) -> list[ClassLine]:
